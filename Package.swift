@@ -1,0 +1,72 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Stackline",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "stackline", targets: ["stackline"]),
+        .executable(name: "stackline-worker", targets: ["stackline-worker"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // libdw + libelf (+ zlib for compressed sections): the only place their C headers enter.
+        .systemLibrary(
+            name: "CElfUtils",
+            path: "Sources/CElfUtils",
+            pkgConfig: "libdw",
+            providers: [.apt(["libdw-dev", "libelf-dev", "zlib1g-dev"])]
+        ),
+        // Declarations of the two runtime demanglers (Swift's and the C++ ABI's).
+        .target(
+            name: "CDemangle",
+            path: "Sources/CDemangle",
+            linkerSettings: [.linkedLibrary("stdc++")]
+        ),
+        .target(name: "ReportModel"),
+        .target(name: "DebugInfo", dependencies: ["CElfUtils"]),
+        .target(name: "SymbolStore", dependencies: ["DebugInfo"]),
+        .target(
+            name: "Symbolication",
+            dependencies: ["DebugInfo", "SymbolStore", "ReportModel", "CDemangle"]
+        ),
+        .target(name: "ReportFormats", dependencies: ["ReportModel"]),
+        .target(
+            name: "JobQueue",
+            dependencies: ["ReportModel", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .target(
+            name: "Master",
+            dependencies: [
+                "JobQueue", "ReportModel", "ReportFormats",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "stackline",
+            dependencies: [
+                "DebugInfo", "SymbolStore", "Symbolication", "ReportModel", "ReportFormats",
+                "JobQueue", "Master",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "stackline-worker",
+            dependencies: [
+                "Symbolication", "SymbolStore", "ReportFormats", "ReportModel", "Master",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Workers/stackline-worker"
+        ),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "TestSupport"]),
+        .testTarget(name: "SymbolStoreTests", dependencies: ["SymbolStore", "DebugInfo", "TestSupport"]),
+        .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "ReportModel", "TestSupport"]),
+    ]
+)

@@ -1,0 +1,12 @@
+#ifndef STACKLINE_CDEMANGLE_H
+#define STACKLINE_CDEMANGLE_H
+#include <stddef.h>
+#include <stdint.h>
+
+/// Itanium C++ demangler (libstdc++). Returns a malloc'd string or NULL.
+char *stackline_cxx_demangle(const char *mangled);
+
+/// Swift runtime demangler (libswiftCore). Returns a malloc'd string or NULL.
+char *stackline_swift_demangle(const char *mangled, size_t length);
+
+#endif

@@ -1,0 +1,8 @@
+#ifndef STACKLINE_CELFUTILS_SHIM_H
+#define STACKLINE_CELFUTILS_SHIM_H
+#include <gelf.h>
+#include <libelf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/version.h>
+#include <dwarf.h>
+#endif

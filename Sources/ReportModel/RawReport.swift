@@ -1,0 +1,143 @@
+/// Crash or lag: lag reports are main-thread hangs sampled by the SDK.
+public enum ReportKind: String, Codable, Sendable, CaseIterable {
+    case crash
+    case lag
+}
+
+/// Whether an address is the faulting pc or a return address (looked up at `address - 1`).
+public enum FrameKind: String, Codable, Sendable {
+    case pc
+    case returnAddress
+}
+
+/// The application that produced a report.
+public struct AppInfo: Codable, Sendable, Hashable {
+    public var name: String?
+    public var version: String?
+    public var build: String?
+    public init(name: String? = nil, version: String? = nil, build: String? = nil) {
+        self.name = name
+        self.version = version
+        self.build = build
+    }
+}
+
+/// What went wrong, as the report states it.
+public struct ExceptionInfo: Codable, Sendable, Hashable {
+    public var type: String?
+    public var signal: String?
+    public var code: String?
+    public var faultAddress: Address?
+    public var message: String?
+    public init(
+        type: String? = nil, signal: String? = nil, code: String? = nil,
+        faultAddress: Address? = nil, message: String? = nil
+    ) {
+        self.type = type
+        self.signal = signal
+        self.code = code
+        self.faultAddress = faultAddress
+        self.message = message
+    }
+}
+
+/// A binary loaded in the crashed process.
+public struct BinaryImage: Codable, Sendable, Hashable {
+    public var name: String
+    public var path: String?
+    /// GNU build-id or Mach-O UUID: lowercase hex, no dashes.
+    public var id: String?
+    public var arch: String?
+    /// Lowest mapped address of the image (ELF) or its load address (Mach-O).
+    public var loadAddress: Address
+    public var size: UInt64?
+    /// The image's preferred base (`__TEXT.vmaddr`, or first `PT_LOAD` vaddr) when the report carries it.
+    public var vmAddress: Address?
+
+    public init(
+        name: String, path: String? = nil, id: String? = nil, arch: String? = nil,
+        loadAddress: Address, size: UInt64? = nil, vmAddress: Address? = nil
+    ) {
+        self.name = name
+        self.path = path
+        self.id = id.map(BinaryImage.normalizeID)
+        self.arch = arch
+        self.loadAddress = loadAddress
+        self.size = size
+        self.vmAddress = vmAddress
+    }
+
+    /// Lowercase hex without dashes, braces or spaces.
+    public static func normalizeID(_ raw: String) -> String {
+        String(raw.lowercased().filter { $0.isHexDigit })
+    }
+
+    public func contains(_ address: UInt64) -> Bool {
+        guard address >= loadAddress.value else { return false }
+        guard let size else { return false }
+        return address - loadAddress.value < size
+    }
+}
+
+/// One frame as reported: an absolute address.
+public struct RawFrame: Codable, Sendable, Hashable {
+    public var address: Address
+    public var kind: FrameKind
+    /// The image the report itself attributes the frame to, when it does.
+    public var imageIndex: Int?
+    public init(address: Address, kind: FrameKind, imageIndex: Int? = nil) {
+        self.address = address
+        self.kind = kind
+        self.imageIndex = imageIndex
+    }
+}
+
+/// One thread's backtrace.
+public struct RawThread: Codable, Sendable, Hashable {
+    public var index: Int
+    public var name: String?
+    public var crashed: Bool
+    public var frames: [RawFrame]
+    public init(index: Int, name: String? = nil, crashed: Bool = false, frames: [RawFrame]) {
+        self.index = index
+        self.name = name
+        self.crashed = crashed
+        self.frames = frames
+    }
+}
+
+/// The one model every report parser produces.
+public struct RawReport: Codable, Sendable, Hashable {
+    /// Identifier of the wire format, e.g. `swift-backtrace-json`.
+    public var format: String
+    public var kind: ReportKind
+    public var platform: String?
+    public var arch: String?
+    public var app: AppInfo?
+    public var os: String?
+    public var timestamp: String?
+    public var exception: ExceptionInfo?
+    public var images: [BinaryImage]
+    public var threads: [RawThread]
+    /// Things the parser noticed but could work around.
+    public var warnings: [String]
+
+    public init(
+        format: String, kind: ReportKind, platform: String? = nil, arch: String? = nil,
+        app: AppInfo? = nil, os: String? = nil, timestamp: String? = nil,
+        exception: ExceptionInfo? = nil, images: [BinaryImage] = [], threads: [RawThread] = [],
+        warnings: [String] = []
+    ) {
+        self.format = format
+        self.kind = kind
+        self.platform = platform
+        self.arch = arch
+        self.app = app
+        self.os = os
+        self.timestamp = timestamp
+        self.exception = exception
+        self.images = images
+        self.threads = threads
+        self.warnings = warnings
+    }
+}

@@ -1,0 +1,7 @@
+import ArgumentParser
+
+@main
+struct Stackline: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Crash- and lag-report symbolication service.")
+}

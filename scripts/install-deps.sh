@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Stackline builds and tests with, only those missing.
+set -euo pipefail
+packages=(
+  libdw-dev libelf-dev libsqlite3-dev zlib1g-dev   # linked libraries
+  elfutils llvm-14 lld-14                           # test oracles and fixture tools
+  binutils                                          # objcopy for split debug files
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -56,7 +56,7 @@ struct LookupCommand: ParsableCommand {
         } else {
             do { file = try DebugFile(path: object!) } catch { throw fail(error.description) }
         }
-        let resolver = AddressResolver(file: file, style: Demangler.Style(rawValue: demangle) ?? .full)
+        let resolver = AddressResolver(file: file, names: DemangleCache(style: Demangler.Style(rawValue: demangle) ?? .full))
         let base = loadAddress.flatMap { Address(parsing: $0)?.value }
         let kind: FrameKind = returnAddresses ? .returnAddress : .pc
         var output = LookupOutput(json: json)
@@ -71,14 +71,14 @@ struct LookupCommand: ParsableCommand {
             var lineNumber = 0
             while let line = readLine(strippingNewline: true) {
                 lineNumber += 1
-                let trimmed = line.trimmingCharacters(in: .whitespaces)
-                if trimmed.isEmpty { continue }
-                guard let a = Address(parsing: trimmed) else {
-                    printError("line \(lineNumber): not a hex address: \(trimmed)")
+                // Address(parsing:) trims; Foundation's trimmingCharacters cost 15% of a batch.
+                guard let a = Address(parsing: line) else {
+                    if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
+                    printError("line \(lineNumber): not a hex address: \(line)")
                     badLines += 1
                     continue
                 }
-                handle(trimmed, a.value)
+                handle(line, a.value)
             }
         } else {
             for a in addresses { handle(a, Address(parsing: a)!.value) }

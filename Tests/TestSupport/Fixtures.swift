@@ -55,9 +55,23 @@ public func buildElfFixtures(into directory: String? = nil) throws -> ElfFixture
     return ElfFixtureSet(directory: out, fixtures: fixtures)
 }
 
+nonisolated(unsafe) private var sharedFixtureDirectory: String?
+
 /// The fixtures, built once per test process and shared by every test that needs them.
+/// Removed when the process exits, unless STACKLINE_KEEP_FIXTURES=1 (then the path is printed).
 public let sharedElfFixtures: Result<ElfFixtureSet, TestSupportError> = {
-    do { return .success(try buildElfFixtures()) } catch let e as TestSupportError {
+    do {
+        let set = try buildElfFixtures()
+        if ProcessInfo.processInfo.environment["STACKLINE_KEEP_FIXTURES"] == "1" {
+            print("[fixtures] kept in \(set.directory)")
+        } else {
+            sharedFixtureDirectory = set.directory
+            atexit {
+                if let dir = sharedFixtureDirectory { try? FileManager.default.removeItem(atPath: dir) }
+            }
+        }
+        return .success(set)
+    } catch let e as TestSupportError {
         return .failure(e)
     } catch { return .failure(TestSupportError("\(error)")) }
 }()

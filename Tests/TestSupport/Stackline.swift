@@ -4,7 +4,7 @@ import Foundation
 /// (Tests/Fixtures/standin/stackline-standin.py, readelf + eu-addr2line) in Stackline's
 /// place so the plumbing works end to end. Flip this to `false` when the engine lands.
 /// The environment variable STACKLINE_STANDIN=1 / =0 overrides it either way.
-public let stacklineStandInByDefault = true
+public let stacklineStandInByDefault = false
 
 /// Whether the stand-in is in use (see `stacklineStandInByDefault`).
 public var stacklineUsesStandIn: Bool {

@@ -68,5 +68,6 @@ let package = Package(
         .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "TestSupport"]),
         .testTarget(name: "SymbolStoreTests", dependencies: ["SymbolStore", "DebugInfo", "TestSupport"]),
         .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "ReportModel", "TestSupport"]),
+        .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),
     ]
 )

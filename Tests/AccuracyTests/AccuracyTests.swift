@@ -50,18 +50,15 @@ func measureAgreement(_ fixture: ElfFixture, store: String) throws -> FixtureAgr
     guard let buildID = fixture.buildID else { throw TestSupportError("\(fixture.name) has no build-id") }
     let addresses = try instructionAddresses(in: fixture.unstripped)
     let stackline = try StacklineLookup.lookup(store: store, buildID: buildID, addresses)
-    let isSwift = fixture.language == "swift"
-
-    var llvm = try LLVMSymbolizer.symbolize(fixture.unstripped, addresses, demangle: true)
-    if isSwift { llvm = try SwiftDemangle.demangleSwiftNames(llvm) }
     let llvmRaw = try LLVMSymbolizer.symbolize(fixture.unstripped, addresses, demangle: false)
+    let llvm = try OracleDemangler.demangle(llvmRaw)
 
     // Second opinion, only where llvm-symbolizer and Stackline differ.
     let suspects = addresses.indices.filter {
         !sameFunctionsAndLines(stackline.demangled[$0], llvm[$0]) || !sameColumns(stackline.demangled[$0], llvm[$0])
     }
-    var eu = try EuAddr2line.symbolize(fixture.unstripped, suspects.map { addresses[$0] }, demangle: true)
-    if isSwift { eu = try SwiftDemangle.demangleSwiftNames(eu) }
+    let eu = try OracleDemangler.demangle(
+        EuAddr2line.symbolize(fixture.unstripped, suspects.map { addresses[$0] }, demangle: false))
     let euByIndex = Dictionary(uniqueKeysWithValues: zip(suspects, eu))
     let rawSuspects = addresses.indices.filter { !sameNames(stackline.raw[$0], llvmRaw[$0]) }
     let euRaw = try EuAddr2line.symbolize(fixture.unstripped, rawSuspects.map { addresses[$0] }, demangle: false)

@@ -109,21 +109,19 @@ enum LLVMSymbolizer {
     }
 }
 
-// MARK: - swift-demangle (llvm-symbolizer 14 does not demangle Swift names)
+// MARK: - Oracle demangling
 
-enum SwiftDemangle {
-    /// Demangles every Swift-mangled function name in `answers` with the toolchain's
-    /// swift-demangle (full form, as the runtime's swift_demangle gives).
-    static func demangleSwiftNames(_ answers: [Answer]) throws -> [Answer] {
-        let names = Set(answers.flatMap { $0.compactMap(\.function) }.filter(isSwiftMangled)).sorted()
-        guard !names.isEmpty else { return answers }
-        let tool = try findTool("swift-demangle")
-        let result = try runChecked(tool, [], stdin: names.joined(separator: "\n") + "\n")
-        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        guard lines.count >= names.count else {
-            throw TestSupportError("swift-demangle gave \(lines.count) lines for \(names.count) names")
-        }
-        let map = Dictionary(uniqueKeysWithValues: zip(names, lines.prefix(names.count)))
+/// Demangles the oracles' raw linkage names with independent tools: the toolchain's
+/// `swift-demangle --no-sugar` for Swift (llvm-symbolizer 14 cannot demangle Swift; Stackline
+/// prints the runtime's unsugared form) and binutils' `c++filt` for C++ (llvm-symbolizer's own
+/// demangler spells some names differently from the C++ ABI's, e.g. `(.cold)` for
+/// `[clone .cold]`, so its demangled text is not a fair reference for `__cxa_demangle`).
+enum OracleDemangler {
+    static func demangle(_ answers: [Answer]) throws -> [Answer] {
+        let all = Set(answers.flatMap { $0.compactMap(\.function) })
+        var map: [String: String] = [:]
+        try translate(all.filter(isSwiftMangled).sorted(), tool: "swift-demangle", ["--no-sugar"], into: &map)
+        try translate(all.filter(isItaniumMangled).sorted(), tool: "c++filt", [], into: &map)
         return answers.map { frames in
             frames.map { f in
                 var g = f
@@ -133,9 +131,21 @@ enum SwiftDemangle {
         }
     }
 
+    private static func translate(_ names: [String], tool: String, _ args: [String], into map: inout [String: String]) throws {
+        guard !names.isEmpty else { return }
+        let result = try runChecked(try findTool(tool), args, stdin: names.joined(separator: "\n") + "\n")
+        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard lines.count >= names.count else {
+            throw TestSupportError("\(tool) gave \(lines.count) lines for \(names.count) names")
+        }
+        for (name, out) in zip(names, lines) { map[name] = out }
+    }
+
     static func isSwiftMangled(_ name: String) -> Bool {
         name.hasPrefix("$s") || name.hasPrefix("_$s") || name.hasPrefix("$S") || name.hasPrefix("_T0")
     }
+
+    static func isItaniumMangled(_ name: String) -> Bool { name.hasPrefix("_Z") }
 }
 
 // MARK: - eu-addr2line (the second oracle)

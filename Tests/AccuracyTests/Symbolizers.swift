@@ -138,6 +138,34 @@ enum SwiftDemangle {
     }
 }
 
+// MARK: - c++filt (the GNU demangler, the same libiberty code as __cxa_demangle)
+
+enum GNUDemangle {
+    /// Demangles every Itanium C++ name (`_Z…`) among the function names in `answers` with
+    /// binutils' c++filt. llvm-symbolizer 14's own demangler spells things differently
+    /// ("'lambda0'(auto const&)" for "{lambda(auto:1 const&)#2}", " (.cold)" for
+    /// " [clone .cold]", and sometimes wrong parameter lists), so the oracle's raw names
+    /// are also demangled the way the contract says Stackline does it (__cxa_demangle).
+    static func demangleCxxNames(_ answers: [Answer]) throws -> [Answer] {
+        let names = Set(answers.flatMap { $0.compactMap(\.function) }.filter { $0.hasPrefix("_Z") }).sorted()
+        guard !names.isEmpty else { return answers }
+        let tool = try findTool("c++filt")
+        let result = try runChecked(tool, [], stdin: names.joined(separator: "\n") + "\n")
+        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard lines.count >= names.count else {
+            throw TestSupportError("c++filt gave \(lines.count) lines for \(names.count) names")
+        }
+        let map = Dictionary(uniqueKeysWithValues: zip(names, lines.prefix(names.count)))
+        return answers.map { frames in
+            frames.map { f in
+                var g = f
+                if let name = f.function, let d = map[name] { g.function = d }
+                return g
+            }
+        }
+    }
+}
+
 // MARK: - eu-addr2line (the second oracle)
 
 enum EuAddr2line {

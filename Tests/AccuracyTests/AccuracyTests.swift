@@ -73,8 +73,9 @@ func measureAgreement(_ fixture: ElfFixture, store: String) throws -> FixtureAgr
     // llvm-symbolizer answers twice: demangled by itself (-C), and raw (--no-demangle).
     // The raw names demangled by the contract's demanglers (Swift: swift-demangle, C++:
     // c++filt = __cxa_demangle's code) give the spelling Stackline is expected to print;
-    // llvm's own spelling is accepted too.
-    let llvmOwn = try LLVMSymbolizer.symbolize(fixture.unstripped, addresses, demangle: true)
+    // llvm's own spelling (Swift: swift-demangle with its default sugar) is accepted too.
+    let llvmOwn = try SwiftDemangle.demangleSwiftNames(
+        try LLVMSymbolizer.symbolize(fixture.unstripped, addresses, demangle: true), sugar: true)
     let llvmRaw = try LLVMSymbolizer.symbolize(fixture.unstripped, addresses, demangle: false)
     let llvm = try GNUDemangle.demangleCxxNames(try SwiftDemangle.demangleSwiftNames(llvmRaw))
 

@@ -113,12 +113,14 @@ enum LLVMSymbolizer {
 
 enum SwiftDemangle {
     /// Demangles every Swift-mangled function name in `answers` with the toolchain's
-    /// swift-demangle (full form, as the runtime's swift_demangle gives).
-    static func demangleSwiftNames(_ answers: [Answer]) throws -> [Answer] {
+    /// swift-demangle. `sugar: false` (--no-sugar: "Swift.Optional<A>", not "A?") is the
+    /// form the runtime's swift_demangle gives with its default options; the tool's own
+    /// default adds the sugar.
+    static func demangleSwiftNames(_ answers: [Answer], sugar: Bool = false) throws -> [Answer] {
         let names = Set(answers.flatMap { $0.compactMap(\.function) }.filter(isSwiftMangled)).sorted()
         guard !names.isEmpty else { return answers }
         let tool = try findTool("swift-demangle")
-        let result = try runChecked(tool, [], stdin: names.joined(separator: "\n") + "\n")
+        let result = try runChecked(tool, sugar ? [] : ["--no-sugar"], stdin: names.joined(separator: "\n") + "\n")
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         guard lines.count >= names.count else {
             throw TestSupportError("swift-demangle gave \(lines.count) lines for \(names.count) names")

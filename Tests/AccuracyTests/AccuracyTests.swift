@@ -42,6 +42,25 @@ func sameColumns(_ a: Answer, _ b: Answer) -> Bool {
 
 let listCap = 30
 
+func clip(_ s: String, _ n: Int = 160) -> String { s.count <= n ? s : String(s.prefix(n)) + "…" }
+
+/// Where Stackline's answer first differs from an oracle's, in one line.
+func difference(_ mine: Answer, _ other: Answer, _ oracle: String) -> String {
+    func frame(_ f: Frame) -> String { "\(clip(f.function ?? "??")) @ \(f.file ?? "??"):\(f.line):\(f.column)" }
+    if mine.isEmpty || other.isEmpty {
+        return "stackline [\(mine.count) frames] \(mine.first.map(frame) ?? "??") / \(oracle) [\(other.count) frames] \(other.first.map(frame) ?? "??")"
+    }
+    for level in 0..<min(mine.count, other.count) {
+        let a = mine[level], b = other[level]
+        if a.function != b.function || a.file != b.file || a.line != b.line || a.column != b.column {
+            return "level \(level) of \(mine.count)/\(other.count): stackline \(frame(a)) / \(oracle) \(frame(b))"
+        }
+    }
+    if mine.count == other.count { return "same as \(oracle)" }
+    let extra = mine.count > other.count ? "stackline has extra \(frame(mine[other.count]))" : "\(oracle) has extra \(frame(other[mine.count]))"
+    return "levels stackline \(mine.count) vs \(oracle) \(other.count): \(extra)"
+}
+
 func percent(_ x: Double) -> String { String(format: "%.2f%%", x * 100) }
 
 /// Compares Stackline's answers for every .text instruction of `fixture` with
@@ -50,15 +69,27 @@ func measureAgreement(_ fixture: ElfFixture, store: String) throws -> FixtureAgr
     guard let buildID = fixture.buildID else { throw TestSupportError("\(fixture.name) has no build-id") }
     let addresses = try instructionAddresses(in: fixture.unstripped)
     let stackline = try StacklineLookup.lookup(store: store, buildID: buildID, addresses)
+
+    // llvm-symbolizer answers twice: demangled by itself (-C), and raw (--no-demangle).
+    // The raw names demangled by the contract's demanglers (Swift: swift-demangle, C++:
+    // c++filt = __cxa_demangle's code) give the spelling Stackline is expected to print;
+    // llvm's own spelling (Swift: swift-demangle with its default sugar) is accepted too.
+    let llvmOwn = try SwiftDemangle.demangleSwiftNames(
+        try LLVMSymbolizer.symbolize(fixture.unstripped, addresses, demangle: true), sugar: true)
     let llvmRaw = try LLVMSymbolizer.symbolize(fixture.unstripped, addresses, demangle: false)
-    let llvm = try OracleDemangler.demangle(llvmRaw)
+    let llvm = try GNUDemangle.demangleCxxNames(try SwiftDemangle.demangleSwiftNames(llvmRaw))
 
     // Second opinion, only where llvm-symbolizer and Stackline differ.
-    let suspects = addresses.indices.filter {
-        !sameFunctionsAndLines(stackline.demangled[$0], llvm[$0]) || !sameColumns(stackline.demangled[$0], llvm[$0])
+    // The llvm-symbolizer answer to compare with: the one spelled like Stackline's, if any.
+    let llvmAnswer = addresses.indices.map { i in
+        sameFunctionsAndLines(stackline.demangled[i], llvm[i]) || !sameFunctionsAndLines(stackline.demangled[i], llvmOwn[i])
+            ? llvm[i] : llvmOwn[i]
     }
-    let eu = try OracleDemangler.demangle(
-        EuAddr2line.symbolize(fixture.unstripped, suspects.map { addresses[$0] }, demangle: false))
+    let suspects = addresses.indices.filter {
+        !sameFunctionsAndLines(stackline.demangled[$0], llvmAnswer[$0]) || !sameColumns(stackline.demangled[$0], llvmAnswer[$0])
+    }
+    let euRawSuspects = try EuAddr2line.symbolize(fixture.unstripped, suspects.map { addresses[$0] }, demangle: false)
+    let eu = try GNUDemangle.demangleCxxNames(try SwiftDemangle.demangleSwiftNames(euRawSuspects))
     let euByIndex = Dictionary(uniqueKeysWithValues: zip(suspects, eu))
     let rawSuspects = addresses.indices.filter { !sameNames(stackline.raw[$0], llvmRaw[$0]) }
     let euRaw = try EuAddr2line.symbolize(fixture.unstripped, rawSuspects.map { addresses[$0] }, demangle: false)
@@ -67,22 +98,22 @@ func measureAgreement(_ fixture: ElfFixture, store: String) throws -> FixtureAgr
     var result = FixtureAgreement(name: fixture.name, addresses: addresses.count)
     for i in addresses.indices {
         let mine = stackline.demangled[i]
-        let second = euByIndex[i].flatMap { asInformative($0, as: llvm[i]) ? $0 : nil }
-        let line = "\(hex(addresses[i])): stackline: \(describe(mine))\n      llvm-symbolizer: \(describe(llvm[i]))\n      eu-addr2line:    \(describe(euByIndex[i]))\(euByIndex[i] != nil && second == nil ? " (knows less than llvm-symbolizer: not used)" : "")"
-        if sameFunctionsAndLines(mine, llvm[i]) {
+        let second = euByIndex[i].flatMap { asInformative($0, as: llvmAnswer[i]) ? $0 : nil }
+        let line = { "\(hex(addresses[i])): \(difference(mine, llvmAnswer[i], "llvm-symbolizer"))\n        vs eu-addr2line: \(euByIndex[i].map { difference(mine, $0, "eu-addr2line") } ?? "(not asked)")\(euByIndex[i] != nil && second == nil ? " (knows less than llvm-symbolizer: not used)" : "")" }
+        if sameFunctionsAndLines(mine, llvmAnswer[i]) {
             result.agreeing += 1
             result.agreeingLLVM += 1
         } else if let second, sameFunctionsAndLines(mine, second) {
             result.agreeing += 1
         } else {
-            result.disagreements.append(line)
+            result.disagreements.append(line())
         }
-        if sameColumns(mine, llvm[i]) && sameFunctionsAndLines(mine, llvm[i])
+        if sameColumns(mine, llvmAnswer[i]) && sameFunctionsAndLines(mine, llvmAnswer[i])
             || second.map({ sameColumns(mine, $0) && sameFunctionsAndLines(mine, $0) }) == true
         {
             result.columnsAgreeing += 1
-        } else if sameFunctionsAndLines(mine, llvm[i]) || second.map({ sameFunctionsAndLines(mine, $0) }) == true {
-            result.columnDisagreements.append(line)
+        } else if sameFunctionsAndLines(mine, llvmAnswer[i]) || second.map({ sameFunctionsAndLines(mine, $0) }) == true {
+            result.columnDisagreements.append(line())
         }
         if sameNames(stackline.raw[i], llvmRaw[i])
             || euRawByIndex[i].map({ asInformative($0, as: llvmRaw[i]) && sameNames(stackline.raw[i], $0) }) == true

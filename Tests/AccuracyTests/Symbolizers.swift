@@ -109,19 +109,23 @@ enum LLVMSymbolizer {
     }
 }
 
-// MARK: - Oracle demangling
+// MARK: - swift-demangle (llvm-symbolizer 14 does not demangle Swift names)
 
-/// Demangles the oracles' raw linkage names with independent tools: the toolchain's
-/// `swift-demangle --no-sugar` for Swift (llvm-symbolizer 14 cannot demangle Swift; Stackline
-/// prints the runtime's unsugared form) and binutils' `c++filt` for C++ (llvm-symbolizer's own
-/// demangler spells some names differently from the C++ ABI's, e.g. `(.cold)` for
-/// `[clone .cold]`, so its demangled text is not a fair reference for `__cxa_demangle`).
-enum OracleDemangler {
-    static func demangle(_ answers: [Answer]) throws -> [Answer] {
-        let all = Set(answers.flatMap { $0.compactMap(\.function) })
-        var map: [String: String] = [:]
-        try translate(all.filter(isSwiftMangled).sorted(), tool: "swift-demangle", ["--no-sugar"], into: &map)
-        try translate(all.filter(isItaniumMangled).sorted(), tool: "c++filt", [], into: &map)
+enum SwiftDemangle {
+    /// Demangles every Swift-mangled function name in `answers` with the toolchain's
+    /// swift-demangle. `sugar: false` (--no-sugar: "Swift.Optional<A>", not "A?") is the
+    /// form the runtime's swift_demangle gives with its default options; the tool's own
+    /// default adds the sugar.
+    static func demangleSwiftNames(_ answers: [Answer], sugar: Bool = false) throws -> [Answer] {
+        let names = Set(answers.flatMap { $0.compactMap(\.function) }.filter(isSwiftMangled)).sorted()
+        guard !names.isEmpty else { return answers }
+        let tool = try findTool("swift-demangle")
+        let result = try runChecked(tool, sugar ? [] : ["--no-sugar"], stdin: names.joined(separator: "\n") + "\n")
+        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard lines.count >= names.count else {
+            throw TestSupportError("swift-demangle gave \(lines.count) lines for \(names.count) names")
+        }
+        let map = Dictionary(uniqueKeysWithValues: zip(names, lines.prefix(names.count)))
         return answers.map { frames in
             frames.map { f in
                 var g = f
@@ -131,21 +135,37 @@ enum OracleDemangler {
         }
     }
 
-    private static func translate(_ names: [String], tool: String, _ args: [String], into map: inout [String: String]) throws {
-        guard !names.isEmpty else { return }
-        let result = try runChecked(try findTool(tool), args, stdin: names.joined(separator: "\n") + "\n")
-        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        guard lines.count >= names.count else {
-            throw TestSupportError("\(tool) gave \(lines.count) lines for \(names.count) names")
-        }
-        for (name, out) in zip(names, lines) { map[name] = out }
-    }
-
     static func isSwiftMangled(_ name: String) -> Bool {
         name.hasPrefix("$s") || name.hasPrefix("_$s") || name.hasPrefix("$S") || name.hasPrefix("_T0")
     }
+}
 
-    static func isItaniumMangled(_ name: String) -> Bool { name.hasPrefix("_Z") }
+// MARK: - c++filt (the GNU demangler, the same libiberty code as __cxa_demangle)
+
+enum GNUDemangle {
+    /// Demangles every Itanium C++ name (`_Z…`) among the function names in `answers` with
+    /// binutils' c++filt. llvm-symbolizer 14's own demangler spells things differently
+    /// ("'lambda0'(auto const&)" for "{lambda(auto:1 const&)#2}", " (.cold)" for
+    /// " [clone .cold]", and sometimes wrong parameter lists), so the oracle's raw names
+    /// are also demangled the way the contract says Stackline does it (__cxa_demangle).
+    static func demangleCxxNames(_ answers: [Answer]) throws -> [Answer] {
+        let names = Set(answers.flatMap { $0.compactMap(\.function) }.filter { $0.hasPrefix("_Z") }).sorted()
+        guard !names.isEmpty else { return answers }
+        let tool = try findTool("c++filt")
+        let result = try runChecked(tool, [], stdin: names.joined(separator: "\n") + "\n")
+        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard lines.count >= names.count else {
+            throw TestSupportError("c++filt gave \(lines.count) lines for \(names.count) names")
+        }
+        let map = Dictionary(uniqueKeysWithValues: zip(names, lines.prefix(names.count)))
+        return answers.map { frames in
+            frames.map { f in
+                var g = f
+                if let name = f.function, let d = map[name] { g.function = d }
+                return g
+            }
+        }
+    }
 }
 
 // MARK: - eu-addr2line (the second oracle)

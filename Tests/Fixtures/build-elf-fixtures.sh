@@ -126,6 +126,13 @@ run "$SWIFTC" -O -g -module-cache-path "$out/swift-module-cache" -module-name Sh
   -Xlinker --build-id -o "$out/swift-O" "$SWIFT_SRC"
 record swift-O accuracy swift swiftc debug "Swift -O -g executable"
 
+# ---- no DWARF at all: only the symbol table answers (Stackline's symtab fallback)
+run "$GCC" -O2 -fPIE -pie $BID -o "$out/c-gcc-symtab-only" "$C_SRC"
+record c-gcc-symtab-only accuracy c gcc debug "C -O2 gcc PIE without -g: symbol table only"
+run "$SWIFTC" -O -module-cache-path "$out/swift-module-cache" -module-name ShapesFixture \
+  -Xlinker --build-id -o "$out/swift-symtab-only" "$SWIFT_SRC"
+record swift-symtab-only accuracy swift swiftc debug "Swift -O without -g: symbol table only"
+
 # ---- crash fixture (load-address test) and an ELF without a build-id (bad input test)
 run "$GCC" -O2 -g -fPIE -pie $BID -o "$out/crash-gcc" "$here/c/crashsite.c" -ldl
 record crash-gcc crash c gcc debug "C -O2 gcc PIE that prints its load base and crashes with SIGSEGV"

@@ -3,5 +3,12 @@ import ArgumentParser
 @main
 struct Stackline: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Crash- and lag-report symbolication service.")
+        abstract: "Crash- and lag-report symbolication service.",
+        // One subcommand per line, so branches adding commands merge cleanly.
+        subcommands: [
+            SubmitCommand.self,
+            StatusCommand.self,
+            MasterCommand.self,
+            ReportCommand.self,
+        ])
 }

@@ -76,8 +76,12 @@ let package = Package(
         .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "TestSupport"]),
         .testTarget(name: "SymbolStoreTests", dependencies: ["SymbolStore", "DebugInfo", "TestSupport"]),
         .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "ReportModel", "TestSupport"]),
-        .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "ReportModel", "Compression", "TestSupport"]),
-        .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportModel", "Compression", "TestSupport"]),
+        .testTarget(
+            name: "JobQueueTests",
+            dependencies: ["JobQueue", "ReportModel", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(name: "CompressionTests", dependencies: ["Compression", "TestSupport"]),
+        .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportModel", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["JobQueue", "ReportModel", "ReportFormats", "TestSupport"]

@@ -102,11 +102,17 @@ final class WorkerSlot: @unchecked Sendable {
         }
 
         let jobDeadline = Date().addingTimeInterval(config.jobTimeout)
-        let heartbeatMs = Int32(max(100, config.leaseSeconds * 1000 / 3))
+        let heartbeatInterval = max(0.1, config.leaseSeconds / 3)
+        var nextHeartbeat = Date().addingTimeInterval(heartbeatInterval)
         while true {
+            // Wake for whichever comes first: heartbeat, job deadline, drain deadline; and at
+            // least twice a second so a stop signal starts the drain clock promptly.
+            var wakeAt = min(nextHeartbeat, jobDeadline, Date().addingTimeInterval(0.5))
+            if let stoppedAt = stop.time { wakeAt = min(wakeAt, stoppedAt.addingTimeInterval(config.drainSeconds)) }
+            let waitMs = Int32(max(0, min(wakeAt.timeIntervalSinceNow * 1000, 3_600_000)))
             let frame: Data?
             do {
-                frame = try worker.reader.read(timeoutMs: heartbeatMs)
+                frame = try worker.reader.read(timeoutMs: waitMs)
             } catch {
                 try workerDied(job, log)
                 return
@@ -115,13 +121,14 @@ final class WorkerSlot: @unchecked Sendable {
                 try finish(job, reply: frame, started: started, log)
                 return
             }
-            if Date() >= jobDeadline {
+            let now = Date()
+            if now >= jobDeadline {
                 let exit = killWorker()
                 log.warning("job timed out; worker killed", metadata: ["exit": "\(exit.map { "\($0)" } ?? "-")"])
                 try fail(job, .retryable("timed out after \(formatSeconds(config.jobTimeout)) (worker killed)"), log)
                 return
             }
-            if let stoppedAt = stop.time, Date().timeIntervalSince(stoppedAt) >= config.drainSeconds {
+            if let stoppedAt = stop.time, now.timeIntervalSince(stoppedAt) >= config.drainSeconds {
                 _ = killWorker()
                 do {
                     try db.release(jobId: job.jobId, token: job.leaseToken)
@@ -131,6 +138,8 @@ final class WorkerSlot: @unchecked Sendable {
                 }
                 return
             }
+            guard now >= nextHeartbeat else { continue }
+            nextHeartbeat = now.addingTimeInterval(heartbeatInterval)
             do {
                 try db.heartbeat(jobId: job.jobId, token: job.leaseToken, leaseMs: leaseMs)
             } catch JobQueueError.staleLease {

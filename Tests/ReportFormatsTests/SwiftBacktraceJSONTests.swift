@@ -4,13 +4,6 @@ import ReportModel
 import TestSupport
 import Testing
 
-/// The build id of an ELF file, read by binutils' readelf (an independent oracle).
-func readelfBuildID(_ path: String) throws -> String? {
-    let out = try runProcess("/usr/bin/readelf", ["-n", path])
-    guard let line = out.stdout.split(separator: "\n").first(where: { $0.contains("Build ID:") }) else { return nil }
-    return line.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) }
-}
-
 /// The runtime's own JSON, decoded generically, for cross-checking the parser.
 func runtimeJSON(_ data: Data) throws -> [String: Any] {
     try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])

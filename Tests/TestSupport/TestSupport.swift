@@ -184,3 +184,10 @@ public func variant(of report: Data, number: Int, marker: String? = nil) -> Data
     text.insert(contentsOf: extra, at: text.index(after: brace))
     return Data(text.utf8)
 }
+
+/// The GNU build id of an ELF file, read by binutils' readelf (an independent oracle).
+public func readelfBuildID(_ path: String) throws -> String? {
+    let out = try runProcess("/usr/bin/readelf", ["-n", path])
+    guard let line = out.stdout.split(separator: "\n").first(where: { $0.contains("Build ID:") }) else { return nil }
+    return line.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) }
+}

@@ -98,8 +98,14 @@ public enum TextReportRenderer {
             out.append("")
             let name = thread.name.map { " \"\($0)\"" } ?? ""
             out.append("Thread \(thread.index)\(name)\(thread.crashed ? " crashed" : ""):")
-            let imageWidth = max(8, thread.frames.map { ($0.image ?? "???").count }.max() ?? 0)
-            for frame in thread.frames { out.append(line(frame, imageWidth: imageWidth)) }
+            // Frames the symbolicator could not attribute still get the image the report lists.
+            let frames = thread.frames.map { frame in
+                var f = frame
+                if f.image == nil { f.image = report.images.first { $0.contains(frame.address.value) }?.name }
+                return f
+            }
+            let imageWidth = max(8, frames.map { ($0.image ?? "???").count }.max() ?? 0)
+            for frame in frames { out.append(line(frame, imageWidth: imageWidth)) }
         }
         for warning in report.warnings { out.append("warning: \(warning)") }
         return out.joined(separator: "\n")

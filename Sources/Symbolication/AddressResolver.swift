@@ -37,8 +37,9 @@ public struct AddressResolver {
         address &- loadAddress &+ (preferredBase ?? file.elf.preferredBase)
     }
 
-    /// Resolves `address`. For a return address, the lookup happens at `address - 1` (the call
-    /// instruction) while offsets are still measured from `address`, as backtracers print them.
+    /// Resolves `address`. For a return address, the lookup happens at `address - 1`, inside the
+    /// call instruction, and the offset is measured from there too, as the Swift runtime's
+    /// backtracer does: the frame then names the call, not whatever follows it.
     public func resolve(_ address: UInt64, kind: FrameKind = .pc) -> [ResolvedFrame] {
         let lookup = kind == .returnAddress && address > 0 ? address - 1 : address
         let frames = file.frames(at: lookup)
@@ -46,7 +47,7 @@ public struct AddressResolver {
             let outermost = i == frames.count - 1
             return ResolvedFrame(
                 function: f.symbol.map(names.demangle), symbol: f.symbol,
-                offset: outermost ? f.functionStart.map { address &- $0 } : nil,
+                offset: outermost ? f.functionStart.map { lookup &- $0 } : nil,
                 file: f.file, line: f.file == nil && f.line == 0 ? nil : f.line,
                 column: f.file == nil && f.column == 0 ? nil : f.column,
                 inlined: !outermost, noLineInfo: f.fromSymbolTableOnly)

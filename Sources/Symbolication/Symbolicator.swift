@@ -81,9 +81,14 @@ public final class Symbolicator {
                         f.symbol = level.symbol
                         f.function = level.function
                         f.offset = level.offset
-                        f.file = level.file
-                        f.line = level.line
-                        f.column = level.column
+                        // A symbol-table-only answer may carry an object name from STT_FILE
+                        // (llvm-symbolizer prints it as "Swift.o:0:0"); in a report that reads
+                        // like a source location, so such frames show none.
+                        if !level.noLineInfo {
+                            f.file = level.file
+                            f.line = level.line
+                            f.column = level.column
+                        }
                         f.inlined = level.inlined
                         frames.append(f)
                     }

@@ -117,22 +117,7 @@ enum SwiftDemangle {
     /// form the runtime's swift_demangle gives with its default options; the tool's own
     /// default adds the sugar.
     static func demangleSwiftNames(_ answers: [Answer], sugar: Bool = false) throws -> [Answer] {
-        let names = Set(answers.flatMap { $0.compactMap(\.function) }.filter(isSwiftMangled)).sorted()
-        guard !names.isEmpty else { return answers }
-        let tool = try findTool("swift-demangle")
-        let result = try runChecked(tool, sugar ? [] : ["--no-sugar"], stdin: names.joined(separator: "\n") + "\n")
-        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        guard lines.count >= names.count else {
-            throw TestSupportError("swift-demangle gave \(lines.count) lines for \(names.count) names")
-        }
-        let map = Dictionary(uniqueKeysWithValues: zip(names, lines.prefix(names.count)))
-        return answers.map { frames in
-            frames.map { f in
-                var g = f
-                if let name = f.function, let d = map[name] { g.function = d }
-                return g
-            }
-        }
+        try replaceNames(in: answers, where: isSwiftMangled, using: "swift-demangle", sugar ? [] : ["--no-sugar"])
     }
 
     static func isSwiftMangled(_ name: String) -> Bool {
@@ -149,22 +134,7 @@ enum GNUDemangle {
     /// " [clone .cold]", and sometimes wrong parameter lists), so the oracle's raw names
     /// are also demangled the way the contract says Stackline does it (__cxa_demangle).
     static func demangleCxxNames(_ answers: [Answer]) throws -> [Answer] {
-        let names = Set(answers.flatMap { $0.compactMap(\.function) }.filter { $0.hasPrefix("_Z") }).sorted()
-        guard !names.isEmpty else { return answers }
-        let tool = try findTool("c++filt")
-        let result = try runChecked(tool, [], stdin: names.joined(separator: "\n") + "\n")
-        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        guard lines.count >= names.count else {
-            throw TestSupportError("c++filt gave \(lines.count) lines for \(names.count) names")
-        }
-        let map = Dictionary(uniqueKeysWithValues: zip(names, lines.prefix(names.count)))
-        return answers.map { frames in
-            frames.map { f in
-                var g = f
-                if let name = f.function, let d = map[name] { g.function = d }
-                return g
-            }
-        }
+        try replaceNames(in: answers, where: { $0.hasPrefix("_Z") }, using: "c++filt", [])
     }
 }
 
@@ -248,5 +218,25 @@ enum StacklineLookup {
             }))
         }
         return StacklineAnswers(demangled: demangled, raw: raw)
+    }
+}
+
+/// Replaces the function names that `select` picks with what `tool` (reading one name per line)
+/// turns them into; the other names stay.
+func replaceNames(in answers: [Answer], where select: (String) -> Bool, using tool: String, _ arguments: [String]) throws -> [Answer] {
+    let names = Set(answers.flatMap { $0.compactMap(\.function) }.filter(select)).sorted()
+    guard !names.isEmpty else { return answers }
+    let result = try runChecked(try findTool(tool), arguments, stdin: names.joined(separator: "\n") + "\n")
+    let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    guard lines.count >= names.count else {
+        throw TestSupportError("\(tool) gave \(lines.count) lines for \(names.count) names")
+    }
+    let map = Dictionary(uniqueKeysWithValues: zip(names, lines.prefix(names.count)))
+    return answers.map { frames in
+        frames.map { f in
+            var g = f
+            if let name = f.function, let d = map[name] { g.function = d }
+            return g
+        }
     }
 }

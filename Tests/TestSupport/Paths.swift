@@ -99,3 +99,12 @@ public struct TempDirectory {
 
     public func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
+
+/// A value behind a lock, for collecting results from concurrent work.
+public final class Locked<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T
+    public init(_ value: T) { stored = value }
+    public var value: T { lock.withLock { stored } }
+    public func mutate(_ body: (inout T) -> Void) { lock.withLock { body(&stored) } }
+}

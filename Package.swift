@@ -27,6 +27,14 @@ let package = Package(
             path: "Sources/CDemangle",
             linkerSettings: [.linkedLibrary("stdc++")]
         ),
+        // zlib: gzip input on submit (streamed, size-capped) and compressed raw bytes in the DB.
+        .systemLibrary(
+            name: "CZlib",
+            path: "Sources/CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+        .target(name: "Compression", dependencies: ["CZlib"]),
         .target(name: "ReportModel"),
         .target(name: "DebugInfo", dependencies: ["CElfUtils"]),
         .target(name: "SymbolStore", dependencies: ["DebugInfo"]),
@@ -37,12 +45,12 @@ let package = Package(
         .target(name: "ReportFormats", dependencies: ["ReportModel"]),
         .target(
             name: "JobQueue",
-            dependencies: ["ReportModel", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["ReportModel", "Compression", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .target(
             name: "Master",
             dependencies: [
-                "JobQueue", "ReportModel", "ReportFormats",
+                "JobQueue", "ReportModel", "ReportFormats", "Compression",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -50,7 +58,7 @@ let package = Package(
             name: "stackline",
             dependencies: [
                 "DebugInfo", "SymbolStore", "Symbolication", "ReportModel", "ReportFormats",
-                "JobQueue", "Master",
+                "JobQueue", "Master", "Compression",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -69,5 +77,15 @@ let package = Package(
         .testTarget(name: "SymbolStoreTests", dependencies: ["SymbolStore", "DebugInfo", "TestSupport"]),
         .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "ReportModel", "TestSupport"]),
         .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),
+        .testTarget(
+            name: "JobQueueTests",
+            dependencies: ["JobQueue", "ReportModel", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(name: "CompressionTests", dependencies: ["Compression", "TestSupport"]),
+        .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportModel", "TestSupport"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["JobQueue", "ReportModel", "ReportFormats", "TestSupport"]
+        ),
     ]
 )

@@ -60,8 +60,9 @@ public struct SymbolTable: Sendable {
                 guard shndx != SHN_UNDEF, shndx != SHN_ABS, shndx < SHN_LORESERVE || shndx == SHN_XINDEX else { continue }
                 guard let cName = elf_strptr(file.elf, Int(section.link), Int(sym.st_name)), cName.pointee != 0
                 else { continue }
-                // ARM/AArch64 mapping symbols ($x, $d) and local labels name no function.
-                if cName.pointee == UInt8(ascii: "$") || (cName.pointee == UInt8(ascii: ".") && cName[1] == UInt8(ascii: "L")) {
+                // ARM/AArch64 mapping symbols ($a, $d, $t, $x, optionally ".suffixed") and local
+                // labels name no function. Swift's `$s…` names must survive this filter.
+                if Self.isMappingSymbol(cName) || (cName.pointee == UInt8(ascii: ".") && cName[1] == UInt8(ascii: "L")) {
                     continue
                 }
                 out.append(ElfSymbol(
@@ -70,6 +71,16 @@ public struct SymbolTable: Sendable {
             }
         }
         self.init(symbols: out)
+    }
+
+    static func isMappingSymbol(_ name: UnsafePointer<CChar>) -> Bool {
+        guard name[0] == UInt8(ascii: "$") else { return false }
+        switch UInt8(bitPattern: name[1]) {
+        case UInt8(ascii: "a"), UInt8(ascii: "d"), UInt8(ascii: "t"), UInt8(ascii: "x"):
+            return name[2] == 0 || name[2] == UInt8(ascii: ".")
+        default:
+            return false
+        }
     }
 
     public var isEmpty: Bool { symbols.isEmpty }

@@ -23,11 +23,11 @@ public struct ResolvedFrame: Encodable, Sendable, Hashable {
 /// Resolves file addresses (or runtime addresses plus a load address) for one debug file.
 public struct AddressResolver {
     public let file: DebugFile
-    public let style: Demangler.Style
+    public let names: DemangleCache
 
-    public init(file: DebugFile, style: Demangler.Style = .full) {
+    public init(file: DebugFile, names: DemangleCache = DemangleCache(style: .full)) {
         self.file = file
-        self.style = style
+        self.names = names
     }
 
     /// The file address for a runtime `address` in an image whose lowest mapping is `loadAddress`.
@@ -37,16 +37,17 @@ public struct AddressResolver {
         address &- loadAddress &+ (preferredBase ?? file.elf.preferredBase)
     }
 
-    /// Resolves `address`. For a return address, the lookup happens at `address - 1` (the call
-    /// instruction) while offsets are still measured from `address`, as backtracers print them.
+    /// Resolves `address`. For a return address, the lookup happens at `address - 1`, inside the
+    /// call instruction, and the offset is measured from there too, as the Swift runtime's
+    /// backtracer does: the frame then names the call, not whatever follows it.
     public func resolve(_ address: UInt64, kind: FrameKind = .pc) -> [ResolvedFrame] {
         let lookup = kind == .returnAddress && address > 0 ? address - 1 : address
         let frames = file.frames(at: lookup)
         return frames.enumerated().map { i, f in
             let outermost = i == frames.count - 1
             return ResolvedFrame(
-                function: f.symbol.map { Demangler.demangle($0, style: style) }, symbol: f.symbol,
-                offset: outermost ? f.functionStart.map { address &- $0 } : nil,
+                function: f.symbol.map(names.demangle), symbol: f.symbol,
+                offset: outermost ? f.functionStart.map { lookup &- $0 } : nil,
                 file: f.file, line: f.file == nil && f.line == 0 ? nil : f.line,
                 column: f.file == nil && f.column == 0 ? nil : f.column,
                 inlined: !outermost, noLineInfo: f.fromSymbolTableOnly)

@@ -49,3 +49,24 @@ public enum Demangler {
         }
     }
 }
+
+/// Demangled names already computed: a crash batch repeats the same few hundred functions,
+/// and demangling costs more than the lookup itself. Bounded, cleared when full.
+public final class DemangleCache {
+    public let style: Demangler.Style
+    private var names: [String: String] = [:]
+    private let limit: Int
+
+    public init(style: Demangler.Style, limit: Int = 200_000) {
+        self.style = style
+        self.limit = limit
+    }
+
+    public func demangle(_ name: String) -> String {
+        if let hit = names[name] { return hit }
+        if names.count >= limit { names.removeAll(keepingCapacity: true) }
+        let out = Demangler.demangle(name, style: style)
+        names[name] = out
+        return out
+    }
+}

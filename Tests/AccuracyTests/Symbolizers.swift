@@ -178,7 +178,7 @@ enum EuAddr2line {
         var args = ["-a", "-i", "-f", "-e", file]
         if demangle { args.append("-C") }
         // eu-addr2line exits 1 when some address has no answer; its output is still complete.
-        let result = try runProcess(tool, args, stdin: addresses.map(hex).joined(separator: "\n") + "\n")
+        let result = try runProcess(tool, args, input: addresses.map(hex).joined(separator: "\n") + "\n")
         guard result.status == 0 || result.status == 1 else { throw TestSupportError(result.summary) }
         var answers: [[Frame]] = []
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)

@@ -64,3 +64,38 @@ public func directorySnapshot(_ root: String) -> [String] {
     }
     return entries.sorted()
 }
+
+/// Paths of the package and of the binaries `swift build` / `swift test` produced.
+public enum TestPaths {
+    /// The package root, from this file's location.
+    public static var packageRoot: String { TestSupport.packageRoot }
+
+    /// The build directory holding the test bundle, and so `stackline` and `stackline-worker`.
+    public static let buildDirectory: String = {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var dir = (exe as NSString).deletingLastPathComponent
+        // On Linux the test runner is `.build/<triple>/debug/StacklinePackageTests.xctest`.
+        while !dir.isEmpty, dir != "/", !FileManager.default.fileExists(atPath: dir + "/stackline") {
+            dir = (dir as NSString).deletingLastPathComponent
+        }
+        return dir
+    }()
+
+    public static var stackline: String { buildDirectory + "/stackline" }
+    public static var worker: String { buildDirectory + "/stackline-worker" }
+
+    public static let demoSource = packageRoot + "/Tests/Fixtures/demo/Demo.swift"
+}
+
+/// A fresh directory under the system temp dir, removed by `remove()`.
+public struct TempDirectory {
+    public let path: String
+
+    public init(_ prefix: String = "stackline-test") throws {
+        path = try makeTemporaryDirectory(prefix: prefix)
+    }
+
+    public func file(_ name: String) -> String { path + "/" + name }
+
+    public func remove() { try? FileManager.default.removeItem(atPath: path) }
+}

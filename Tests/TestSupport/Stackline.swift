@@ -49,5 +49,5 @@ public func stacklineExecutable() throws -> String {
 /// Runs `stackline ARGS` (the executable above).
 @discardableResult
 public func runStackline(_ arguments: [String], stdin: String? = nil) throws -> ProcessOutput {
-    try runProcess(try stacklineExecutable(), arguments, stdin: stdin)
+    try runProcess(try stacklineExecutable(), arguments, stdin: stdin.map { Data($0.utf8) })
 }

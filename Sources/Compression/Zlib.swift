@@ -1,0 +1,109 @@
+import CZlib
+import Foundation
+
+/// Why a compressed buffer could not be inflated.
+public enum CompressionError: Error, Equatable, CustomStringConvertible {
+    /// The output would exceed the caller's limit (a likely decompression bomb).
+    case tooLarge(limit: Int)
+    /// zlib rejected the data.
+    case corrupt(String)
+    /// The stream ended before zlib saw its end marker.
+    case truncated
+
+    public var description: String {
+        switch self {
+        case .tooLarge(let limit): "decompressed size exceeds the limit of \(limit) bytes"
+        case .corrupt(let why): "corrupt compressed data: \(why)"
+        case .truncated: "compressed data is truncated"
+        }
+    }
+}
+
+/// gzip and zlib helpers over the system zlib.
+public enum Zlib {
+    /// Default cap on decompressed input: reports are small, bombs are not.
+    public static let defaultLimit = 64 << 20
+
+    /// True when `data` starts with the gzip magic bytes 1f 8b.
+    public static func isGzip(_ data: Data) -> Bool {
+        data.count >= 2 && data[data.startIndex] == 0x1f && data[data.startIndex + 1] == 0x8b
+    }
+
+    /// Compresses `data` in the zlib format.
+    public static func compress(_ data: Data, level: Int32 = 6) -> Data {
+        var bound = compressBound(uLong(data.count))
+        var out = Data(count: Int(bound))
+        let rc = out.withUnsafeMutableBytes { dst in
+            data.withUnsafeBytes { src in
+                compress2(
+                    dst.baseAddress!.assumingMemoryBound(to: Bytef.self), &bound,
+                    src.baseAddress?.assumingMemoryBound(to: Bytef.self) ?? UnsafePointer(bitPattern: 1)!,
+                    uLong(data.count), level)
+            }
+        }
+        // compress2 can only fail on bad arguments or out of memory; neither depends on input.
+        precondition(rc == Z_OK, "compress2 failed: \(rc)")
+        out.count = Int(bound)
+        return out
+    }
+
+    /// Inflates gzip (one or more members) or zlib data, streaming, and stops as soon as the
+    /// output would pass `limit` bytes, so a bomb costs at most `limit` plus one chunk of memory.
+    public static func inflate(_ data: Data, limit: Int = defaultLimit) throws(CompressionError) -> Data {
+        var stream = z_stream()
+        // 15 + 32: largest window, and detect gzip or zlib headers automatically.
+        guard inflateInit2_(&stream, 15 + 32, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+            throw .corrupt("inflateInit2 failed")
+        }
+        defer { inflateEnd(&stream) }
+
+        let chunk = 64 * 1024
+        var output = Data()
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        let input = [UInt8](data)
+        var consumed = 0
+        var finished = false
+
+        while true {
+            let remaining = input.count - consumed
+            let (rc, produced, used): (Int32, Int, Int) = input.withUnsafeBufferPointer { inBuf in
+                buffer.withUnsafeMutableBufferPointer { outBuf in
+                    stream.next_in = UnsafeMutablePointer(mutating: inBuf.baseAddress.map { $0 + consumed })
+                    stream.avail_in = uInt(remaining)
+                    stream.next_out = outBuf.baseAddress
+                    stream.avail_out = uInt(chunk)
+                    let rc = CZlib.inflate(&stream, Z_NO_FLUSH)
+                    return (rc, chunk - Int(stream.avail_out), remaining - Int(stream.avail_in))
+                }
+            }
+            consumed += used
+            if produced > 0 {
+                guard output.count + produced <= limit else { throw .tooLarge(limit: limit) }
+                output.append(contentsOf: buffer[0..<produced])
+            }
+            switch rc {
+            case Z_STREAM_END:
+                // gzip allows concatenated members; skip trailing zero padding some tools add.
+                let rest = input[consumed...]
+                if rest.allSatisfy({ $0 == 0 }) {
+                    finished = true
+                } else {
+                    guard inflateReset(&stream) == Z_OK else { throw .corrupt("inflateReset failed") }
+                    continue
+                }
+            case Z_OK:
+                continue
+            case Z_BUF_ERROR where used == 0 && produced == 0:
+                // No progress possible: the input ran out before the end of the stream.
+                throw .truncated
+            case Z_BUF_ERROR:
+                continue
+            default:
+                let message = stream.msg.map { String(cString: $0) } ?? "zlib error \(rc)"
+                throw .corrupt(message)
+            }
+            if finished { break }
+        }
+        return output
+    }
+}

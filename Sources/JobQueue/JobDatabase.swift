@@ -1,0 +1,358 @@
+import Compression
+import Foundation
+import GRDB
+import ReportModel
+
+/// The SQLite job queue: reports, jobs and results in one WAL database.
+///
+/// Every connection waits on `busy_timeout` instead of failing with SQLITE_BUSY, and every
+/// write runs in an IMMEDIATE transaction so a reader never has to upgrade to a writer
+/// (the one case where SQLite returns BUSY without waiting).
+public final class JobDatabase: Sendable {
+    /// Milliseconds since the Unix epoch; injectable so tests can move time.
+    public typealias Clock = @Sendable () -> Int64
+
+    public let path: String
+    private let pool: DatabasePool
+    private let clock: Clock
+
+    public static let systemClock: Clock = { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    public init(path: String, busyTimeout: TimeInterval = 30, clock: @escaping Clock = JobDatabase.systemClock) throws {
+        self.path = path
+        self.clock = clock
+        let dir = (path as NSString).deletingLastPathComponent
+        if !dir.isEmpty {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        }
+        var config = Configuration()
+        config.busyMode = .timeout(busyTimeout)
+        config.prepareDatabase { db in
+            // WAL makes NORMAL durable against process crashes; only power loss can drop the last commits.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        pool = try DatabasePool(path: path, configuration: config)
+        try Schema.migrator.migrate(pool)
+    }
+
+    /// Current time on this database's clock, in milliseconds.
+    public func now() -> Int64 { clock() }
+
+    private func immediate<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction { db in
+            var value: T?
+            try db.inTransaction(.immediate) {
+                value = try body(db)
+                return .commit
+            }
+            return value!
+        }
+    }
+
+    // MARK: Submit
+
+    /// Stores a report and enqueues its job in one transaction; an identical report
+    /// (same SHA-256 of the decompressed bytes) returns the existing id and adds no job.
+    public func submit(_ report: NewReport) throws -> SubmitOutcome {
+        let digest = SHA256.hex(report.raw)
+        let compressed = Zlib.compress(report.raw)
+        return try immediate { db in
+            if let existing = try Int64.fetchOne(db, sql: "SELECT id FROM reports WHERE digest = ?", arguments: [digest]) {
+                return SubmitOutcome(reportId: existing, jobId: nil, duplicate: true)
+            }
+            let now = clock()
+            try db.execute(
+                sql: """
+                    INSERT INTO reports (raw, raw_size, format, digest, app, version, kind, received_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [compressed, report.raw.count, report.format, digest, report.app, report.version,
+                            report.kind.rawValue, now])
+            let reportId = db.lastInsertedRowID
+            let state: JobState = report.rejectedBecause == nil ? .queued : .failed
+            try db.execute(
+                sql: """
+                    INSERT INTO jobs (report_id, state, priority, attempts, run_after, last_error, created_at, updated_at)
+                    VALUES (?, ?, ?, 0, ?, ?, ?, ?)
+                    """,
+                arguments: [reportId, state.rawValue, report.priority, now, report.rejectedBecause, now, now])
+            return SubmitOutcome(reportId: reportId, jobId: db.lastInsertedRowID, duplicate: false)
+        }
+    }
+
+    /// Enqueues another job for an existing report at reprocessing priority.
+    public func enqueueReprocessing(reportId: Int64) throws -> Int64 {
+        try immediate { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM reports WHERE id = ?", arguments: [reportId]) == true else {
+                throw JobQueueError.reportNotFound(reportId)
+            }
+            let now = clock()
+            try db.execute(
+                sql: """
+                    INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
+                    VALUES (?, 'queued', ?, 0, ?, ?, ?)
+                    """,
+                arguments: [reportId, JobPriority.reprocessing, now, now, now])
+            return db.lastInsertedRowID
+        }
+    }
+
+    // MARK: Claim, heartbeat, complete, fail
+
+    /// Claims the best runnable job with one `UPDATE … RETURNING`, so two claimers can never
+    /// take the same row. Returns nil when nothing is runnable now.
+    public func claim(leaseMs: Int64) throws -> ClaimedJob? {
+        let token = Int64.random(in: 1...Int64.max)
+        let claimed: (Row, Row)? = try immediate { db in
+            let now = clock()
+            guard let job = try Row.fetchOne(
+                db,
+                sql: """
+                    UPDATE jobs
+                    SET state = 'running', attempts = attempts + 1, lease_token = ?, lease_expires_at = ?, updated_at = ?
+                    WHERE id = (
+                        SELECT id FROM jobs WHERE state = 'queued' AND run_after <= ?
+                        ORDER BY priority DESC, id LIMIT 1)
+                    RETURNING id, report_id, attempts, lease_token, lease_expires_at
+                    """,
+                arguments: [token, now + leaseMs, now, now])
+            else { return nil }
+            let reportId: Int64 = job["report_id"]
+            guard let report = try Row.fetchOne(
+                db, sql: "SELECT format, raw, raw_size FROM reports WHERE id = ?", arguments: [reportId])
+            else { throw JobQueueError.reportNotFound(reportId) }
+            return (job, report)
+        }
+        guard let (job, report) = claimed else { return nil }
+        let raw = try inflateStored(reportId: job["report_id"], report)
+        return ClaimedJob(
+            jobId: job["id"], reportId: job["report_id"], attempts: job["attempts"],
+            leaseToken: job["lease_token"], leaseExpiresAt: job["lease_expires_at"],
+            format: report["format"], raw: raw)
+    }
+
+    private func inflateStored(reportId: Int64, _ row: Row) throws -> Data {
+        let compressed: Data = row["raw"]
+        let size: Int = row["raw_size"]
+        do {
+            return try Zlib.inflate(compressed, limit: max(size, 1))
+        } catch {
+            throw JobQueueError.corruptStoredReport(reportId: reportId, error.description)
+        }
+    }
+
+    /// Extends a running job's lease; throws `staleLease` when the token is no longer current.
+    @discardableResult
+    public func heartbeat(jobId: Int64, token: Int64, leaseMs: Int64) throws -> Int64 {
+        try immediate { db in
+            let expires = clock() + leaseMs
+            try db.execute(
+                sql: """
+                    UPDATE jobs SET lease_expires_at = ?, updated_at = ?
+                    WHERE id = ? AND lease_token = ? AND state = 'running'
+                    """,
+                arguments: [expires, clock(), jobId, token])
+            guard db.changesCount == 1 else { throw JobQueueError.staleLease(jobId: jobId) }
+            return expires
+        }
+    }
+
+    /// Stores the result and marks the job done in one transaction; a stale token changes
+    /// nothing and throws, so a job recovered from a slow worker can never complete twice.
+    public func complete(jobId: Int64, token: Int64, result: JobResult) throws {
+        try immediate { db in
+            let now = clock()
+            guard let reportId = try Int64.fetchOne(
+                db,
+                sql: """
+                    UPDATE jobs SET state = 'done', lease_token = NULL, lease_expires_at = NULL,
+                        last_error = NULL, updated_at = ?
+                    WHERE id = ? AND lease_token = ? AND state = 'running'
+                    RETURNING report_id
+                    """,
+                arguments: [now, jobId, token])
+            else { throw JobQueueError.staleLease(jobId: jobId) }
+            let missing = String(decoding: try JSONEncoder().encode(result.missingBuildIds), as: UTF8.self)
+            try db.execute(
+                sql: """
+                    INSERT INTO results (report_id, symbolicated, status, missing_build_ids, fingerprint, completed_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (report_id) DO UPDATE SET
+                        symbolicated = excluded.symbolicated, status = excluded.status,
+                        missing_build_ids = excluded.missing_build_ids, fingerprint = excluded.fingerprint,
+                        completed_at = excluded.completed_at
+                    """,
+                arguments: [reportId, String(decoding: result.symbolicatedJSON, as: UTF8.self), result.status,
+                            missing, result.fingerprint, now])
+        }
+    }
+
+    /// Records a failed attempt: retryable failures go back to `queued` after a backoff until
+    /// `policy.maxAttempts`, then the job is quarantined as `failed` with the reason.
+    public func fail(jobId: Int64, token: Int64, failure: JobFailure, policy: RetryPolicy) throws -> FailOutcome {
+        try immediate { db in
+            guard let attempts = try Int.fetchOne(
+                db, sql: "SELECT attempts FROM jobs WHERE id = ? AND lease_token = ? AND state = 'running'",
+                arguments: [jobId, token])
+            else { throw JobQueueError.staleLease(jobId: jobId) }
+            let now = clock()
+            switch failure {
+            case .retryable(let reason) where attempts < policy.maxAttempts:
+                let runAfter = now + policy.delay(afterAttempts: attempts)
+                try db.execute(
+                    sql: """
+                        UPDATE jobs SET state = 'queued', run_after = ?, last_error = ?, lease_token = NULL,
+                            lease_expires_at = NULL, updated_at = ?
+                        WHERE id = ?
+                        """,
+                    arguments: [runAfter, reason, now, jobId])
+                return .retryScheduled(runAfter: runAfter, attempts: attempts)
+            case .retryable(let reason):
+                let final = "\(reason) on \(attempts) attempt\(attempts == 1 ? "" : "s")"
+                try markFailed(db, jobId: jobId, reason: final, now: now)
+                return .failed(reason: final)
+            case .permanent(let reason):
+                try markFailed(db, jobId: jobId, reason: reason, now: now)
+                return .failed(reason: reason)
+            }
+        }
+    }
+
+    private func markFailed(_ db: Database, jobId: Int64, reason: String, now: Int64) throws {
+        try db.execute(
+            sql: """
+                UPDATE jobs SET state = 'failed', last_error = ?, lease_token = NULL, lease_expires_at = NULL,
+                    updated_at = ?
+                WHERE id = ?
+                """,
+            arguments: [reason, now, jobId])
+    }
+
+    /// Gives a lease back without counting the attempt (graceful shutdown interrupted it).
+    public func release(jobId: Int64, token: Int64) throws {
+        try immediate { db in
+            try db.execute(
+                sql: """
+                    UPDATE jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), lease_token = NULL,
+                        lease_expires_at = NULL, run_after = ?, updated_at = ?
+                    WHERE id = ? AND lease_token = ? AND state = 'running'
+                    """,
+                arguments: [clock(), clock(), jobId, token])
+            guard db.changesCount == 1 else { throw JobQueueError.staleLease(jobId: jobId) }
+        }
+    }
+
+    /// Requeues running jobs whose lease expired (their master or worker is gone). A job that
+    /// already used `maxAttempts` is quarantined instead, so a job that kills its master
+    /// cannot loop forever. Returns how many jobs were requeued or failed.
+    @discardableResult
+    public func recoverExpiredLeases(maxAttempts: Int = 3) throws -> (requeued: Int, failed: Int) {
+        try immediate { db in
+            let now = clock()
+            try db.execute(
+                sql: """
+                    UPDATE jobs SET state = 'failed',
+                        last_error = 'lease expired (master or worker lost) on ' || attempts || ' attempts',
+                        lease_token = NULL, lease_expires_at = NULL, updated_at = ?
+                    WHERE state = 'running' AND lease_expires_at < ? AND attempts >= ?
+                    """,
+                arguments: [now, now, maxAttempts])
+            let failed = db.changesCount
+            try db.execute(
+                sql: """
+                    UPDATE jobs SET state = 'queued', run_after = ?, last_error = 'lease expired (master or worker lost)',
+                        lease_token = NULL, lease_expires_at = NULL, updated_at = ?
+                    WHERE state = 'running' AND lease_expires_at < ?
+                    """,
+                arguments: [now, now, now])
+            return (db.changesCount, failed)
+        }
+    }
+
+    // MARK: Queries
+
+    /// Number of jobs in each state (every state present, zero when empty).
+    public func stateCounts() throws -> [JobState: Int] {
+        try pool.read { db in
+            var counts = Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0, 0) })
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM jobs GROUP BY state") {
+                if let state = JobState(rawValue: row["state"]) { counts[state] = row["n"] }
+            }
+            return counts
+        }
+    }
+
+    /// Jobs still queued or running: `master --once` runs until this is zero.
+    public func unfinishedCount() throws -> Int {
+        try pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running')") ?? 0
+        }
+    }
+
+    /// The newest job of a report.
+    public func jobStatus(reportId: Int64) throws -> JobStatus? {
+        try pool.read { db in
+            guard let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT j.id, j.report_id, j.state, j.attempts, j.last_error, j.run_after, j.updated_at,
+                           r.format, r.kind
+                    FROM jobs j JOIN reports r ON r.id = j.report_id
+                    WHERE j.report_id = ? ORDER BY j.id DESC LIMIT 1
+                    """,
+                arguments: [reportId])
+            else { return nil }
+            return JobStatus(
+                jobId: row["id"], reportId: row["report_id"], state: JobState(rawValue: row["state"]) ?? .failed,
+                attempts: row["attempts"], lastError: row["last_error"], runAfter: row["run_after"],
+                updatedAt: row["updated_at"], format: row["format"], kind: row["kind"])
+        }
+    }
+
+    /// States of the newest job of each of `reportIds` (for `submit --wait`).
+    public func states(reportIds: [Int64]) throws -> [Int64: JobState] {
+        try pool.read { db in
+            var states: [Int64: JobState] = [:]
+            for chunk in stride(from: 0, to: reportIds.count, by: 500) {
+                let ids = Array(reportIds[chunk..<min(chunk + 500, reportIds.count)])
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT report_id, state FROM jobs
+                        WHERE id IN (SELECT MAX(id) FROM jobs WHERE report_id IN (\(databaseQuestionMarks(count: ids.count))) GROUP BY report_id)
+                        """,
+                    arguments: StatementArguments(ids))
+                for row in rows { states[row["report_id"]] = JobState(rawValue: row["state"]) }
+            }
+            return states
+        }
+    }
+
+    public func result(reportId: Int64) throws -> StoredResult? {
+        try pool.read { db in
+            guard let row = try Row.fetchOne(
+                db,
+                sql: "SELECT report_id, symbolicated, status, missing_build_ids, fingerprint FROM results WHERE report_id = ?",
+                arguments: [reportId])
+            else { return nil }
+            let missingJSON: String = row["missing_build_ids"]
+            let missing = (try? JSONDecoder().decode([String].self, from: Data(missingJSON.utf8))) ?? []
+            let json: String = row["symbolicated"]
+            return StoredResult(
+                reportId: row["report_id"], symbolicatedJSON: Data(json.utf8), status: row["status"],
+                missingBuildIds: missing, fingerprint: row["fingerprint"])
+        }
+    }
+
+    public func report(id: Int64) throws -> StoredReport? {
+        let row: Row? = try pool.read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT id, format, kind, digest, raw, raw_size, received_at FROM reports WHERE id = ?",
+                arguments: [id])
+        }
+        guard let row else { return nil }
+        return StoredReport(
+            id: row["id"], format: row["format"], kind: row["kind"], digest: row["digest"],
+            raw: try inflateStored(reportId: id, row), receivedAt: row["received_at"])
+    }
+}

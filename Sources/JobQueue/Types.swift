@@ -1,0 +1,173 @@
+import Foundation
+import ReportModel
+
+/// Lifecycle of a job: queued → running → done | failed (or back to queued on retry).
+public enum JobState: String, Codable, Sendable, CaseIterable {
+    case queued
+    case running
+    case done
+    case failed
+}
+
+/// Claim order: higher first. Crashes before lag; reprocessing after fresh reports.
+public enum JobPriority {
+    public static let crash = 20
+    public static let lag = 10
+    public static let reprocessing = 0
+
+    /// Priority of a fresh report of `kind`.
+    public static func fresh(_ kind: ReportKind) -> Int { kind == .crash ? crash : lag }
+}
+
+/// A report to store and enqueue.
+public struct NewReport: Sendable {
+    public var raw: Data
+    public var format: String
+    public var kind: ReportKind
+    public var app: String?
+    public var version: String?
+    public var priority: Int
+    /// When set, the report is stored but its job is created already `failed` with this reason
+    /// (input that was accepted without a parse, e.g. `submit --accept-unparsed`).
+    public var rejectedBecause: String?
+
+    public init(
+        raw: Data, format: String, kind: ReportKind, app: String? = nil, version: String? = nil,
+        priority: Int? = nil, rejectedBecause: String? = nil
+    ) {
+        self.raw = raw
+        self.format = format
+        self.kind = kind
+        self.app = app
+        self.version = version
+        self.priority = priority ?? JobPriority.fresh(kind)
+        self.rejectedBecause = rejectedBecause
+    }
+}
+
+/// What `submit` did.
+public struct SubmitOutcome: Sendable, Equatable {
+    public var reportId: Int64
+    /// Nil when the report was a duplicate and no job was created.
+    public var jobId: Int64?
+    public var duplicate: Bool
+}
+
+/// A job handed to one worker, valid while its lease token is current.
+public struct ClaimedJob: Sendable {
+    public var jobId: Int64
+    public var reportId: Int64
+    public var attempts: Int
+    public var leaseToken: Int64
+    public var leaseExpiresAt: Int64
+    public var format: String
+    /// Decompressed report bytes.
+    public var raw: Data
+}
+
+/// What a finished job stores.
+public struct JobResult: Sendable {
+    public var symbolicatedJSON: Data
+    public var status: String
+    public var missingBuildIds: [String]
+    public var fingerprint: String?
+
+    public init(symbolicatedJSON: Data, status: String, missingBuildIds: [String], fingerprint: String? = nil) {
+        self.symbolicatedJSON = symbolicatedJSON
+        self.status = status
+        self.missingBuildIds = missingBuildIds
+        self.fingerprint = fingerprint
+    }
+}
+
+/// Why an attempt failed, and whether trying again can help.
+public enum JobFailure: Sendable, Equatable {
+    /// Environmental (worker died, timed out): retry with backoff up to the limit.
+    case retryable(String)
+    /// Deterministic (the input cannot be parsed): fail now.
+    case permanent(String)
+}
+
+/// What `fail` decided.
+public enum FailOutcome: Sendable, Equatable {
+    case retryScheduled(runAfter: Int64, attempts: Int)
+    case failed(reason: String)
+}
+
+/// Exponential backoff with jitter, and the attempt limit before quarantine.
+public struct RetryPolicy: Sendable {
+    public var maxAttempts: Int
+    /// Delay after the first failed attempt, in milliseconds; doubles each attempt.
+    public var baseDelayMs: Int64
+    public var maxDelayMs: Int64
+    /// Fraction of the delay added at random, so retries of many jobs do not arrive together.
+    public var jitter: Double
+
+    public init(maxAttempts: Int = 3, baseDelayMs: Int64 = 1000, maxDelayMs: Int64 = 300_000, jitter: Double = 0.5) {
+        self.maxAttempts = maxAttempts
+        self.baseDelayMs = baseDelayMs
+        self.maxDelayMs = maxDelayMs
+        self.jitter = jitter
+    }
+
+    /// Backoff before attempt `attempts + 1`, before jitter.
+    public func baseDelay(afterAttempts attempts: Int) -> Int64 {
+        let shift = min(max(attempts - 1, 0), 30)
+        return min(maxDelayMs, baseDelayMs << Int64(shift))
+    }
+
+    /// Backoff with jitter drawn from `[0, jitter × delay]`.
+    public func delay(afterAttempts attempts: Int) -> Int64 {
+        let base = baseDelay(afterAttempts: attempts)
+        let extra = jitter > 0 ? Int64(Double(base) * Double.random(in: 0...jitter)) : 0
+        return base + extra
+    }
+}
+
+/// One job as `status` shows it.
+public struct JobStatus: Sendable {
+    public var jobId: Int64
+    public var reportId: Int64
+    public var state: JobState
+    public var attempts: Int
+    public var lastError: String?
+    public var runAfter: Int64
+    public var updatedAt: Int64
+    public var format: String
+    public var kind: String
+}
+
+/// A finished job's stored result.
+public struct StoredResult: Sendable {
+    public var reportId: Int64
+    public var symbolicatedJSON: Data
+    public var status: String
+    public var missingBuildIds: [String]
+    public var fingerprint: String?
+}
+
+/// A stored report, decompressed.
+public struct StoredReport: Sendable {
+    public var id: Int64
+    public var format: String
+    public var kind: String
+    public var digest: String
+    public var raw: Data
+    public var receivedAt: Int64
+}
+
+/// Errors at the queue's boundary.
+public enum JobQueueError: Error, Equatable, CustomStringConvertible {
+    /// The lease token no longer matches: the job was recovered, retried or finished elsewhere.
+    case staleLease(jobId: Int64)
+    case reportNotFound(Int64)
+    case corruptStoredReport(reportId: Int64, String)
+
+    public var description: String {
+        switch self {
+        case .staleLease(let id): "job \(id): lease token is stale (job was recovered or finished elsewhere)"
+        case .reportNotFound(let id): "no report with id \(id)"
+        case .corruptStoredReport(let id, let why): "report \(id): stored bytes are unreadable: \(why)"
+        }
+    }
+}

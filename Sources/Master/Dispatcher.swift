@@ -1,0 +1,93 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Foundation
+import JobQueue
+import Logging
+
+/// `stackline master`: recovers expired leases, runs one `WorkerSlot` thread per worker,
+/// keeps recovering leases while it runs, and drains on SIGTERM/SIGINT.
+public final class Dispatcher: @unchecked Sendable {
+    private let db: JobDatabase
+    private let config: MasterConfiguration
+    private let logger: Logger
+    private let stop = StopFlag()
+    private var signalSources: [DispatchSourceSignal] = []
+
+    public init(db: JobDatabase, config: MasterConfiguration, logger: Logger) {
+        self.db = db
+        self.config = config
+        self.logger = logger
+    }
+
+    /// Runs until stopped (or, with `once`, until the queue is drained). Throws the first
+    /// error that stopped a slot, after the other slots have wound down.
+    public func run() throws {
+        // A worker dying between our write and its read must surface as EPIPE, not kill us.
+        signal(SIGPIPE, SIG_IGN)
+        installStopSignals()
+
+        let recovered = try db.recoverExpiredLeases(maxAttempts: config.retry.maxAttempts)
+        if recovered.requeued + recovered.failed > 0 {
+            logger.notice("recovered expired leases", metadata: ["requeued": "\(recovered.requeued)", "failed": "\(recovered.failed)"])
+        }
+        logger.info("master started", metadata: ["workers": "\(config.workers)", "db": "\(db.path)", "once": "\(config.once)"])
+
+        let errors = ErrorBox()
+        let group = DispatchGroup()
+        for i in 0..<config.workers {
+            let slot = WorkerSlot(index: i, db: db, config: config, stop: stop, logger: logger)
+            group.enter()
+            let thread = Thread { [stop, logger] in
+                defer { group.leave() }
+                do { try slot.run() } catch {
+                    logger.error("worker slot stopped", metadata: ["slot": "\(i)", "error": "\(error)"])
+                    errors.record(error)
+                    stop.set()
+                }
+            }
+            thread.name = "worker-slot-\(i)"
+            thread.start()
+        }
+
+        // Leases of a master killed with -9 expire while we run too; requeue them as they do.
+        let recoveryInterval = max(0.5, config.leaseSeconds / 2)
+        while group.wait(timeout: .now() + recoveryInterval) == .timedOut {
+            if stop.isSet { continue }
+            do {
+                let r = try db.recoverExpiredLeases(maxAttempts: config.retry.maxAttempts)
+                if r.requeued + r.failed > 0 {
+                    logger.notice("recovered expired leases", metadata: ["requeued": "\(r.requeued)", "failed": "\(r.failed)"])
+                }
+            } catch {
+                logger.error("lease recovery failed", metadata: ["error": "\(error)"])
+            }
+        }
+        signalSources.forEach { $0.cancel() }
+        logger.info("master stopped")
+        if let error = errors.first { throw error }
+    }
+
+    private func installStopSignals() {
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [stop, logger, config] in
+                if !stop.isSet {
+                    logger.notice("stopping: no new claims; in-flight jobs have \(formatSeconds(config.drainSeconds)) to finish")
+                }
+                stop.set()
+            }
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+}
+
+private final class ErrorBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var errors: [Error] = []
+    func record(_ e: Error) { lock.withLock { errors.append(e) } }
+    var first: Error? { lock.withLock { errors.first } }
+}

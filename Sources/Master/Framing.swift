@@ -1,0 +1,100 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// Errors of the length-prefixed frame protocol.
+public enum FrameError: Error, Equatable, CustomStringConvertible {
+    /// The peer closed its end (for a worker: it exited or crashed).
+    case endOfStream
+    case tooLarge(Int)
+    case io(String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .endOfStream: "end of stream"
+        case .tooLarge(let n): "frame of \(n) bytes exceeds the limit"
+        case .io(let op, let e): "\(op) failed: \(String(cString: strerror(e)))"
+        }
+    }
+}
+
+/// Frames are a 4-byte big-endian length followed by that many bytes of JSON.
+public enum Framing {
+    /// Raw reports are capped at 64 MiB decompressed; base64 and the envelope fit in 128 MiB.
+    public static let maxFrame = 128 << 20
+
+    /// Writes one frame, retrying short writes and EINTR.
+    public static func write(_ payload: Data, to fd: Int32) throws(FrameError) {
+        guard payload.count <= maxFrame else { throw .tooLarge(payload.count) }
+        var frame = Data(capacity: payload.count + 4)
+        let n = UInt32(payload.count)
+        frame.append(contentsOf: [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)])
+        frame.append(payload)
+        let failure: Int32? = frame.withUnsafeBytes { buf in
+            var offset = 0
+            while offset < buf.count {
+                let written = Glibc.write(fd, buf.baseAddress! + offset, buf.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                offset += written
+            }
+            return nil
+        }
+        if let failure {
+            throw failure == EPIPE ? .endOfStream : .io("write", errno: failure)
+        }
+    }
+}
+
+/// Reads frames from a file descriptor, with an optional timeout per call.
+/// Partial frames stay buffered across calls, so a timeout never loses data.
+public final class FrameReader {
+    public let fd: Int32
+    private var buffer = [UInt8]()
+    private var chunk = [UInt8](repeating: 0, count: 1 << 16)
+
+    public init(fd: Int32) { self.fd = fd }
+
+    /// The next frame; nil if `timeoutMs` (≥ 0) passed first. -1 waits forever.
+    public func read(timeoutMs: Int32 = -1) throws(FrameError) -> Data? {
+        let deadline = timeoutMs < 0 ? nil : DispatchTime.now().uptimeNanoseconds + UInt64(timeoutMs) * 1_000_000
+        while true {
+            if let frame = try takeFrame() { return frame }
+            var wait: Int32 = -1
+            if let deadline {
+                let now = DispatchTime.now().uptimeNanoseconds
+                if now >= deadline { return nil }
+                wait = Int32(max(1, (deadline - now) / 1_000_000))
+            }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, wait)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw .io("poll", errno: errno)
+            }
+            if ready == 0 { continue }
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw .io("read", errno: errno)
+            }
+            if n == 0 { throw .endOfStream }
+            buffer.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    private func takeFrame() throws(FrameError) -> Data? {
+        guard buffer.count >= 4 else { return nil }
+        let length = Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3])
+        guard length <= Framing.maxFrame else { throw .tooLarge(length) }
+        guard buffer.count >= 4 + length else { return nil }
+        let frame = Data(buffer[4..<(4 + length)])
+        buffer.removeFirst(4 + length)
+        return frame
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import JobQueue
+
+/// Settings of one `stackline master` run.
+public struct MasterConfiguration: Sendable {
+    public var workers: Int
+    /// Exit once no job is queued or running (backoffs included).
+    public var once: Bool
+    /// A job running longer than this gets its worker killed and is retried.
+    public var jobTimeout: Double
+    public var retry: RetryPolicy
+    /// Lease length; heartbeats renew it at a third of this.
+    public var leaseSeconds: Double
+    /// After SIGTERM/SIGINT, how long in-flight jobs may take before their leases are released.
+    public var drainSeconds: Double
+    public var workerExecutable: String
+    public var workerArguments: [String]
+    /// Sleep between claims when nothing is runnable.
+    public var idlePollSeconds: Double
+
+    public init(
+        workers: Int, once: Bool = false, jobTimeout: Double = 60, retry: RetryPolicy = RetryPolicy(),
+        leaseSeconds: Double = 30, drainSeconds: Double = 20, workerExecutable: String,
+        workerArguments: [String] = [], idlePollSeconds: Double = 0.1
+    ) {
+        self.workers = workers
+        self.once = once
+        self.jobTimeout = jobTimeout
+        self.retry = retry
+        self.leaseSeconds = leaseSeconds
+        self.drainSeconds = drainSeconds
+        self.workerExecutable = workerExecutable
+        self.workerArguments = workerArguments
+        self.idlePollSeconds = idlePollSeconds
+    }
+
+    /// `STACKLINE_WORKER`, else `stackline-worker` next to the running executable.
+    public static func locateWorker(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let path = environment["STACKLINE_WORKER"], !path.isEmpty { return path }
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        return ((me as NSString).deletingLastPathComponent as NSString).appendingPathComponent("stackline-worker")
+    }
+}

@@ -1,0 +1,156 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// How a worker process ended.
+public enum WorkerExit: Sendable, Equatable, CustomStringConvertible {
+    case exited(Int32)
+    case signaled(Int32)
+
+    public var description: String {
+        switch self {
+        case .exited(let status): "worker exited with status \(status)"
+        case .signaled(let sig): "worker crashed (signal \(sig)\(signalName(sig).map { ": \($0)" } ?? ""))"
+        }
+    }
+}
+
+func signalName(_ sig: Int32) -> String? {
+    switch sig {
+    case SIGSEGV: "SIGSEGV"
+    case SIGKILL: "SIGKILL"
+    case SIGABRT: "SIGABRT"
+    case SIGILL: "SIGILL"
+    case SIGBUS: "SIGBUS"
+    case SIGFPE: "SIGFPE"
+    case SIGTRAP: "SIGTRAP"
+    case SIGTERM: "SIGTERM"
+    case SIGINT: "SIGINT"
+    default: nil
+    }
+}
+
+/// Errors starting a worker.
+public enum WorkerSpawnError: Error, CustomStringConvertible {
+    case spawnFailed(path: String, errno: Int32)
+    case pipeFailed(errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .spawnFailed(let path, let e): "cannot start worker \(path): \(String(cString: strerror(e)))"
+        case .pipeFailed(let e): "cannot create pipe: \(String(cString: strerror(e)))"
+        }
+    }
+}
+
+/// One `stackline-worker` child: its stdin for job frames, its stdout for replies; its stderr
+/// is the master's, so worker logs land in the master's log.
+///
+/// Spawned with posix_spawn rather than Foundation.Process so that pipes are close-on-exec
+/// (a sibling worker never holds another's stdin open) and so that we reap with waitpid
+/// ourselves and always learn the signal that killed a worker.
+final class WorkerProcess {
+    let pid: pid_t
+    private var stdinFD: Int32
+    private let stdoutFD: Int32
+    let reader: FrameReader
+    private(set) var exit: WorkerExit?
+
+    /// pipe2 is not visible from Swift on glibc, so pipes are made close-on-exec with fcntl;
+    /// spawning under one lock keeps another thread's spawn from inheriting them in between.
+    private static let spawnLock = NSLock()
+
+    private static func cloexecPipe() throws -> [Int32] {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw WorkerSpawnError.pipeFailed(errno: errno) }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        return fds
+    }
+
+    init(executable: String, arguments: [String]) throws {
+        WorkerProcess.spawnLock.lock()
+        defer { WorkerProcess.spawnLock.unlock() }
+        let toChild = try WorkerProcess.cloexecPipe()
+        let fromChild: [Int32]
+        do { fromChild = try WorkerProcess.cloexecPipe() } catch {
+            close(toChild[0]); close(toChild[1])
+            throw error
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // dup2 clears close-on-exec on the target, so only these two ends reach the child.
+        posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, executable, &actions, nil, argv, environ)
+        close(toChild[0])
+        close(fromChild[1])
+        guard rc == 0 else {
+            close(toChild[1]); close(fromChild[0])
+            throw WorkerSpawnError.spawnFailed(path: executable, errno: rc)
+        }
+        pid = child
+        stdinFD = toChild[1]
+        stdoutFD = fromChild[0]
+        reader = FrameReader(fd: stdoutFD)
+    }
+
+    deinit {
+        if stdinFD >= 0 { close(stdinFD) }
+        close(stdoutFD)
+    }
+
+    func send(_ payload: Data) throws(FrameError) {
+        try Framing.write(payload, to: stdinFD)
+    }
+
+    /// Closing stdin is the polite way to stop a worker: it exits when its input ends.
+    func closeInput() {
+        if stdinFD >= 0 { close(stdinFD) }
+        stdinFD = -1
+    }
+
+    func kill(_ sig: Int32 = SIGKILL) {
+        if exit == nil { _ = Glibc.kill(pid, sig) }
+    }
+
+    /// Reaps the child if it has exited; never blocks.
+    func poll() -> WorkerExit? {
+        if exit == nil { reap(options: WNOHANG) }
+        return exit
+    }
+
+    /// Blocks until the child exits.
+    func wait() -> WorkerExit {
+        while exit == nil { reap(options: 0) }
+        return exit!
+    }
+
+    /// Waits up to `seconds`, then kills with SIGKILL and waits.
+    func wait(upTo seconds: Double) -> WorkerExit {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let exit = poll() { return exit }
+            usleep(20_000)
+        }
+        kill(SIGKILL)
+        return wait()
+    }
+
+    private func reap(options: Int32) {
+        var status: Int32 = 0
+        let r = waitpid(pid, &status, options)
+        if r == pid {
+            // WIFEXITED / WTERMSIG are macros Swift cannot import.
+            let termSignal = status & 0x7f
+            exit = termSignal == 0 ? .exited((status >> 8) & 0xff) : .signaled(termSignal)
+        } else if r < 0 && errno != EINTR {
+            exit = .exited(-1)
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import ReportModel
+
+/// Master → worker: one job. The worker never opens the database, so the frame carries
+/// everything it needs.
+public struct JobRequest: Codable, Sendable {
+    public var jobId: Int64
+    public var reportId: Int64
+    /// 1 on the first try; lets test hooks misbehave only once.
+    public var attempt: Int
+    public var format: String
+    /// Decompressed report bytes (base64 in the JSON frame).
+    public var raw: Data
+
+    public init(jobId: Int64, reportId: Int64, attempt: Int, format: String, raw: Data) {
+        self.jobId = jobId
+        self.reportId = reportId
+        self.attempt = attempt
+        self.format = format
+        self.raw = raw
+    }
+}
+
+/// Worker → master: the outcome of one job.
+public struct JobReply: Codable, Sendable {
+    public enum Kind: String, Codable, Sendable {
+        /// `report` holds the symbolicated report.
+        case result
+        /// The report cannot be parsed: deterministic, never retried.
+        case inputError
+        /// Something in the worker went wrong: retried.
+        case internalError
+    }
+
+    public var kind: Kind
+    public var jobId: Int64
+    public var report: SymbolicatedReport?
+    public var message: String?
+
+    public init(kind: Kind, jobId: Int64, report: SymbolicatedReport? = nil, message: String? = nil) {
+        self.kind = kind
+        self.jobId = jobId
+        self.report = report
+        self.message = message
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+
+/// JSON helpers shared by JSON-based formats: sniffing and syntax errors with line and column.
+enum JSONText {
+    /// First non-whitespace byte is `{` or `[`.
+    static func looksLikeJSON(_ data: Data) -> Bool {
+        for byte in data.prefix(4096) {
+            switch byte {
+            case 0x20, 0x09, 0x0a, 0x0d: continue
+            case UInt8(ascii: "{"), UInt8(ascii: "["): return true
+            default: return false
+            }
+        }
+        return false
+    }
+
+    /// True when `needle` occurs in the first `window` bytes.
+    static func head(_ data: Data, contains needle: String, window: Int = 65536) -> Bool {
+        data.prefix(window).range(of: Data(needle.utf8)) != nil
+    }
+
+    /// Parses a top-level object, turning Foundation's "around character N" into line and column.
+    static func object(_ data: Data) throws(ReportParseError) -> [String: Any] {
+        let value: Any
+        do {
+            value = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        } catch {
+            let debug = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
+            if let offset = characterOffset(in: debug) {
+                let (line, column) = lineAndColumn(of: offset, in: data)
+                let message = debug.replacingOccurrences(of: " around character \(offset)", with: "")
+                    .trimmingCharacters(in: CharacterSet(charactersIn: ". "))
+                throw .invalidJSON(message, line: line, column: column)
+            }
+            throw .invalidJSON(debug, line: nil, column: nil)
+        }
+        guard let object = value as? [String: Any] else {
+            throw .invalidJSON("top-level value is not an object", line: 1, column: 1)
+        }
+        return object
+    }
+
+    /// Foundation on Linux reports "… around character 25." (a 0-based UTF-8 byte offset).
+    static func characterOffset(in message: String) -> Int? {
+        guard let range = message.range(of: "around character ") else { return nil }
+        return Int(message[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    /// 1-based line and column (in characters) of byte `offset`.
+    static func lineAndColumn(of offset: Int, in data: Data) -> (Int, Int) {
+        let bytes = [UInt8](data.prefix(max(0, min(offset, data.count))))
+        var line = 1
+        var lineStart = 0
+        for (i, byte) in bytes.enumerated() where byte == 0x0a {
+            line += 1
+            lineStart = i + 1
+        }
+        let column = String(decoding: bytes[lineStart...], as: UTF8.self).count + 1
+        return (line, column)
+    }
+}
+
+/// Typed access into a decoded JSON object, with the path in every error.
+struct JSONObject {
+    let format: String
+    let path: String
+    let values: [String: Any]
+
+    func error(_ key: String, _ problem: String) -> ReportParseError {
+        .invalidReport(format: format, reason: "\(path.isEmpty ? "" : path + ".")\(key): \(problem)")
+    }
+
+    func string(_ key: String) -> String? { values[key] as? String }
+
+    func requiredString(_ key: String) throws(ReportParseError) -> String {
+        guard let value = values[key] else { throw error(key, "missing") }
+        guard let s = value as? String else { throw error(key, "expected a string") }
+        return s
+    }
+
+    func bool(_ key: String) -> Bool { (values[key] as? Bool) ?? false }
+
+    func int(_ key: String) -> Int? { (values[key] as? NSNumber)?.intValue }
+
+    func address(_ key: String) throws(ReportParseError) -> Address? {
+        guard let value = values[key] else { return nil }
+        if let s = value as? String {
+            guard let a = Address(parsing: s) else { throw error(key, "not a hex address: \(s)") }
+            return a
+        }
+        if let n = value as? NSNumber, n.int64Value >= 0 { return Address(n.uint64Value) }
+        throw error(key, "expected a hex address string")
+    }
+
+    func requiredAddress(_ key: String) throws(ReportParseError) -> Address {
+        guard let a = try address(key) else { throw error(key, "missing") }
+        return a
+    }
+
+    func array(_ key: String) throws(ReportParseError) -> [JSONObject]? {
+        guard let value = values[key] else { return nil }
+        guard let items = value as? [Any] else { throw error(key, "expected an array") }
+        var objects: [JSONObject] = []
+        for (i, item) in items.enumerated() {
+            guard let dict = item as? [String: Any] else { throw error("\(key)[\(i)]", "expected an object") }
+            objects.append(JSONObject(format: format, path: "\(path.isEmpty ? "" : path + ".")\(key)[\(i)]", values: dict))
+        }
+        return objects
+    }
+}
+
+import ReportModel

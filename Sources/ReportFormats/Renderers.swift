@@ -1,0 +1,164 @@
+import Foundation
+import ReportModel
+
+/// Renders a symbolicated report as JSON (the `SymbolicatedReport` Codable shape), with keys in
+/// reading order (id, format, kind, status, missingBuildIds, …, threads) rather than hash order.
+public enum JSONReportRenderer {
+    static let keyOrder = [
+        "id", "format", "kind", "status", "missingBuildIds", "app", "os", "arch", "timestamp", "exception",
+        "images", "threads", "warnings", "index", "name", "crashed", "frames", "address", "image",
+        "imageOffset", "symbol", "function", "offset", "file", "line", "column", "inlined", "inApp", "path",
+        "loadAddress", "size", "vmAddress", "type", "signal", "code", "faultAddress", "message", "version", "build",
+    ]
+
+    public static func render(_ report: SymbolicatedReport) throws -> String {
+        let data = try JSONEncoder().encode(report)
+        let object = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        var out = ""
+        write(object, indent: 0, into: &out)
+        return out
+    }
+
+    private static func rank(_ key: String) -> Int { keyOrder.firstIndex(of: key) ?? keyOrder.count }
+
+    private static func write(_ value: Any, indent: Int, into out: inout String) {
+        let pad = String(repeating: "  ", count: indent + 1)
+        let closePad = String(repeating: "  ", count: indent)
+        switch value {
+        case let dict as [String: Any]:
+            if dict.isEmpty { out += "{}"; return }
+            out += "{\n"
+            let keys = dict.keys.sorted { (rank($0), $0) < (rank($1), $1) }
+            for (i, key) in keys.enumerated() {
+                out += pad + quoted(key) + ": "
+                write(dict[key]!, indent: indent + 1, into: &out)
+                out += i == keys.count - 1 ? "\n" : ",\n"
+            }
+            out += closePad + "}"
+        case let array as [Any]:
+            if array.isEmpty { out += "[]"; return }
+            out += "[\n"
+            for (i, item) in array.enumerated() {
+                out += pad
+                write(item, indent: indent + 1, into: &out)
+                out += i == array.count - 1 ? "\n" : ",\n"
+            }
+            out += closePad + "]"
+        case let string as String:
+            out += quoted(string)
+        case let number as NSNumber:
+            // JSONSerialization hands back booleans as NSNumber too.
+            if String(describing: type(of: number)).contains("Boolean") {
+                out += number.boolValue ? "true" : "false"
+            } else {
+                out += number.stringValue
+            }
+        case is NSNull:
+            out += "null"
+        default:
+            out += quoted("\(value)")
+        }
+    }
+
+    private static func quoted(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// Renders a symbolicated report as text: one line per frame and inline level.
+public enum TextReportRenderer {
+    public static func render(_ report: SymbolicatedReport) -> String {
+        var out: [String] = []
+        let id = report.id.map { "Report \($0)" } ?? "Report"
+        out.append("\(id)  format: \(report.format)  kind: \(report.kind.rawValue)  status: \(report.status.rawValue)")
+        if let app = report.app?.name { out.append("App: \(app)\(report.app?.version.map { " \($0)" } ?? "")") }
+        if let os = report.os { out.append("OS: \(os)\(report.arch.map { " (\($0))" } ?? "")") }
+        if let e = report.exception {
+            var line = "Exception: \(e.type ?? e.signal ?? "unknown")"
+            if let fault = e.faultAddress { line += " at \(fault)" }
+            if let message = e.message { line += ": \(message)" }
+            out.append(line)
+        }
+        if !report.missingBuildIds.isEmpty {
+            out.append("Missing debug files: \(report.missingBuildIds.joined(separator: ", "))")
+        }
+        for thread in report.threads {
+            out.append("")
+            let name = thread.name.map { " \"\($0)\"" } ?? ""
+            out.append("Thread \(thread.index)\(name)\(thread.crashed ? " crashed" : ""):")
+            // Frames the symbolicator could not attribute still get the image the report lists.
+            let frames = thread.frames.map { frame in
+                var f = frame
+                if f.image == nil { f.image = report.images.first { $0.contains(frame.address.value) }?.name }
+                return f
+            }
+            let imageWidth = max(8, frames.map { ($0.image ?? "???").count }.max() ?? 0)
+            for frame in frames { out.append(line(frame, imageWidth: imageWidth)) }
+        }
+        for warning in report.warnings { out.append("warning: \(warning)") }
+        return out.joined(separator: "\n")
+    }
+
+    static func line(_ f: SymbolicatedFrame, imageWidth: Int) -> String {
+        let index = f.inlined ? "" : String(f.index)
+        let image = f.image ?? "???"
+        var text = index.padding(toLength: 4, withPad: " ", startingAt: 0)
+            + image.padding(toLength: imageWidth + 1, withPad: " ", startingAt: 0)
+            + hex(f.address)
+        if f.inlined { text += " [inlined]" }
+        if let function = f.function ?? f.symbol {
+            text += " \(function)"
+            if let offset = f.offset, !f.inlined { text += " + \(offset)" }
+        } else if f.status != .symbolicated {
+            text += " <\(f.status.rawValue)>"
+        }
+        if let file = f.file {
+            text += " at \(file)"
+            if let line = f.line {
+                text += ":\(line)"
+                if let column = f.column, column > 0 { text += ":\(column)" }
+            }
+        }
+        return text
+    }
+
+    static func hex(_ a: Address) -> String {
+        let s = String(a.value, radix: 16)
+        return "0x" + String(repeating: "0", count: max(0, 16 - s.count)) + s
+    }
+}
+
+/// Counts the master logs per job.
+public struct ReportCounts: Sendable, Equatable {
+    /// Raw frames (inline levels not counted).
+    public var frames = 0
+    /// Raw frames resolved to a function.
+    public var symbolicated = 0
+    /// Raw frames whose image's debug file is not in the store.
+    public var missing = 0
+
+    public init(_ report: SymbolicatedReport) {
+        for thread in report.threads {
+            for frame in thread.frames where !frame.inlined {
+                frames += 1
+                switch frame.status {
+                case .symbolicated, .noLineInfo: symbolicated += 1
+                case .missingDebugFile: missing += 1
+                default: break
+                }
+            }
+        }
+    }
+}

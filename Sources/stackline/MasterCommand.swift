@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import JobQueue
+import Logging
+import Master
+
+/// `stackline master`: supervise workers and drain the queue.
+struct MasterCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "master",
+        abstract: "Run the dispatcher: claim jobs, feed them to stackline-worker processes, store results.",
+        discussion: "SIGTERM or SIGINT stops claiming and lets in-flight jobs finish before --drain seconds.")
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "Worker processes (default: number of cores).")
+    var workers: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    @Flag(help: "Exit once no job is queued or running (waiting out retry backoffs).")
+    var once = false
+
+    @Option(help: "Seconds a job may run before its worker is killed and the job retried.")
+    var jobTimeout: Double = 60
+
+    @Option(help: "Attempts before a job that keeps failing is quarantined as failed.")
+    var maxAttempts = 3
+
+    @Option(help: "Debug-file store passed to workers (default: $STACKLINE_SYMBOLS or ./symbols).")
+    var symbols: String?
+
+    @Option(help: "Lease length in seconds; renewed while a job runs.")
+    var lease: Double = 30
+
+    @Option(help: "Backoff after the first failed attempt, in seconds; doubles per attempt, plus jitter.")
+    var retryDelay: Double = 1
+
+    @Option(help: "Seconds in-flight jobs get after SIGTERM/SIGINT before their leases are released.")
+    var drain: Double = 20
+
+    @Option(help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
+        guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
+        guard jobTimeout > 0, lease > 0, retryDelay >= 0, drain >= 0 else {
+            throw ValidationError("--job-timeout and --lease must be positive; --retry-delay and --drain not negative")
+        }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "stackline.master")
+        let store = symbols ?? ProcessInfo.processInfo.environment["STACKLINE_SYMBOLS"] ?? "symbols"
+        let config = MasterConfiguration(
+            workers: workers, once: once, jobTimeout: jobTimeout,
+            retry: RetryPolicy(maxAttempts: maxAttempts, baseDelayMs: Int64(retryDelay * 1000)),
+            leaseSeconds: lease, drainSeconds: drain,
+            workerExecutable: MasterConfiguration.locateWorker(), workerArguments: ["--symbols", store])
+        guard FileManager.default.isExecutableFile(atPath: config.workerExecutable) else {
+            printError("stackline master: no worker executable at \(config.workerExecutable) (set STACKLINE_WORKER)")
+            throw ExitCode(1)
+        }
+        let db = try database.open()
+        try Dispatcher(db: db, config: config, logger: logger).run()
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import JobQueue
+
+/// Polls until the given reports' jobs are all done or failed, showing progress on stderr:
+/// a bar with rate and ETA on a terminal, a plain line every few seconds otherwise.
+struct WaitProgress {
+    let db: JobDatabase
+    let reportIds: [Int64]
+    var pollInterval = 0.2
+
+    func run() throws {
+        let start = Date()
+        let total = reportIds.count
+        let tty = isatty(2) == 1
+        var lastLine = Date.distantPast
+        var pending = Set(reportIds)
+        while true {
+            let states = try db.states(reportIds: Array(pending))
+            pending = pending.filter { states[$0] != .done && states[$0] != .failed }
+            let done = total - pending.count
+            if total > 1 {
+                let elapsed = Date().timeIntervalSince(start)
+                let rate = elapsed > 0 ? Double(done) / elapsed : 0
+                let eta = rate > 0 ? Double(total - done) / rate : nil
+                if tty {
+                    FileHandle.standardError.write(Data(("\r" + bar(done, total, rate: rate, eta: eta)).utf8))
+                } else if pending.isEmpty || Date().timeIntervalSince(lastLine) >= 2 {
+                    lastLine = Date()
+                    FileHandle.standardError.write(Data((plain(done, total, rate: rate, eta: eta) + "\n").utf8))
+                }
+            }
+            if pending.isEmpty { break }
+            Thread.sleep(forTimeInterval: pollInterval)
+        }
+        if tty && total > 1 { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+
+    private func bar(_ done: Int, _ total: Int, rate: Double, eta: Double?) -> String {
+        let width = 30
+        let filled = total == 0 ? width : width * done / total
+        return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
+            + plain(done, total, rate: rate, eta: eta)
+    }
+
+    private func plain(_ done: Int, _ total: Int, rate: Double, eta: Double?) -> String {
+        let etaText = eta.map { String(format: "ETA %.0fs", $0) } ?? "ETA ?"
+        return String(format: "%d/%d done, %.1f reports/s, ", done, total, rate) + etaText
+    }
+}

@@ -1,0 +1,62 @@
+import Compression
+import Foundation
+import TestSupport
+import Testing
+
+@Suite struct ZlibTests {
+    /// gzip output of the system `gzip` tool, so the decoder is checked against an independent encoder.
+    func systemGzip(_ data: Data, dir: TempDirectory) throws -> Data {
+        let path = dir.file("input-\(UUID().uuidString.prefix(6))")
+        try data.write(to: URL(fileURLWithPath: path))
+        try runProcess("/usr/bin/gzip", ["-9", "-n", path])
+        return try Data(contentsOf: URL(fileURLWithPath: path + ".gz"))
+    }
+
+    @Test func inflatesSystemGzip() throws {
+        let dir = try TempDirectory("zlib")
+        defer { dir.remove() }
+        let text = Data((0..<200_000).map { UInt8(ascii: "a") + UInt8($0 % 26) })
+        let gz = try systemGzip(text, dir: dir)
+        #expect(Zlib.isGzip(gz))
+        #expect(!Zlib.isGzip(text))
+        #expect(try Zlib.inflate(gz) == text)
+    }
+
+    @Test func inflatesConcatenatedMembers() throws {
+        let dir = try TempDirectory("zlib")
+        defer { dir.remove() }
+        let a = try systemGzip(Data("first ".utf8), dir: dir)
+        let b = try systemGzip(Data("second".utf8), dir: dir)
+        #expect(try Zlib.inflate(a + b) == Data("first second".utf8))
+    }
+
+    @Test func refusesABombWithoutInflatingIt() throws {
+        let dir = try TempDirectory("zlib")
+        defer { dir.remove() }
+        // 80 MiB of zeros compress to ~80 KiB.
+        let path = dir.file("bomb")
+        try runProcess("/bin/sh", ["-c", "head -c 83886080 /dev/zero | gzip -9 > \(path).gz"])
+        let bomb = try Data(contentsOf: URL(fileURLWithPath: path + ".gz"))
+        #expect(bomb.count < 1 << 20)
+        #expect(throws: CompressionError.tooLarge(limit: 64 << 20)) { try Zlib.inflate(bomb, limit: 64 << 20) }
+        #expect(throws: CompressionError.tooLarge(limit: 1000)) { try Zlib.inflate(bomb, limit: 1000) }
+    }
+
+    @Test func reportsTruncationAndCorruption() throws {
+        let dir = try TempDirectory("zlib")
+        defer { dir.remove() }
+        let gz = try systemGzip(Data(String(repeating: "crash report ", count: 1000).utf8), dir: dir)
+        #expect(throws: CompressionError.truncated) { try Zlib.inflate(gz.prefix(gz.count / 2)) }
+        var corrupt = gz
+        for i in stride(from: 12, to: corrupt.count - 8, by: 7) { corrupt[i] ^= 0x5a }
+        #expect(throws: (any Error).self) { try Zlib.inflate(corrupt) }
+    }
+
+    @Test func zlibRoundTrip() throws {
+        let data = Data((0..<50_000).map { UInt8(truncatingIfNeeded: $0 * 7) })
+        let packed = Zlib.compress(data)
+        #expect(packed.count < data.count)
+        #expect(try Zlib.inflate(packed, limit: data.count) == data)
+        #expect(try Zlib.inflate(Zlib.compress(Data())) == Data())
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import JobQueue
+import TestSupport
+import Testing
+
+/// A temp data directory plus helpers to drive the real `stackline` binaries against it.
+final class Harness {
+    let dir: TempDirectory
+    let dbPath: String
+    let symbolsPath: String
+    private var masters: [MasterProcess] = []
+
+    init() throws {
+        dir = try TempDirectory("e2e")
+        dbPath = dir.file("data/stackline.sqlite")
+        symbolsPath = dir.file("symbols")
+        try FileManager.default.createDirectory(atPath: symbolsPath, withIntermediateDirectories: true)
+        guard FileManager.default.isExecutableFile(atPath: TestPaths.stackline),
+            FileManager.default.isExecutableFile(atPath: TestPaths.worker)
+        else {
+            throw HarnessError.missingBinaries(TestPaths.buildDirectory)
+        }
+    }
+
+    deinit {
+        for master in masters where master.process.isRunning { kill(master.process.processIdentifier, SIGKILL) }
+        dir.remove()
+    }
+
+    var environment: [String: String] {
+        ["STACKLINE_DB": dbPath, "STACKLINE_TEST_HOOKS": "1", "STACKLINE_WORKER": TestPaths.worker]
+    }
+
+    func database() throws -> JobDatabase { try JobDatabase(path: dbPath) }
+
+    /// Writes reports to files under `subdir` and returns their paths.
+    func write(_ reports: [Data], subdir: String = "in") throws -> [String] {
+        let folder = dir.file(subdir)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return try reports.enumerated().map { i, data in
+            let path = "\(folder)/report-\(String(format: "%05d", i)).json"
+            try data.write(to: URL(fileURLWithPath: path))
+            return path
+        }
+    }
+
+    @discardableResult
+    func stackline(_ arguments: [String], stdin: Data? = nil) throws -> ProcessOutput {
+        try runProcess(TestPaths.stackline, arguments, environment: environment, stdin: stdin, timeout: 300)
+    }
+
+    /// `stackline submit`; returns the printed report ids.
+    func submit(_ paths: [String]) throws -> [Int64] {
+        let out = try stackline(["submit"] + paths)
+        #expect(out.status == 0, "submit failed: \(out.stderr)")
+        return out.stdout.split(separator: "\n").compactMap { Int64($0.split(separator: "\t").first ?? "") }
+    }
+
+    func startMaster(_ arguments: [String]) throws -> MasterProcess {
+        let master = try MasterProcess(
+            arguments: ["master", "--symbols", symbolsPath] + arguments, environment: environment,
+            logPath: dir.file("master-\(masters.count).log"))
+        masters.append(master)
+        return master
+    }
+
+    /// Every master log so far, concatenated.
+    var allLogs: String { masters.map(\.log).joined(separator: "\n") }
+
+    /// Report ids in "job done" lines of every master log, one entry per line.
+    var completions: [Int64] {
+        allLogs.split(separator: "\n").filter { $0.contains("job done") }.compactMap { line in
+            guard let range = line.range(of: #"report=(\d+)"#, options: .regularExpression) else { return nil }
+            return Int64(line[range].dropFirst("report=".count))
+        }
+    }
+
+    /// Polls `condition` until true; the timeout only guards against a hang.
+    func waitUntil(_ what: String, timeout: Double = 240, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while try !condition() {
+            guard Date() < deadline else { throw HarnessError.timedOut(what, allLogs) }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+    }
+}
+
+/// A running `stackline master` whose stderr goes to a file.
+final class MasterProcess {
+    let process = Process()
+    let logPath: String
+
+    init(arguments: [String], environment: [String: String], logPath: String) throws {
+        self.logPath = logPath
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: TestPaths.stackline)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle(forWritingAtPath: logPath)
+        process.standardError = FileHandle(forWritingAtPath: logPath)
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Waits for exit (the timeout only guards against a hang) and returns the exit status.
+    func waitForExit(timeout: Double = 240) throws -> Int32 {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning {
+            guard Date() < deadline else {
+                kill(pid, SIGKILL)
+                throw HarnessError.timedOut("master exit", log)
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return process.terminationStatus
+    }
+
+    func signal(_ sig: Int32) { kill(pid, sig) }
+}
+
+enum HarnessError: Error, CustomStringConvertible {
+    case missingBinaries(String)
+    case timedOut(String, String)
+
+    var description: String {
+        switch self {
+        case .missingBinaries(let dir): "stackline / stackline-worker not found in \(dir); run `swift build` first"
+        case .timedOut(let what, let log): "timed out waiting for \(what); logs:\n\(log.suffix(4000))"
+        }
+    }
+}
+
+/// Process ids in worker log lines matching `message` (the worker logs its own pid).
+func workerPids(in log: String, message: String) -> [Int32] {
+    log.split(separator: "\n").filter { $0.contains(message) }.compactMap { line in
+        guard let range = line.range(of: #"pid=(\d+)"#, options: .regularExpression) else { return nil }
+        return Int32(line[range].dropFirst("pid=".count))
+    }
+}
+
+func processExists(_ pid: Int32) -> Bool {
+    // A zombie still "exists" for kill(0); its /proc state says Z.
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
+    guard let close = stat.lastIndex(of: ")") else { return false }
+    return !stat[stat.index(close, offsetBy: 2)...].hasPrefix("Z")
+}

@@ -1,0 +1,124 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ArgumentParser
+import Foundation
+import Logging
+import Master
+import ReportFormats
+import ReportModel
+import SymbolStore
+import Symbolication
+
+/// A stateless symbolication worker: job frames on stdin, reply frames on stdout, logs on stderr.
+/// It never opens the job database; `stackline master` starts and supervises it.
+@main
+struct StacklineWorker: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stackline-worker",
+        abstract: "Symbolicates jobs framed on stdin (4-byte big-endian length + JSON); started by `stackline master`.")
+
+    @Option(help: "Debug-file store (default: $STACKLINE_SYMBOLS or ./symbols).")
+    var symbols: String?
+
+    @Option(help: "Debug files kept open across jobs.")
+    var cacheCapacity = 32
+
+    func run() throws {
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        var logger = Logger(label: "stackline.worker")
+        logger[metadataKey: "pid"] = "\(getpid())"
+        let root = symbols ?? ProcessInfo.processInfo.environment["STACKLINE_SYMBOLS"] ?? "symbols"
+        let worker = JobRunner(
+            symbolicator: Symbolicator(store: SymbolStoreDirectory(root: root), cacheCapacity: cacheCapacity),
+            hooks: TestHooks(environment: ProcessInfo.processInfo.environment, logger: logger))
+        exitWithParent()
+
+        let reader = FrameReader(fd: 0)
+        while true {
+            let frame: Data?
+            do { frame = try reader.read() } catch FrameError.endOfStream { return } catch {
+                logger.error("cannot read job frame", metadata: ["error": "\(error)"])
+                throw ExitCode(2)
+            }
+            guard let frame else { continue }
+            let reply = worker.handle(frame)
+            do {
+                try Framing.write(try JSONEncoder().encode(reply), to: 1)
+            } catch {
+                // The master is gone or the pipe broke: nothing left to serve.
+                logger.error("cannot write reply", metadata: ["error": "\(error)"])
+                throw ExitCode(3)
+            }
+        }
+    }
+
+    /// A worker whose master was killed with -9 must not linger: poll for re-parenting.
+    private func exitWithParent() {
+        let parent = getppid()
+        let thread = Thread {
+            while true {
+                if getppid() != parent { _exit(0) }
+                Thread.sleep(forTimeInterval: 0.5)
+            }
+        }
+        thread.start()
+    }
+}
+
+/// Parses and symbolicates one job; keeps the Symbolicator (and its debug-file cache) across jobs.
+final class JobRunner {
+    let symbolicator: Symbolicator
+    let hooks: TestHooks
+    let registry = FormatRegistry.standard
+
+    init(symbolicator: Symbolicator, hooks: TestHooks) {
+        self.symbolicator = symbolicator
+        self.hooks = hooks
+    }
+
+    func handle(_ frame: Data) -> JobReply {
+        let request: JobRequest
+        do { request = try JSONDecoder().decode(JobRequest.self, from: frame) } catch {
+            return JobReply(kind: .internalError, jobId: -1, message: "malformed job frame: \(error)")
+        }
+        hooks.apply(to: request)
+        let raw: RawReport
+        do { raw = try registry.parse(request.raw, format: request.format) } catch {
+            return JobReply(kind: .inputError, jobId: request.jobId, message: error.description)
+        }
+        return JobReply(kind: .result, jobId: request.jobId, report: symbolicator.symbolicate(raw))
+    }
+}
+
+/// Misbehaviour on demand for the end-to-end tests; inert unless STACKLINE_TEST_HOOKS=1.
+/// A report containing a marker string makes the worker hang or crash.
+struct TestHooks {
+    static let sleepFirstAttempt = "STACKLINE_TEST_HOOK_SLEEP_FIRST_ATTEMPT"
+    static let hang = "STACKLINE_TEST_HOOK_HANG"
+    static let segfault = "STACKLINE_TEST_HOOK_SEGV"
+
+    let enabled: Bool
+    let logger: Logger
+
+    init(environment: [String: String], logger: Logger) {
+        enabled = environment["STACKLINE_TEST_HOOKS"] == "1"
+        self.logger = logger
+    }
+
+    func apply(to request: JobRequest) {
+        guard enabled else { return }
+        let text = String(decoding: request.raw, as: UTF8.self)
+        if text.contains(Self.segfault) {
+            logger.warning("test hook: crashing with SIGSEGV", metadata: ["report": "\(request.reportId)"])
+            // Default disposition, so the Swift backtracer does not intercept the signal.
+            signal(SIGSEGV, SIG_DFL)
+            raise(SIGSEGV)
+        }
+        if text.contains(Self.sleepFirstAttempt) && request.attempt == 1 || text.contains(Self.hang) {
+            logger.warning(
+                "test hook: sleeping", metadata: ["report": "\(request.reportId)", "attempt": "\(request.attempt)"])
+            sleep(3600)
+        }
+    }
+}

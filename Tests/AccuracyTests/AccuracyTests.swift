@@ -160,9 +160,6 @@ struct AccuracyTests {
     @Test("every .text instruction of every fixture symbolicates like the oracles (≥ 99%)")
     func agreementWithOracles() throws {
         let set = try sharedElfFixtures.get()
-        if stacklineUsesStandIn {
-            print("[accuracy] NOTE: TEMPORARY stand-in (eu-addr2line) in place of `stackline lookup`; see Tests/TestSupport/Stackline.swift")
-        }
         let store = try makeTemporaryDirectory(prefix: "stackline-store")
         defer { try? FileManager.default.removeItem(atPath: store) }
         let fixtures = set.accuracy

@@ -31,7 +31,8 @@ func sameFunctionsAndLines(_ a: Answer, _ b: Answer) -> Bool {
 func asInformative(_ second: Answer, as first: Answer) -> Bool {
     let hasLine = { (a: Answer) in a.contains { $0.file != nil } }
     let hasName = { (a: Answer) in a.contains { $0.function != nil } }
-    return !(hasLine(first) && !hasLine(second)) && !(hasName(first) && !hasName(second))
+    // Without a CU, eu-addr2line also gives no inline chain: fewer levels is knowing less.
+    return !(hasLine(first) && !hasLine(second)) && !(hasName(first) && !hasName(second)) && second.count >= first.count
 }
 
 func sameNames(_ a: Answer, _ b: Answer) -> Bool {

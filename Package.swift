@@ -76,6 +76,7 @@ let package = Package(
         .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "TestSupport"]),
         .testTarget(name: "SymbolStoreTests", dependencies: ["SymbolStore", "DebugInfo", "TestSupport"]),
         .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "ReportModel", "TestSupport"]),
+        .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "JobQueueTests",
             dependencies: ["JobQueue", "ReportModel", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]

@@ -25,16 +25,7 @@ runtime_dir=$(swiftc -print-target-info | sed -n '/"runtimeLibraryPaths"/,/]/p' 
 debug_files=("$out/Demo" "$runtime_dir/libswiftCore.so" "$runtime_dir/libswiftSwiftOnoneSupport.so")
 
 echo "== adding debug files to $STACKLINE_SYMBOLS"
-# TODO(merge): `stackline symbols add` is being written on main; drop the fallback below once it lands.
-if ! "$bin/stackline" symbols add "${debug_files[@]}" 2>"$out/symbols-add.log"; then
-  echo "   (stackline symbols add is not available on this branch yet; laying out .build-id/ by hand)"
-  for f in "${debug_files[@]}"; do
-    id=$(readelf -n "$f" 2>/dev/null | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p' | head -1)
-    [ -n "$id" ] || continue
-    mkdir -p "$STACKLINE_SYMBOLS/.build-id/${id:0:2}"
-    cp "$f" "$STACKLINE_SYMBOLS/.build-id/${id:0:2}/${id:2}.debug"
-  done
-fi
+"$bin/stackline" symbols add "${debug_files[@]}"
 
 echo "== crashing the demo under the Swift runtime backtracer"
 # The subshell keeps bash's own "Illegal instruction" job message out of the demo output.

@@ -6,6 +6,12 @@
 extern char *__cxa_demangle(const char *mangled, char *buffer, size_t *length, int *status);
 extern char *swift_demangle(const char *mangled, size_t length, char *buffer,
                             size_t *bufferSize, uint32_t flags);
+extern char *_swift_backtrace_demangle(const char *mangled, size_t length, char *buffer,
+                                       size_t *bufferSize);
+
+char *stackline_swift_backtrace_demangle(const char *mangled, size_t length) {
+    return _swift_backtrace_demangle(mangled, length, NULL, NULL);
+}
 
 char *stackline_cxx_demangle(const char *mangled) {
     int status = 0;

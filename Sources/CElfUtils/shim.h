@@ -3,6 +3,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/version.h>
 #include <dwarf.h>
 #endif

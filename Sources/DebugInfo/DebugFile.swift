@@ -1,1 +1,132 @@
 import CElfUtils
+
+/// A debug file opened for lookups: "what code is at file address A".
+///
+/// Opening reads only unit headers and their address ranges; a unit's functions, inline
+/// scopes and line table are indexed the first time an address falls into it, then every
+/// lookup is a binary search. Not thread-safe: one owner (a worker, a CLI run) at a time.
+public final class DebugFile {
+    public let elf: ElfFile
+    private let strings = StringTable()
+    private var unitDies: [Dwarf_Die] = []
+    private var unitIndexes: [UnitIndex?] = []
+    private var unitRanges = IntervalIndex([])
+    private let symbols: SymbolTable
+    private let lowestCodeAddress: UInt64
+
+    /// Opens `path`. `symbolsFrom` supplies a symbol table when the debug file has none
+    /// (e.g. a debug file whose stripped binary still has `.dynsym`).
+    public convenience init(path: String, symbolsFrom companion: ElfFile? = nil) throws(ElfError) {
+        try self.init(elf: ElfFile(path: path), symbolsFrom: companion)
+    }
+
+    public init(elf: ElfFile, symbolsFrom companion: ElfFile? = nil) throws(ElfError) {
+        self.elf = elf
+        var table = SymbolTable(elf: elf)
+        if table.isEmpty, let companion { table = SymbolTable(elf: companion) }
+        symbols = table
+        let code = elf.sections.filter { $0.isExecutable && $0.address > 0 }
+        lowestCodeAddress = (elf.elfType == UInt16(ET_REL)) ? 0 : (code.map(\.address).min() ?? 0)
+        if let dwarf = elf.dwarf { try readUnits(dwarf) }
+    }
+
+    public var unitCount: Int { unitDies.count }
+    public var symbolCount: Int { symbols.symbols.count }
+
+    private func readUnits(_ dwarf: OpaquePointer) throws(ElfError) {
+        var intervals: [(start: UInt64, end: UInt64, value: Int32)] = []
+        var cu: OpaquePointer?
+        while true {
+            var next: OpaquePointer?
+            var version: UInt16 = 0
+            var unitType: UInt8 = 0
+            var cuDie = Dwarf_Die()
+            var subDie = Dwarf_Die()
+            let rc = dwarf_get_units(dwarf, cu, &next, &version, &unitType, &cuDie, &subDie)
+            if rc == 1 { break }
+            if rc != 0 {
+                throw .corrupt(path: elf.path, detail: "bad DWARF unit after \(unitDies.count) units (\(ElfFile.dwarfMessage()))")
+            }
+            cu = next
+            if unitType == UInt8(DW_UT_type) || unitType == UInt8(DW_UT_split_type) { continue }
+            let tag = dwarf_tag(&cuDie)
+            guard tag == Int32(DW_TAG_compile_unit) || tag == Int32(DW_TAG_partial_unit) else { continue }
+            let index = Int32(unitDies.count)
+            unitDies.append(cuDie)
+            unitIndexes.append(nil)
+            var ranges: [(UInt64, UInt64)] = []
+            var base: Dwarf_Addr = 0
+            var start: Dwarf_Addr = 0
+            var end: Dwarf_Addr = 0
+            var offset = dwarf_ranges(&cuDie, 0, &base, &start, &end)
+            while offset > 0 {
+                if start < end && end < UInt64.max - 1 && start >= lowestCodeAddress { ranges.append((start, end)) }
+                offset = dwarf_ranges(&cuDie, offset, &base, &start, &end)
+            }
+            if ranges.isEmpty {
+                // No range attributes on the unit DIE: index it now and use what it covers.
+                let unit = UnitIndex(die: cuDie, strings: strings, lowestCodeAddress: lowestCodeAddress)
+                unitIndexes[Int(index)] = unit
+                ranges = unit.coveredRanges.map { ($0.start, $0.end) }
+            }
+            intervals += ranges.map { ($0.0, $0.1, index) }
+        }
+        unitRanges = IntervalIndex(intervals)
+    }
+
+    private func unit(at address: UInt64) -> UnitIndex? {
+        guard let i = unitRanges.find(address).map(Int.init) else { return nil }
+        if let built = unitIndexes[i] { return built }
+        let built = UnitIndex(die: unitDies[i], strings: strings, lowestCodeAddress: lowestCodeAddress)
+        unitIndexes[i] = built
+        return built
+    }
+
+    /// Indexes every unit now; used to validate a file at upload and to time index builds.
+    public func indexAllUnits() {
+        for i in unitDies.indices where unitIndexes[i] == nil {
+            unitIndexes[i] = UnitIndex(die: unitDies[i], strings: strings, lowestCodeAddress: lowestCodeAddress)
+        }
+    }
+
+    /// What is at `address` (a file address), innermost inline level first; empty when
+    /// neither DWARF nor the symbol table covers it.
+    ///
+    /// The outermost level takes its name from the symbol table when a symbol covers the
+    /// address, as llvm-symbolizer does: it names compiler clones (`.cold`, `.constprop.0`)
+    /// that DWARF only knows by their origin.
+    public func frames(at address: UInt64) -> [SourceFrame] {
+        let symbol = symbols.symbol(containing: address)
+        guard let unit = unit(at: address) else {
+            guard let symbol else { return [] }
+            return [SourceFrame(symbol: symbol.name, file: symbol.sourceFile, line: 0, column: 0, functionStart: symbol.address, fromSymbolTableOnly: true)]
+        }
+        let row = unit.row(at: address)
+        let chain = unit.scopeChain(at: address)
+        var frames: [SourceFrame] = []
+        frames.reserveCapacity(max(chain.count, 1))
+        var file = row.flatMap { strings[$0.file] }
+        var line = Int(row?.line ?? 0)
+        var column = Int(row?.column ?? 0)
+        for scope in chain.reversed() {
+            frames.append(SourceFrame(symbol: strings[scope.name], file: file, line: line, column: column, functionStart: nil))
+            file = unit.callFile(scope)
+            line = Int(scope.callLine)
+            column = Int(scope.callColumn)
+        }
+        if frames.isEmpty {
+            frames.append(SourceFrame(symbol: nil, file: file, line: line, column: column, functionStart: nil))
+        }
+        let outer = frames.count - 1
+        if let symbol {
+            frames[outer].symbol = symbol.name
+            frames[outer].functionStart = symbol.address
+        } else if let top = chain.first {
+            frames[outer].functionStart = unit.rangeStart(of: top, containing: address)
+        }
+        if row == nil && frames.count == 1 && frames[0].file == nil {
+            frames[0].fromSymbolTableOnly = true
+        }
+        return frames
+    }
+}

@@ -1,3 +1,4 @@
+import DebugInfo
 import ReportModel
 import SymbolStore
 
@@ -5,24 +6,137 @@ import SymbolStore
 /// Owns a cache of opened debug files; keep one per process and reuse it across jobs.
 public final class Symbolicator {
     public let store: SymbolStoreDirectory
+    public let cache: DebugFileCache
 
-    public init(store: SymbolStoreDirectory, cacheCapacity: Int = 32) {
+    /// Reports show Swift names the way the Swift runtime's own backtracer does.
+    public let names: DemangleCache
+
+    public init(store: SymbolStoreDirectory, cacheCapacity: Int = 32, style: Demangler.Style = .simplified) {
         self.store = store
+        self.cache = DebugFileCache(store: store, capacity: cacheCapacity)
+        self.names = DemangleCache(style: style)
+    }
+
+    /// Per image: its debug file, or why there is none.
+    private enum ImageState {
+        case loaded(DebugFile)
+        case missing(String)
+        case unusable
     }
 
     public func symbolicate(_ report: RawReport) -> SymbolicatedReport {
-        // Placeholder until the engine lands: every frame is reported as missing its debug file.
-        let threads = report.threads.map { t in
-            SymbolicatedThread(
-                index: t.index, name: t.name, crashed: t.crashed,
-                frames: t.frames.enumerated().map { i, f in
-                    SymbolicatedFrame(index: i, address: f.address, kind: f.kind, status: .missingDebugFile)
-                })
+        var states: [ImageState] = report.images.map { image in
+            guard let id = image.id, !id.isEmpty else { return .unusable }
+            do throws(LookupError) {
+                return .loaded(try cache.file(buildID: id))
+            } catch {
+                if case .missingDebugFile(let id) = error { return .missing(id) }
+                return .unusable
+            }
         }
+        var missing: [String] = []
+        var warnings = report.warnings
+        let locator = ImageLocator(images: report.images)
+        var resolved = 0
+        var total = 0
+
+        let threads = report.threads.map { thread in
+            var frames: [SymbolicatedFrame] = []
+            for (index, raw) in thread.frames.enumerated() {
+                total += 1
+                let address = raw.address.value
+                guard let imageIndex = raw.imageIndex.flatMap({ report.images.indices.contains($0) ? $0 : nil })
+                    ?? locator.image(containing: address)
+                else {
+                    frames.append(SymbolicatedFrame(index: index, address: raw.address, kind: raw.kind, status: .outsideAnyImage))
+                    continue
+                }
+                let image = report.images[imageIndex]
+                let relative = Address(address &- image.loadAddress.value)
+                var base = SymbolicatedFrame(
+                    index: index, address: raw.address, kind: raw.kind, image: image.name,
+                    imageOffset: relative, status: .missingDebugFile)
+                switch states[imageIndex] {
+                case .missing(let id):
+                    if !missing.contains(id) { missing.append(id) }
+                    frames.append(base)
+                case .unusable:
+                    base.status = .malformed
+                    frames.append(base)
+                case .loaded(let file):
+                    let resolver = AddressResolver(file: file, names: names)
+                    let fileAddress = resolver.fileAddress(
+                        runtime: address, loadAddress: image.loadAddress.value, preferredBase: image.vmAddress?.value)
+                    base.imageOffset = Address(fileAddress)
+                    let levels = resolver.resolve(fileAddress, kind: raw.kind)
+                    if levels.isEmpty {
+                        base.status = .noSymbol
+                        frames.append(base)
+                        continue
+                    }
+                    resolved += 1
+                    for level in levels {
+                        var f = base
+                        f.status = level.noLineInfo ? .noLineInfo : .symbolicated
+                        f.symbol = level.symbol
+                        f.function = level.function
+                        f.offset = level.offset
+                        // A symbol-table-only answer may carry an object name from STT_FILE
+                        // (llvm-symbolizer prints it as "Swift.o:0:0"); in a report that reads
+                        // like a source location, so such frames show none.
+                        if !level.noLineInfo {
+                            f.file = level.file
+                            f.line = level.line
+                            f.column = level.column
+                        }
+                        f.inlined = level.inlined
+                        frames.append(f)
+                    }
+                }
+            }
+            return SymbolicatedThread(index: thread.index, name: thread.name, crashed: thread.crashed, frames: frames)
+        }
+        for (i, state) in states.enumerated() {
+            if case .unusable = state, let id = report.images[i].id, !id.isEmpty {
+                warnings.append("image \(report.images[i].name): debug file for \(id) could not be used")
+            }
+        }
+        states.removeAll()
+        let status: ReportStatus = resolved == total && total > 0 ? .complete : (resolved == 0 ? .unsymbolicated : .partial)
         return SymbolicatedReport(
-            format: report.format, kind: report.kind, status: .unsymbolicated,
-            missingBuildIds: report.images.compactMap(\.id), app: report.app, os: report.os,
+            format: report.format, kind: report.kind, status: status,
+            missingBuildIds: missing, app: report.app, os: report.os,
             arch: report.arch, timestamp: report.timestamp, exception: report.exception,
-            images: report.images, threads: threads, warnings: report.warnings)
+            images: report.images, threads: threads, warnings: warnings)
+    }
+}
+
+/// Finds the image an absolute address belongs to.
+struct ImageLocator {
+    /// Images with a known extent, sorted by load address.
+    private let sized: [(start: UInt64, end: UInt64, index: Int)]
+    /// Images with no size: an address belongs to the nearest one below it.
+    private let unsized: [(start: UInt64, index: Int)]
+
+    init(images: [BinaryImage]) {
+        var sized: [(UInt64, UInt64, Int)] = []
+        var unsized: [(UInt64, Int)] = []
+        for (i, image) in images.enumerated() {
+            if let size = image.size, size > 0 {
+                sized.append((image.loadAddress.value, image.loadAddress.value &+ size, i))
+            } else {
+                unsized.append((image.loadAddress.value, i))
+            }
+        }
+        self.sized = sized.sorted { $0.0 < $1.0 }
+        self.unsized = unsized.sorted { $0.0 < $1.0 }
+    }
+
+    func image(containing address: UInt64) -> Int? {
+        if let hit = sized.last(where: { $0.start <= address && address < $0.end }) { return hit.index }
+        // Only fall back to an unsized image when no sized image starts between it and the address.
+        guard let below = unsized.last(where: { $0.start <= address }) else { return nil }
+        if sized.contains(where: { $0.start > below.start && $0.start <= address }) { return nil }
+        return below.index
     }
 }

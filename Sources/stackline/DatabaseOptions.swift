@@ -12,17 +12,3 @@ struct DatabaseOptions: ParsableArguments {
         try JobDatabase(path: resolvedPath)
     }
 }
-
-/// Prints to stderr (ArgumentParser owns stdout for results).
-func printError(_ message: String) {
-    var stderr = StandardError()
-    print(message, to: &stderr)
-}
-
-struct StandardError: TextOutputStream {
-    mutating func write(_ string: String) {
-        FileHandle.standardError.write(Data(string.utf8))
-    }
-}
-
-import Foundation

@@ -10,5 +10,7 @@ struct Stackline: ParsableCommand {
             StatusCommand.self,
             MasterCommand.self,
             ReportCommand.self,
+            SymbolsCommand.self,
+            LookupCommand.self,
         ])
 }

@@ -229,14 +229,6 @@ import Testing
     }
 }
 
-/// A value behind a lock, for collecting results from concurrent work.
-final class Locked<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: T
-    init(_ value: T) { stored = value }
-    var value: T { lock.withLock { stored } }
-    func mutate(_ body: (inout T) -> Void) { lock.withLock { body(&stored) } }
-}
 
 @Suite(.serialized) struct DrainTests {
     @Test func sigtermReleasesTheLeaseOfAJobThatOutlivesTheDrain() throws {

@@ -267,12 +267,3 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         }
     }
 }
-
-/// A value behind a lock, for collecting results from concurrent work.
-final class Locked<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: T
-    init(_ value: T) { stored = value }
-    var value: T { lock.withLock { stored } }
-    func mutate(_ body: (inout T) -> Void) { lock.withLock { body(&stored) } }
-}

@@ -1,0 +1,350 @@
+import CElfUtils
+
+/// One frame of what a file address resolves to.
+public struct SourceFrame: Sendable, Hashable {
+    /// Linkage name (mangled) or plain name, as DWARF or the symbol table gives it.
+    public var symbol: String?
+    public var file: String?
+    /// 0 when unknown.
+    public var line: Int
+    /// 0 when unknown.
+    public var column: Int
+    /// Start of the function (symbol or DWARF range); set on the outermost frame only.
+    public var functionStart: UInt64?
+    /// True when the name comes from DWARF or the symbol table but there is no line information.
+    public var fromSymbolTableOnly: Bool
+
+    public init(symbol: String?, file: String?, line: Int, column: Int, functionStart: UInt64?, fromSymbolTableOnly: Bool = false) {
+        self.symbol = symbol
+        self.file = file
+        self.line = line
+        self.column = column
+        self.functionStart = functionStart
+        self.fromSymbolTableOnly = fromSymbolTableOnly
+    }
+}
+
+/// Strings shared by all units of one file, interned by the address libdw hands out
+/// (names point into `.debug_str`, so equal pointers are equal strings).
+final class StringTable {
+    private(set) var strings: [String] = []
+    private var byPointer: [UInt: Int32] = [:]
+    private var byValue: [String: Int32] = [:]
+
+    func intern(_ p: UnsafePointer<CChar>) -> Int32 {
+        let key = UInt(bitPattern: p)
+        if let i = byPointer[key] { return i }
+        let i = intern(String(cString: p))
+        byPointer[key] = i
+        return i
+    }
+
+    func intern(_ s: String) -> Int32 {
+        if let i = byValue[s] { return i }
+        let i = Int32(strings.count)
+        strings.append(s)
+        byValue[s] = i
+        return i
+    }
+
+    subscript(i: Int32) -> String? { i >= 0 ? strings[Int(i)] : nil }
+}
+
+/// A function or an inlined call, flattened in pre-order so a scope's descendants are
+/// `index+1 ..< subtreeEnd`.
+struct Scope {
+    var name: Int32
+    var callFile: Int32 = -1
+    var callLine: Int32 = 0
+    var callColumn: Int32 = 0
+    var firstRange: Int32
+    var rangeCount: Int32
+    var subtreeEnd: Int32 = 0
+}
+
+struct LineRow {
+    var address: UInt64
+    var file: Int32
+    var line: Int32
+    var column: Int32
+    var endSequence: Bool
+}
+
+/// Everything one compile unit knows, read once through libdw and then answered by binary search.
+/// This replaces libdw's per-address `dwarf_getscopes`, which walks the DIE tree on every query.
+final class UnitIndex {
+    private var scopes: [Scope] = []
+    private var ranges: [(start: UInt64, end: UInt64)] = []
+    private var functions = IntervalIndex([])
+    private var rows: [LineRow] = []
+    /// Index into the file's string table for each `DW_AT_call_file` number of this unit.
+    private var callFiles: [Int32] = []
+    private let strings: StringTable
+    /// Code below this address is in no section: linkers resolve code of discarded sections
+    /// to 0 (gc-sections, COMDAT), so such ranges and rows describe nothing that runs.
+    private let lowestCodeAddress: UInt64
+
+    init(die cuDie: Dwarf_Die, strings: StringTable, lowestCodeAddress: UInt64) {
+        self.strings = strings
+        self.lowestCodeAddress = lowestCodeAddress
+        var cu = cuDie
+        let compDir = Self.string(&cu, UInt32(DW_AT_comp_dir))
+        readLines(&cu, compDir: compDir)
+        var pending: [Dwarf_Die] = []
+        collectFunctions(under: &cu, pending: &pending)
+        while let next = pending.popLast() {
+            var die = next
+            addFunction(&die, pending: &pending)
+        }
+        var intervals: [(start: UInt64, end: UInt64, value: Int32)] = []
+        var i = 0
+        while i < scopes.count {
+            let s = scopes[i]
+            for r in Int(s.firstRange)..<Int(s.firstRange + s.rangeCount) {
+                intervals.append((ranges[r].start, ranges[r].end, Int32(i)))
+            }
+            i = Int(s.subtreeEnd)
+        }
+        functions = IntervalIndex(intervals)
+    }
+
+    /// The union of this unit's function and line ranges, for units whose DIE states none.
+    var coveredRanges: [(start: UInt64, end: UInt64)] {
+        var out = ranges
+        var start: UInt64?
+        for row in rows {
+            if row.endSequence {
+                if let s = start, s < row.address { out.append((s, row.address)) }
+                start = nil
+            } else if start == nil {
+                start = row.address
+            }
+        }
+        return out
+    }
+
+    // MARK: Reading
+
+    private func readLines(_ cu: inout Dwarf_Die, compDir: String?) {
+        var lines: OpaquePointer?
+        var count = 0
+        guard dwarf_getsrclines(&cu, &lines, &count) == 0, let lines else { return }
+        var fileIDs: [UInt: Int32] = [:]
+        rows.reserveCapacity(count)
+        for i in 0..<count {
+            guard let line = dwarf_onesrcline(lines, i) else { continue }
+            var addr: Dwarf_Addr = 0
+            var lineNo: Int32 = 0
+            var col: Int32 = 0
+            var end = false
+            guard dwarf_lineaddr(line, &addr) == 0, addr >= lowestCodeAddress else { continue }
+            dwarf_lineno(line, &lineNo)
+            dwarf_linecol(line, &col)
+            dwarf_lineendsequence(line, &end)
+            var file: Int32 = -1
+            if let src = dwarf_linesrc(line, nil, nil) {
+                let key = UInt(bitPattern: src)
+                if let f = fileIDs[key] {
+                    file = f
+                } else {
+                    file = strings.intern(Self.absolute(String(cString: src), compDir: compDir))
+                    fileIDs[key] = file
+                }
+            }
+            rows.append(LineRow(address: addr, file: file, line: lineNo, column: col, endSequence: end))
+        }
+        // libdw sorts rows by address; keep that guarantee explicit (stable, so rows of one
+        // address keep their sequence order).
+        if !zip(rows, rows.dropFirst()).allSatisfy({ $0.address <= $1.address }) {
+            rows = rows.enumerated().sorted { ($0.element.address, $0.offset) < ($1.element.address, $1.offset) }.map(\.element)
+        }
+        var files: OpaquePointer?
+        var fileCount = 0
+        if dwarf_getsrcfiles(&cu, &files, &fileCount) == 0, let files {
+            callFiles = (0..<fileCount).map { i in
+                guard let name = dwarf_filesrc(files, i, nil, nil) else { return -1 }
+                return strings.intern(Self.absolute(String(cString: name), compDir: compDir))
+            }
+        }
+    }
+
+    /// Joins a relative path to the unit's directory and folds doubled separators, as
+    /// llvm-symbolizer's path joining does (libdw joins "/" and "/x" into "//x").
+    private static func absolute(_ path: String, compDir: String?) -> String {
+        var joined = path
+        if !path.hasPrefix("/"), let compDir, !compDir.isEmpty { joined = compDir + "/" + path }
+        guard joined.contains("//") else { return joined }
+        var out = ""
+        out.reserveCapacity(joined.utf8.count)
+        var previousSlash = false
+        for c in joined {
+            if c == "/" && previousSlash { continue }
+            previousSlash = c == "/"
+            out.append(c)
+        }
+        return out
+    }
+
+    /// Walks containers (namespaces, types, modules) looking for function definitions.
+    private func collectFunctions(under parent: inout Dwarf_Die, pending: inout [Dwarf_Die]) {
+        var child = Dwarf_Die()
+        guard dwarf_child(&parent, &child) == 0 else { return }
+        while true {
+            switch dwarf_tag(&child) {
+            case Int32(DW_TAG_subprogram):
+                addFunction(&child, pending: &pending)
+            case Int32(DW_TAG_namespace), Int32(DW_TAG_class_type), Int32(DW_TAG_structure_type),
+                Int32(DW_TAG_union_type), Int32(DW_TAG_module), Int32(DW_TAG_interface_type):
+                collectFunctions(under: &child, pending: &pending)
+            default:
+                break
+            }
+            var next = Dwarf_Die()
+            guard dwarf_siblingof(&child, &next) == 0 else { return }
+            child = next
+        }
+    }
+
+    private func addFunction(_ die: inout Dwarf_Die, pending: inout [Dwarf_Die]) {
+        let (first, count) = appendRanges(&die)
+        guard count > 0 else { return }
+        let index = scopes.count
+        scopes.append(Scope(name: name(&die), firstRange: first, rangeCount: count))
+        collectInlines(under: &die, pending: &pending)
+        scopes[index].subtreeEnd = Int32(scopes.count)
+    }
+
+    /// Adds the inlined calls below `parent` (through lexical blocks) as its descendants.
+    private func collectInlines(under parent: inout Dwarf_Die, pending: inout [Dwarf_Die]) {
+        var child = Dwarf_Die()
+        guard dwarf_child(&parent, &child) == 0 else { return }
+        while true {
+            switch dwarf_tag(&child) {
+            case Int32(DW_TAG_inlined_subroutine):
+                let (first, count) = appendRanges(&child)
+                if count > 0 {
+                    let index = scopes.count
+                    var scope = Scope(name: name(&child), firstRange: first, rangeCount: count)
+                    scope.callFile = Self.unsigned(&child, UInt32(DW_AT_call_file)).map { Int32(truncatingIfNeeded: $0) } ?? -1
+                    scope.callLine = Self.unsigned(&child, UInt32(DW_AT_call_line)).map { Int32(truncatingIfNeeded: $0) } ?? 0
+                    scope.callColumn = Self.unsigned(&child, UInt32(DW_AT_call_column)).map { Int32(truncatingIfNeeded: $0) } ?? 0
+                    scopes.append(scope)
+                    collectInlines(under: &child, pending: &pending)
+                    scopes[index].subtreeEnd = Int32(scopes.count)
+                }
+            case Int32(DW_TAG_lexical_block), Int32(DW_TAG_try_block), Int32(DW_TAG_catch_block),
+                Int32(DW_TAG_with_stmt), Int32(DW_TAG_common_block):
+                collectInlines(under: &child, pending: &pending)
+            case Int32(DW_TAG_subprogram):
+                // A nested function is its own top-level scope; adding it here would break
+                // the contiguous pre-order of the enclosing function's subtree.
+                pending.append(child)
+            default:
+                break
+            }
+            var next = Dwarf_Die()
+            guard dwarf_siblingof(&child, &next) == 0 else { return }
+            child = next
+        }
+    }
+
+    private func appendRanges(_ die: inout Dwarf_Die) -> (Int32, Int32) {
+        let first = Int32(ranges.count)
+        var base: Dwarf_Addr = 0
+        var start: Dwarf_Addr = 0
+        var end: Dwarf_Addr = 0
+        var offset = dwarf_ranges(&die, 0, &base, &start, &end)
+        while offset > 0 {
+            // -1 and -2 are lld's tombstones for discarded code.
+            if start < end && end < UInt64.max - 1 && start >= lowestCodeAddress {
+                ranges.append((start, end))
+            }
+            offset = dwarf_ranges(&die, offset, &base, &start, &end)
+        }
+        return (first, Int32(ranges.count) - first)
+    }
+
+    private func name(_ die: inout Dwarf_Die) -> Int32 {
+        var attr = Dwarf_Attribute()
+        for code in [DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name] {
+            if dwarf_attr_integrate(&die, UInt32(code), &attr) != nil, let s = dwarf_formstring(&attr) {
+                return strings.intern(s)
+            }
+        }
+        return -1
+    }
+
+    static func string(_ die: inout Dwarf_Die, _ code: UInt32) -> String? {
+        var attr = Dwarf_Attribute()
+        guard dwarf_attr(&die, code, &attr) != nil, let s = dwarf_formstring(&attr) else { return nil }
+        return String(cString: s)
+    }
+
+    static func unsigned(_ die: inout Dwarf_Die, _ code: UInt32) -> UInt64? {
+        var attr = Dwarf_Attribute()
+        var value: Dwarf_Word = 0
+        guard dwarf_attr(&die, code, &attr) != nil, dwarf_formudata(&attr, &value) == 0 else { return nil }
+        return value
+    }
+
+    // MARK: Answering
+
+    /// The line-table row for `address`, following llvm-symbolizer: the last row at or before
+    /// the address, unless that ends a sequence.
+    func row(at address: UInt64) -> LineRow? {
+        var lo = 0
+        var hi = rows.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if rows[mid].address <= address { lo = mid + 1 } else { hi = mid }
+        }
+        var i = lo - 1
+        guard i >= 0 else { return nil }
+        let at = rows[i].address
+        // Where one sequence ends exactly where another starts, the address belongs to the new one.
+        while i >= 0 && rows[i].address == at && rows[i].endSequence { i -= 1 }
+        // Only end-of-sequence rows at or before the address: it lies in a gap.
+        guard i >= 0, rows[i].address == at else { return nil }
+        return rows[i]
+    }
+
+    /// Scopes containing `address`, outermost (the function) first.
+    func scopeChain(at address: UInt64) -> [Scope] {
+        guard let top = functions.find(address) else { return [] }
+        var chain = [scopes[Int(top)]]
+        var current = Int(top)
+        descend: while true {
+            var child = current + 1
+            let end = Int(scopes[current].subtreeEnd)
+            while child < end {
+                if contains(scopes[child], address) {
+                    chain.append(scopes[child])
+                    current = child
+                    continue descend
+                }
+                child = Int(scopes[child].subtreeEnd)
+            }
+            break
+        }
+        return chain
+    }
+
+    func rangeStart(of scope: Scope, containing address: UInt64) -> UInt64? {
+        for r in Int(scope.firstRange)..<Int(scope.firstRange + scope.rangeCount) where ranges[r].start <= address && address < ranges[r].end {
+            return ranges[r].start
+        }
+        return nil
+    }
+
+    func callFile(_ scope: Scope) -> String? {
+        guard scope.callFile >= 0, Int(scope.callFile) < callFiles.count else { return nil }
+        return strings[callFiles[Int(scope.callFile)]]
+    }
+
+    private func contains(_ scope: Scope, _ address: UInt64) -> Bool {
+        for r in Int(scope.firstRange)..<Int(scope.firstRange + scope.rangeCount) where ranges[r].start <= address && address < ranges[r].end {
+            return true
+        }
+        return false
+    }
+}

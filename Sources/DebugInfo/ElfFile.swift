@@ -1,0 +1,227 @@
+import CElfUtils
+import Foundation
+
+/// Why an ELF file cannot be used. Each case reads as a one-line reason.
+public enum ElfError: Error, Equatable, CustomStringConvertible {
+    case unreadable(path: String, reason: String)
+    case notELF(path: String)
+    case truncated(path: String, detail: String)
+    case corrupt(path: String, detail: String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let p, let r): return "\(p): cannot read file: \(r)"
+        case .notELF(let p): return "\(p): not an ELF file"
+        case .truncated(let p, let d): return "\(p): truncated ELF file: \(d)"
+        case .corrupt(let p, let d): return "\(p): corrupt ELF file: \(d)"
+        }
+    }
+}
+
+/// A section header, with its name resolved.
+public struct ElfSection: Sendable {
+    public let index: Int
+    public let name: String
+    public let type: UInt32
+    public let flags: UInt64
+    public let address: UInt64
+    public let offset: UInt64
+    public let size: UInt64
+    public let link: UInt32
+    public let entrySize: UInt64
+
+    public var hasFileContents: Bool { type != UInt32(SHT_NOBITS) && type != UInt32(SHT_NULL) }
+    public var isExecutable: Bool { flags & UInt64(SHF_EXECINSTR) != 0 }
+}
+
+/// A `PT_LOAD` program header.
+public struct LoadSegment: Sendable {
+    public let virtualAddress: UInt64
+    public let memorySize: UInt64
+    public let fileOffset: UInt64
+    public let fileSize: UInt64
+    public let alignment: UInt64
+}
+
+/// An open ELF file: owns the file descriptor, the libelf handle and, when the file has
+/// DWARF, the libdw handle. Every libelf/libdw pointer in Stackline is created and freed here,
+/// and none outlives this object.
+public final class ElfFile {
+    public let path: String
+    public let fileSize: UInt64
+    /// `ET_EXEC`, `ET_DYN`, `ET_REL`, `ET_CORE`.
+    public let elfType: UInt16
+    public let machine: UInt16
+    public let is64Bit: Bool
+    public let sections: [ElfSection]
+    public let loadSegments: [LoadSegment]
+    /// GNU build-id, lowercase hex, if the file has a `.note.gnu.build-id`.
+    public let buildID: String?
+
+    private let fd: Int32
+    let elf: OpaquePointer
+    /// nil when the file has no DWARF sections libdw accepts.
+    let dwarf: OpaquePointer?
+
+    private static let libelfReady: Bool = elf_version(UInt32(EV_CURRENT)) != UInt32(EV_NONE)
+
+    public init(path: String) throws(ElfError) {
+        _ = Self.libelfReady
+        self.path = path
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw .unreadable(path: path, reason: String(cString: strerror(errno)))
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw .unreadable(path: path, reason: reason)
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw .unreadable(path: path, reason: "not a regular file")
+        }
+        fileSize = UInt64(st.st_size)
+        guard let elf = elf_begin(fd, ELF_C_READ_MMAP, nil) else {
+            close(fd)
+            throw .notELF(path: path)
+        }
+        // From here on, `cleanup` releases what has been acquired if init fails.
+        func fail(_ e: ElfError) -> ElfError {
+            elf_end(elf)
+            close(fd)
+            return e
+        }
+        guard elf_kind(elf) == ELF_K_ELF else { throw fail(.notELF(path: path)) }
+        var ehdr = GElf_Ehdr()
+        guard gelf_getehdr(elf, &ehdr) != nil else {
+            throw fail(.corrupt(path: path, detail: "unreadable ELF header (\(Self.elfMessage()))"))
+        }
+        elfType = ehdr.e_type
+        machine = ehdr.e_machine
+        is64Bit = gelf_getclass(elf) == ELFCLASS64
+
+        // libelf maps what it can and reports missing bytes late or never, so check the
+        // header tables against the file size before trusting anything in them.
+        let shEnd = ehdr.e_shoff &+ UInt64(ehdr.e_shnum) &* UInt64(ehdr.e_shentsize)
+        if ehdr.e_shoff != 0 && (shEnd > fileSize || shEnd < ehdr.e_shoff) {
+            throw fail(.truncated(path: path, detail: "section header table ends at \(shEnd), file has \(fileSize) bytes"))
+        }
+        let phEnd = ehdr.e_phoff &+ UInt64(ehdr.e_phnum) &* UInt64(ehdr.e_phentsize)
+        if ehdr.e_phoff != 0 && (phEnd > fileSize || phEnd < ehdr.e_phoff) {
+            throw fail(.truncated(path: path, detail: "program header table ends at \(phEnd), file has \(fileSize) bytes"))
+        }
+
+        var sections: [ElfSection] = []
+        var shstrndx = 0
+        if elf_getshdrstrndx(elf, &shstrndx) != 0 {
+            throw fail(.corrupt(path: path, detail: "no section name table (\(Self.elfMessage()))"))
+        }
+        var scn = elf_nextscn(elf, nil)
+        while let s = scn {
+            var shdr = GElf_Shdr()
+            guard gelf_getshdr(s, &shdr) != nil else {
+                throw fail(.corrupt(path: path, detail: "unreadable section header (\(Self.elfMessage()))"))
+            }
+            let name = elf_strptr(elf, shstrndx, Int(shdr.sh_name)).map { String(cString: $0) } ?? ""
+            let section = ElfSection(
+                index: elf_ndxscn(s), name: name, type: shdr.sh_type, flags: shdr.sh_flags,
+                address: shdr.sh_addr, offset: shdr.sh_offset, size: shdr.sh_size,
+                link: shdr.sh_link, entrySize: shdr.sh_entsize)
+            if section.hasFileContents {
+                let end = shdr.sh_offset &+ shdr.sh_size
+                if end > fileSize || end < shdr.sh_offset {
+                    throw fail(.truncated(path: path, detail: "section \(name.isEmpty ? "#\(section.index)" : name) ends at \(end), file has \(fileSize) bytes"))
+                }
+            }
+            sections.append(section)
+            scn = elf_nextscn(elf, s)
+        }
+        self.sections = sections
+
+        var segments: [LoadSegment] = []
+        var phnum = 0
+        if elf_getphdrnum(elf, &phnum) == 0 {
+            for i in 0..<phnum {
+                var phdr = GElf_Phdr()
+                guard gelf_getphdr(elf, Int32(i), &phdr) != nil else { continue }
+                if phdr.p_type == UInt32(PT_LOAD) {
+                    segments.append(LoadSegment(
+                        virtualAddress: phdr.p_vaddr, memorySize: phdr.p_memsz,
+                        fileOffset: phdr.p_offset, fileSize: phdr.p_filesz, alignment: phdr.p_align))
+                }
+            }
+        }
+        loadSegments = segments
+
+        var idPtr: UnsafeRawPointer?
+        let idLength = dwelf_elf_gnu_build_id(elf, &idPtr)
+        if idLength > 0, let idPtr {
+            let bytes = UnsafeRawBufferPointer(start: idPtr, count: idLength)
+            buildID = bytes.map { String(format: "%02x", $0) }.joined()
+        } else {
+            buildID = nil
+        }
+
+        let hasDebugInfo = sections.contains { $0.name == ".debug_info" || $0.name == ".zdebug_info" }
+        dwarf = hasDebugInfo ? dwarf_begin_elf(elf, DWARF_C_READ, nil) : nil
+        if hasDebugInfo && dwarf == nil {
+            throw fail(.corrupt(path: path, detail: "DWARF unreadable (\(Self.dwarfMessage()))"))
+        }
+        self.fd = fd
+        self.elf = elf
+    }
+
+    deinit {
+        if let dwarf { dwarf_end(dwarf) }
+        elf_end(elf)
+        close(fd)
+    }
+
+    public var hasDWARF: Bool { dwarf != nil }
+    public var hasSymbolTable: Bool { sections.contains { $0.type == UInt32(SHT_SYMTAB) } }
+    public var hasDynamicSymbols: Bool { sections.contains { $0.type == UInt32(SHT_DYNSYM) } }
+    /// True for files made by `objcopy --only-keep-debug`: code sections carry no bytes.
+    public var isDebugOnly: Bool {
+        guard let text = sections.first(where: { $0.name == ".text" }) else { return hasDWARF }
+        return text.type == UInt32(SHT_NOBITS)
+    }
+
+    /// The address the image expects to be mapped at: the first `PT_LOAD`'s vaddr rounded
+    /// down to the page. A runtime address minus (lowest mapping − this) is a file address.
+    public var preferredBase: UInt64 {
+        guard let first = loadSegments.min(by: { $0.virtualAddress < $1.virtualAddress }) else { return 0 }
+        return first.virtualAddress & ~UInt64(0xfff)
+    }
+
+    public var architecture: String {
+        switch Int32(machine) {
+        case EM_X86_64: return "x86_64"
+        case EM_AARCH64: return "arm64"
+        case EM_386: return "i386"
+        case EM_ARM: return "arm"
+        case EM_RISCV: return "riscv64"
+        case EM_PPC64: return "ppc64"
+        case EM_S390: return "s390x"
+        default: return "elf-machine-\(machine)"
+        }
+    }
+
+    public var kindDescription: String {
+        if isDebugOnly { return "debug" }
+        switch Int32(elfType) {
+        case ET_EXEC: return "executable"
+        case ET_DYN:
+            if loadSegments.isEmpty { return "object" }
+            // A PIE is ET_DYN too; only executables ask for a program interpreter.
+            return sections.contains { $0.name == ".interp" } ? "executable" : "shared-object"
+        case ET_REL: return "relocatable"
+        case ET_CORE: return "core"
+        default: return "elf"
+        }
+    }
+
+    static func elfMessage() -> String { String(cString: elf_errmsg(-1)) }
+    static func dwarfMessage() -> String { String(cString: dwarf_errmsg(-1)) }
+}

@@ -1,0 +1,101 @@
+import CElfUtils
+
+/// A function-ish symbol from `.symtab` or `.dynsym`.
+public struct ElfSymbol: Sendable {
+    public let name: String
+    public let address: UInt64
+    public let size: UInt64
+    /// The `STT_FILE` symbol a local symbol follows: the source file, when DWARF has none.
+    public var sourceFile: String? = nil
+}
+
+/// Address-sorted symbols of one ELF file, answering "which symbol covers this address".
+///
+/// Selection follows llvm-symbolizer so the two agree on the outermost function name: among
+/// symbols at one address the largest wins; a sized symbol covers `[address, address+size)`,
+/// a zero-sized one everything up to the next symbol.
+public struct SymbolTable: Sendable {
+    public let symbols: [ElfSymbol]
+
+    public init(symbols: [ElfSymbol]) {
+        let sorted = symbols.enumerated().sorted {
+            ($0.element.address, $0.element.size, $0.offset) < ($1.element.address, $1.element.size, $1.offset)
+        }.map(\.element)
+        var unique: [ElfSymbol] = []
+        unique.reserveCapacity(sorted.count)
+        for s in sorted {
+            if let last = unique.last, last.address == s.address {
+                unique[unique.count - 1] = s
+            } else {
+                unique.append(s)
+            }
+        }
+        self.symbols = unique
+    }
+
+    /// Reads `.symtab`, or `.dynsym` when there is no `.symtab`.
+    init(elf file: ElfFile) {
+        let symtab = file.sections.filter { $0.type == UInt32(SHT_SYMTAB) }
+        let chosen = symtab.isEmpty ? file.sections.filter { $0.type == UInt32(SHT_DYNSYM) } : symtab
+        var out: [ElfSymbol] = []
+        for section in chosen {
+            var currentFile: String?
+            guard let scn = elf_getscn(file.elf, section.index),
+                let data = elf_getdata(scn, nil), section.entrySize > 0
+            else { continue }
+            let count = Int(section.size / section.entrySize)
+            out.reserveCapacity(out.count + count)
+            for i in 0..<count {
+                var sym = GElf_Sym()
+                guard gelf_getsym(data, Int32(i), &sym) != nil else { continue }
+                let type = Int32(sym.st_info & 0xf)
+                let binding = Int32(sym.st_info >> 4)
+                if type == STT_FILE {
+                    currentFile = elf_strptr(file.elf, Int(section.link), Int(sym.st_name)).map { String(cString: $0) }
+                    continue
+                }
+                guard type == STT_FUNC || type == STT_GNU_IFUNC || type == STT_OBJECT || type == STT_NOTYPE
+                else { continue }
+                let shndx = Int32(sym.st_shndx)
+                guard shndx != SHN_UNDEF, shndx != SHN_ABS, shndx < SHN_LORESERVE || shndx == SHN_XINDEX else { continue }
+                guard let cName = elf_strptr(file.elf, Int(section.link), Int(sym.st_name)), cName.pointee != 0
+                else { continue }
+                // ARM/AArch64 mapping symbols ($a, $d, $t, $x, optionally ".suffixed") and local
+                // labels name no function. Swift's `$s…` names must survive this filter.
+                if Self.isMappingSymbol(cName) || (cName.pointee == UInt8(ascii: ".") && cName[1] == UInt8(ascii: "L")) {
+                    continue
+                }
+                out.append(ElfSymbol(
+                    name: String(cString: cName), address: sym.st_value, size: sym.st_size,
+                    sourceFile: binding == STB_LOCAL ? currentFile : nil))
+            }
+        }
+        self.init(symbols: out)
+    }
+
+    static func isMappingSymbol(_ name: UnsafePointer<CChar>) -> Bool {
+        guard name[0] == UInt8(ascii: "$") else { return false }
+        switch UInt8(bitPattern: name[1]) {
+        case UInt8(ascii: "a"), UInt8(ascii: "d"), UInt8(ascii: "t"), UInt8(ascii: "x"):
+            return name[2] == 0 || name[2] == UInt8(ascii: ".")
+        default:
+            return false
+        }
+    }
+
+    public var isEmpty: Bool { symbols.isEmpty }
+
+    /// The symbol covering `address`, if any.
+    public func symbol(containing address: UInt64) -> ElfSymbol? {
+        var lo = 0
+        var hi = symbols.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if symbols[mid].address <= address { lo = mid + 1 } else { hi = mid }
+        }
+        guard lo > 0 else { return nil }
+        let s = symbols[lo - 1]
+        if s.size != 0 && address - s.address >= s.size { return nil }
+        return s
+    }
+}

@@ -1,0 +1,56 @@
+import DebugInfo
+import ReportModel
+
+/// One inline level of a resolved address, innermost first.
+public struct ResolvedFrame: Encodable, Sendable, Hashable {
+    /// Demangled name.
+    public var function: String?
+    /// Raw linkage name.
+    public var symbol: String?
+    /// Distance from the function start; on the outermost level only.
+    public var offset: UInt64?
+    public var file: String?
+    public var line: Int?
+    public var column: Int?
+    /// True for every level but the outermost.
+    public var inlined: Bool
+    /// Only a symbol table covered the address.
+    public var noLineInfo: Bool
+
+    enum CodingKeys: String, CodingKey { case function, symbol, offset, file, line, column, inlined }
+}
+
+/// Resolves file addresses (or runtime addresses plus a load address) for one debug file.
+public struct AddressResolver {
+    public let file: DebugFile
+    public let names: DemangleCache
+
+    public init(file: DebugFile, names: DemangleCache = DemangleCache(style: .full)) {
+        self.file = file
+        self.names = names
+    }
+
+    /// The file address for a runtime `address` in an image whose lowest mapping is `loadAddress`.
+    /// `preferredBase` is the image's own base (`__TEXT.vmaddr`, first `PT_LOAD` page);
+    /// defaults to the debug file's.
+    public func fileAddress(runtime address: UInt64, loadAddress: UInt64, preferredBase: UInt64? = nil) -> UInt64 {
+        address &- loadAddress &+ (preferredBase ?? file.elf.preferredBase)
+    }
+
+    /// Resolves `address`. For a return address, the lookup happens at `address - 1`, inside the
+    /// call instruction, and the offset is measured from there too, as the Swift runtime's
+    /// backtracer does: the frame then names the call, not whatever follows it.
+    public func resolve(_ address: UInt64, kind: FrameKind = .pc) -> [ResolvedFrame] {
+        let lookup = kind == .returnAddress && address > 0 ? address - 1 : address
+        let frames = file.frames(at: lookup)
+        return frames.enumerated().map { i, f in
+            let outermost = i == frames.count - 1
+            return ResolvedFrame(
+                function: f.symbol.map(names.demangle), symbol: f.symbol,
+                offset: outermost ? f.functionStart.map { lookup &- $0 } : nil,
+                file: f.file, line: f.file == nil && f.line == 0 ? nil : f.line,
+                column: f.file == nil && f.column == 0 ? nil : f.column,
+                inlined: !outermost, noLineInfo: f.fromSymbolTableOnly)
+        }
+    }
+}

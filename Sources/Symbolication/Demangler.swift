@@ -1,0 +1,72 @@
+import CDemangle
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Demangles Swift names with the Swift runtime's own demangler and C++ names with the
+/// C++ ABI's; anything else (C, Objective-C `-[Class sel]`) is returned as it is.
+public enum Demangler {
+    /// How much of a Swift name to show. C++ names are the same in both.
+    public enum Style: String, Sendable, CaseIterable {
+        /// Module-qualified with full signature (`main.crash(Swift.Int) -> ()`), as `swift-demangle --no-sugar`.
+        case full
+        /// What the Swift runtime's backtracer prints (`crash(_:)`).
+        case simplified
+    }
+
+    public static func demangle(_ name: String, style: Style = .full) -> String {
+        if let swift = swiftMangled(name) {
+            switch style {
+            case .full: return call(swift) { stackline_swift_demangle($0, strlen($0)) } ?? name
+            case .simplified: return call(swift) { stackline_swift_backtrace_demangle($0, strlen($0)) } ?? name
+            }
+        }
+        if let cxx = cxxMangled(name) {
+            return call(cxx) { stackline_cxx_demangle($0) } ?? name
+        }
+        return name
+    }
+
+    /// The Swift mangling, minus Mach-O's extra leading underscore.
+    private static func swiftMangled(_ name: String) -> String? {
+        for prefix in ["$s", "$S", "$e", "_T0", "@__swiftmacro_"] where name.hasPrefix(prefix) { return name }
+        for prefix in ["_$s", "_$S", "_$e"] where name.hasPrefix(prefix) { return String(name.dropFirst()) }
+        return nil
+    }
+
+    /// The Itanium mangling, minus Mach-O's extra leading underscore.
+    private static func cxxMangled(_ name: String) -> String? {
+        if name.hasPrefix("__Z") { return String(name.dropFirst()) }
+        if name.hasPrefix("_Z") { return name }
+        return nil
+    }
+
+    private static func call(_ name: String, _ fn: (UnsafePointer<CChar>) -> UnsafeMutablePointer<CChar>?) -> String? {
+        name.withCString { cName in
+            guard let out = fn(cName) else { return nil }
+            defer { free(out) }
+            return String(cString: out)
+        }
+    }
+}
+
+/// Demangled names already computed: a crash batch repeats the same few hundred functions,
+/// and demangling costs more than the lookup itself. Bounded, cleared when full.
+public final class DemangleCache {
+    public let style: Demangler.Style
+    private var names: [String: String] = [:]
+    private let limit: Int
+
+    public init(style: Demangler.Style, limit: Int = 200_000) {
+        self.style = style
+        self.limit = limit
+    }
+
+    public func demangle(_ name: String) -> String {
+        if let hit = names[name] { return hit }
+        if names.count >= limit { names.removeAll(keepingCapacity: true) }
+        let out = Demangler.demangle(name, style: style)
+        names[name] = out
+        return out
+    }
+}

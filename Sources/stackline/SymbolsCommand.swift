@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import SymbolStore
+
+/// `stackline symbols …`: the debug-file store.
+struct SymbolsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "symbols",
+        abstract: "Add, list, show and remove debug files in the store.",
+        subcommands: [Add.self, List.self, Show.self, Remove.self])
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Store ELF executables, shared objects and debug files by build-id.")
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "Files or directories to add.") var paths: [String]
+
+        func run() throws {
+            let store = options.store
+            var refused = 0
+            for path in paths {
+                for (file, result) in store.addTree(path: path) {
+                    switch result {
+                    case .success(.stored(let e)):
+                        print("stored   \(e.buildId)  \(e.name)  (\(Self.describe(e)))")
+                    case .success(.upgraded(let e)):
+                        print("upgraded \(e.buildId)  \(e.name)  (\(Self.describe(e)))")
+                    case .success(.kept(let e, let reason)):
+                        print("kept     \(e.buildId)  \((file as NSString).lastPathComponent): \(reason)")
+                    case .failure(let error):
+                        refused += 1
+                        printError("stackline symbols add: refused \(error)")
+                    }
+                }
+            }
+            if refused > 0 { throw ExitCode(1) }
+        }
+
+        static func describe(_ e: StoredDebugFile) -> String {
+            var parts = [e.arch, e.kind]
+            parts.append(e.hasDWARF ? "DWARF" : "no DWARF")
+            parts.append(e.hasSymbolTable ? "symtab" : "no symtab")
+            return parts.joined(separator: ", ")
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List stored debug files.")
+        @OptionGroup var options: StoreOptions
+        @Flag(help: "Machine-readable output.") var json = false
+
+        func run() throws {
+            let entries = options.store.list()
+            if json {
+                print(try encodeJSON(entries))
+                return
+            }
+            print(pad("BUILD-ID", 42) + pad("NAME", 28) + pad("ARCH", 8) + pad("SIZE", 11) + pad("DWARF", 6) + pad("SYMTAB", 7) + "ADDED")
+            for e in entries {
+                print(pad(e.buildId, 42) + pad(e.name, 28) + pad(e.arch, 8) + pad(String(e.size), 11)
+                    + pad(e.hasDWARF ? "yes" : "no", 6) + pad(e.hasSymbolTable ? "yes" : "no", 7)
+                    + ISO8601DateFormatter().string(from: e.addedAt))
+            }
+        }
+
+        private func pad(_ s: String, _ width: Int) -> String {
+            s.count >= width ? s + " " : s + String(repeating: " ", count: width - s.count)
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one stored debug file.")
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "Build-id (hex).") var buildID: String
+
+        func run() throws {
+            guard let entry = options.store.entry(buildID: buildID) else {
+                throw fail("stackline symbols show: no debug file for build-id \(buildID) in the store")
+            }
+            print(try encodeJSON(entry))
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove one stored debug file.")
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "Build-id (hex).") var buildID: String
+
+        func run() throws {
+            do {
+                let removed = try options.store.remove(buildID: buildID)
+                print("removed  \(removed.buildId)  \(removed.name)")
+            } catch {
+                throw fail("stackline symbols rm: \(error.description)")
+            }
+        }
+    }
+}
+
+func encodeJSON<T: Encodable>(_ value: T) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    encoder.dateEncodingStrategy = .iso8601
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
+}

@@ -1,0 +1,99 @@
+import Foundation
+
+/// One binary built by Tests/Fixtures/build-elf-fixtures.sh (a line of its fixtures.tsv).
+public struct ElfFixture: Sendable, CustomStringConvertible {
+    public enum Role: String, Sendable { case accuracy, crash, noBuildID = "no-build-id" }
+    public var name: String
+    public var role: Role
+    public var language: String  // c, c++, swift
+    public var compiler: String
+    public var unstripped: String
+    public var stripped: String?
+    public var debugFile: String?
+    public var buildID: String?
+    public var summary: String
+    public var description: String { name }
+}
+
+public struct ElfFixtureSet: Sendable {
+    public var directory: String
+    public var fixtures: [ElfFixture]
+
+    public func named(_ name: String) throws -> ElfFixture {
+        guard let f = fixtures.first(where: { $0.name == name }) else {
+            throw TestSupportError("fixture \(name) is not in \(directory)/fixtures.tsv")
+        }
+        return f
+    }
+    public var accuracy: [ElfFixture] { fixtures.filter { $0.role == .accuracy } }
+}
+
+/// Builds the ELF fixtures into `directory` (a new temporary one if nil) by running
+/// Tests/Fixtures/build-elf-fixtures.sh, and reads back its manifest. A missing compiler
+/// or tool is an error with the script's message, never a silent skip.
+public func buildElfFixtures(into directory: String? = nil) throws -> ElfFixtureSet {
+    let out = try directory ?? makeTemporaryDirectory(prefix: "stackline-fixtures")
+    let script = packageRoot + "/Tests/Fixtures/build-elf-fixtures.sh"
+    // The Swift toolchain directory holds clang and swiftc; make sure the script sees it.
+    let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin") + ":/opt/swift/usr/bin"
+    let result = try runProcess("/bin/bash", [script, out], environment: ["PATH": path])
+    guard result.succeeded else {
+        throw TestSupportError("building the ELF fixtures failed: \(result.summary)")
+    }
+    let manifest = try String(contentsOfFile: out + "/fixtures.tsv", encoding: .utf8)
+    var fixtures: [ElfFixture] = []
+    for line in manifest.split(separator: "\n") {
+        let c = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+        guard c.count == 9, let role = ElfFixture.Role(rawValue: c[1]) else {
+            throw TestSupportError("bad fixtures.tsv line: \(line)")
+        }
+        func opt(_ s: String) -> String? { s == "-" ? nil : s }
+        fixtures.append(ElfFixture(
+            name: c[0], role: role, language: c[2], compiler: c[3], unstripped: c[4],
+            stripped: opt(c[5]), debugFile: opt(c[6]), buildID: opt(c[7]), summary: c[8]))
+    }
+    return ElfFixtureSet(directory: out, fixtures: fixtures)
+}
+
+nonisolated(unsafe) private var sharedFixtureDirectory: String?
+
+/// The fixtures, built once per test process and shared by every test that needs them.
+/// Removed when the process exits, unless STACKLINE_KEEP_FIXTURES=1 (then the path is printed).
+public let sharedElfFixtures: Result<ElfFixtureSet, TestSupportError> = {
+    do {
+        let set = try buildElfFixtures()
+        if ProcessInfo.processInfo.environment["STACKLINE_KEEP_FIXTURES"] == "1" {
+            print("[fixtures] kept in \(set.directory)")
+        } else {
+            sharedFixtureDirectory = set.directory
+            atexit {
+                if let dir = sharedFixtureDirectory { try? FileManager.default.removeItem(atPath: dir) }
+            }
+        }
+        return .success(set)
+    } catch let e as TestSupportError {
+        return .failure(e)
+    } catch { return .failure(TestSupportError("\(error)")) }
+}()
+
+/// Instruction addresses in section `section` (default .text) of `file`, from the
+/// disassembly of an independent tool (binutils objdump, else llvm-objdump-14).
+public func instructionAddresses(in file: String, section: String = ".text") throws -> [UInt64] {
+    let objdump = try findTool(anyOf: ["objdump", "llvm-objdump-14", "llvm-objdump"])
+    let result = try runChecked(objdump, ["-d", "--no-show-raw-insn", "-j", section, file])
+    var addresses: [UInt64] = []
+    // Instruction lines look like "    1234:\tmov ...".
+    for line in result.stdout.split(separator: "\n", omittingEmptySubsequences: true) {
+        guard line.first == " " else { continue }
+        let trimmed = line.drop(while: { $0 == " " })
+        guard let colon = trimmed.firstIndex(of: ":") else { continue }
+        let hex = trimmed[..<colon]
+        guard !hex.isEmpty, hex.allSatisfy(\.isHexDigit), let value = UInt64(hex, radix: 16) else { continue }
+        let rest = trimmed[trimmed.index(after: colon)...]
+        // Skip "(bad)" and padding-only lines? Keep every decoded instruction.
+        if rest.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+        addresses.append(value)
+    }
+    if addresses.isEmpty { throw TestSupportError("no instructions found in \(section) of \(file)") }
+    return addresses
+}

@@ -193,6 +193,13 @@ import Testing
         #expect(out.stderr.contains("format not detected"))
         #expect(try h.database().stateCounts()[.queued] == 0)
 
+        // A gzip bomb (80 MiB of zeros in ~80 KiB) is refused by the streamed, capped inflate.
+        let bomb = h.dir.file("bomb.json.gz")
+        try runProcess("/bin/sh", ["-c", "head -c 83886080 /dev/zero | gzip -9 > \(bomb)"])
+        let refused = try h.stackline(["submit", bomb])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("decompressed size exceeds the limit of 67108864 bytes"), "\(refused.stderr)")
+
         let accepted = try h.stackline(["submit", "--accept-unparsed", paths[1]])
         #expect(accepted.status == 0)
         let id = try #require(Int64(accepted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))

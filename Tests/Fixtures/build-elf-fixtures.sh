@@ -43,7 +43,7 @@ manifest="$out/fixtures.tsv"
 : > "$manifest.tmp"
 
 build_id() {
-  readelf -n "$1" 2>/dev/null | awk '/Build ID:/ { print $3; exit }'
+  readelf -n "$1" 2>/dev/null | awk '/Build ID:/ { print $NF; exit }'
 }
 
 # split NAME MODE: makes NAME.debug and NAME.stripped from NAME. MODE: debug|all

@@ -1,27 +1,9 @@
 import Foundation
 
-/// TEMPORARY: until `stackline lookup` lands on main, the harness runs a stand-in
-/// (Tests/Fixtures/standin/stackline-standin.py, readelf + eu-addr2line) in Stackline's
-/// place so the plumbing works end to end. Flip this to `false` when the engine lands.
-/// The environment variable STACKLINE_STANDIN=1 / =0 overrides it either way.
-public let stacklineStandInByDefault = false
-
-/// Whether the stand-in is in use (see `stacklineStandInByDefault`).
-public var stacklineUsesStandIn: Bool {
-    switch ProcessInfo.processInfo.environment["STACKLINE_STANDIN"] {
-    case "1", "true", "yes": return true
-    case "0", "false", "no": return false
-    default: return stacklineStandInByDefault
-    }
-}
-
 /// The `stackline` executable under test: $STACKLINE_BIN if set, else the one built next
 /// to the running test bundle, else .build/debug/stackline in the package.
 public func stacklineExecutable() throws -> String {
     let fm = FileManager.default
-    if stacklineUsesStandIn {
-        return packageRoot + "/Tests/Fixtures/standin/stackline-standin.py"
-    }
     if let explicit = ProcessInfo.processInfo.environment["STACKLINE_BIN"] {
         guard fm.isExecutableFile(atPath: explicit) else {
             throw TestSupportError("STACKLINE_BIN=\(explicit) is not an executable file")

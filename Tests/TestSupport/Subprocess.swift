@@ -34,9 +34,9 @@ public func runProcess(
     let scratch = try makeTemporaryDirectory(prefix: "proc")
     defer { try? FileManager.default.removeItem(atPath: scratch) }
     let inPath = scratch + "/stdin", outPath = scratch + "/stdout", errPath = scratch + "/stderr"
-    FileManager.default.createFile(atPath: inPath, contents: stdin ?? Data())
-    FileManager.default.createFile(atPath: outPath, contents: nil)
-    FileManager.default.createFile(atPath: errPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: inPath, contents: stdin ?? Data())
+    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
 
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Benchmark: one batch of >= 100,000 addresses over a large debug binary (the debug build
+# of stackline itself) through Stackline's batch lookup, llvm-symbolizer and eu-addr2line.
+#
+#   make bench                # swift build -c release, then this script
+#   scripts/bench.sh          # assumes .build/release/stackline exists (builds the debug
+#                             # binary used as input if it is missing)
+#
+# Environment: BENCH_ADDRESSES (default 100000), BENCH_EU_ADDRESSES (default 10000; eu-addr2line
+# runs at a few thousand addresses/s, so it is timed on a subset and reported as a rate),
+# BENCH_TARGET (the debug binary to symbolicate; default .build/debug/stackline),
+# STACKLINE (the stackline to time; default .build/release/stackline).
+#
+# For each tool: the first lookup (a 1-address run: process start, file open, index build)
+# and the steady state (batch rate with that first-lookup time taken out). No thresholds.
+# Afterwards, scripts/bench-queue.sh runs too if it exists (the job-queue benchmark).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$(pwd)"
+export PATH="$PATH:/opt/swift/usr/bin"
+
+N="${BENCH_ADDRESSES:-100000}"
+EU_N="${BENCH_EU_ADDRESSES:-10000}"
+STACKLINE="${STACKLINE:-$root/.build/release/stackline}"
+TARGET="${BENCH_TARGET:-$root/.build/debug/stackline}"
+
+die() { echo "bench.sh: $*" >&2; exit 1; }
+tool() {
+  for t in "$@"; do command -v "$t" >/dev/null 2>&1 && { command -v "$t"; return; }; done
+  die "none of: $* found (run scripts/install-deps.sh)"
+}
+LLVM_SYMBOLIZER="$(tool llvm-symbolizer-14 llvm-symbolizer)"
+EU_ADDR2LINE="$(tool eu-addr2line)"
+OBJDUMP="$(tool objdump llvm-objdump-14)"
+READELF="$(tool readelf)"
+
+[ -x "$STACKLINE" ] || die "$STACKLINE is missing: run 'swift build -c release' (make bench does)"
+if [ ! -x "$TARGET" ]; then
+  echo "bench.sh: building the debug binary to symbolicate ($TARGET)…" >&2
+  swift build --product stackline >&2
+fi
+[ -x "$TARGET" ] || die "$TARGET is missing"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/stackline-bench.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+# Addresses: N instructions evenly spaced over .text, from objdump's disassembly, in a
+# fixed shuffled order (the same every run).
+"$OBJDUMP" -d --no-show-raw-insn -j .text "$TARGET" \
+  | awk '/^ +[0-9a-f]+:\t/ { sub(/:.*/, ""); gsub(/ /, ""); print "0x" $0 }' > "$work/all"
+total=$(wc -l < "$work/all")
+[ "$total" -ge "$N" ] || die "only $total instructions in .text of $TARGET (need $N)"
+awk -v n="$N" -v t="$total" 'BEGIN { step = t / n } { if (NR - 1 >= next_pick && picked < n) { print; picked++; next_pick = picked * step } }' \
+  "$work/all" | shuf --random-source=<(yes) > "$work/batch"   # crash addresses come in no order
+awk -v n="$EU_N" -v t="$N" 'BEGIN { step = t / n } { if (NR - 1 >= next_pick && picked < n) { print; picked++; next_pick = picked * step } }' \
+  "$work/batch" > "$work/eu-batch"
+head -n 1 "$work/batch" > "$work/one"
+n_batch=$(wc -l < "$work/batch"); n_eu=$(wc -l < "$work/eu-batch")
+
+build_id="$("$READELF" -n "$TARGET" 2>/dev/null | awk '/Build ID:/ { print $NF; exit }')"
+[ -n "$build_id" ] || die "$TARGET has no GNU build-id"
+"$STACKLINE" symbols add --symbols "$work/store" "$TARGET" > /dev/null
+
+now() { date +%s.%N; }
+# time_run OUTFILE CMD... < input : prints elapsed seconds; fails loudly if CMD fails.
+time_run() {
+  local out="$1"; shift
+  local t0 t1
+  t0=$(now)
+  "$@" > "$out" 2> "$out.err" || { cat "$out.err" >&2; die "failed: $*"; }
+  t1=$(now)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }'
+}
+
+sl=("$STACKLINE" lookup --symbols "$work/store" --build-id "$build_id")
+ll=("$LLVM_SYMBOLIZER" "--obj=$TARGET" -i -f -C)
+# eu-addr2line exits 1 when some address has no answer; that is not a failure here.
+eu_addr2line() { "$EU_ADDR2LINE" "$@" || [ $? -eq 1 ]; }
+eu=(eu_addr2line -e "$TARGET" -i -f -C)
+
+echo "target: $TARGET ($(du -h "$TARGET" | cut -f1), $total instructions in .text, build-id $build_id)"
+echo "batch: $n_batch addresses (eu-addr2line: $n_eu of them)"
+echo
+
+sl_first=$(time_run "$work/sl1" "${sl[@]}" < "$work/one")
+sl_batch=$(time_run "$work/slN" "${sl[@]}" < "$work/batch")
+ll_first=$(time_run "$work/ll1" "${ll[@]}" < "$work/one")
+ll_batch=$(time_run "$work/llN" "${ll[@]}" < "$work/batch")
+eu_first=$(time_run "$work/eu1" "${eu[@]}" < "$work/one")
+eu_batch=$(time_run "$work/euN" "${eu[@]}" < "$work/eu-batch")
+
+# Sanity: every tool answered every address (text output: one blank line per address
+# for Stackline and llvm-symbolizer; eu-addr2line prints no separators, so count nothing).
+sl_answers=$(grep -c '^$' "$work/slN" || true)
+ll_answers=$(grep -c '^$' "$work/llN" || true)
+[ "$sl_answers" -eq "$n_batch" ] || echo "warning: stackline printed $sl_answers answers for $n_batch addresses" >&2
+[ "$ll_answers" -eq "$n_batch" ] || echo "warning: llvm-symbolizer printed $ll_answers answers for $n_batch addresses" >&2
+
+awk -v slf="$sl_first" -v slb="$sl_batch" -v llf="$ll_first" -v llb="$ll_batch" \
+    -v euf="$eu_first" -v eub="$eu_batch" -v n="$n_batch" -v neu="$n_eu" '
+function rate(count, secs) { return secs > 0 ? count / secs : 0 }
+function steady(count, batch, first) { d = batch - first; return d > 0 ? count / d : 0 }
+BEGIN {
+  slr = rate(n, slb);  sls = steady(n, slb, slf)
+  llr = rate(n, llb);  lls = steady(n, llb, llf)
+  eur = rate(neu, eub); eus = steady(neu, eub, euf)
+  printf "%-18s %14s %12s %16s %18s\n", "tool", "first lookup", "batch time", "batch addr/s", "steady addr/s"
+  printf "%-18s %12.3f s %10.3f s %16.0f %18.0f\n", "stackline", slf, slb, slr, sls
+  printf "%-18s %12.3f s %10.3f s %16.0f %18.0f\n", "llvm-symbolizer", llf, llb, llr, lls
+  printf "%-18s %12.3f s %10.3f s %16.0f %18.0f   (%d addresses)\n", "eu-addr2line", euf, eub, eur, eus, neu
+  print ""
+  printf "stackline / llvm-symbolizer: %.2fx (batch), %.2fx (steady state)\n", llr ? slr / llr : 0, lls ? sls / lls : 0
+  printf "stackline / eu-addr2line:    %.2fx (batch), %.2fx (steady state)\n", eur ? slr / eur : 0, eus ? sls / eus : 0
+  printf "first lookup (1 address, includes process start and index build): stackline %.3f s, llvm-symbolizer %.3f s, eu-addr2line %.3f s\n", slf, llf, euf
+}'
+
+# Hook for the job-queue benchmark (written separately).
+if [ -f "$root/scripts/bench-queue.sh" ]; then
+  echo
+  echo "== scripts/bench-queue.sh =="
+  bash "$root/scripts/bench-queue.sh"
+fi

@@ -38,15 +38,11 @@ public final class JobDatabase: Sendable {
     /// Current time on this database's clock, in milliseconds.
     public func now() -> Int64 { clock() }
 
+    /// A write transaction. GRDB 7 opens write transactions as IMMEDIATE on a writable
+    /// connection, which is what keeps SQLITE_BUSY out: the write lock is taken (waiting on
+    /// `busy_timeout`) before the first read, never by upgrading a reader.
     private func immediate<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.writeWithoutTransaction { db in
-            var value: T?
-            try db.inTransaction(.immediate) {
-                value = try body(db)
-                return .commit
-            }
-            return value!
-        }
+        try pool.write(body)
     }
 
     // MARK: Submit

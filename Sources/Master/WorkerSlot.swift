@@ -147,6 +147,10 @@ final class WorkerSlot: @unchecked Sendable {
                 _ = killWorker()
                 log.warning("lease lost during job; worker killed, result discarded")
                 return
+            } catch {
+                // A missed heartbeat is survivable: at worst the lease expires and the fencing
+                // token keeps a late completion from counting twice.
+                log.warning("heartbeat failed", metadata: ["error": "\(error)"])
             }
         }
     }

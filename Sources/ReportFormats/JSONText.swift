@@ -1,4 +1,5 @@
 import Foundation
+import ReportModel
 
 /// JSON helpers shared by JSON-based formats: sniffing and syntax errors with line and column.
 enum JSONText {
@@ -108,5 +109,3 @@ struct JSONObject {
         return objects
     }
 }
-
-import ReportModel

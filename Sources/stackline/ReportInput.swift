@@ -37,6 +37,18 @@ struct ReportInput {
         return inputs
     }
 
+    /// Reads stdin in chunks and stops past `limit`, so an endless pipe cannot exhaust memory.
+    /// (gzip input is at most `limit` compressed bytes too: real reports compress, bombs are refused.)
+    private static func readStandardInput(limit: Int, label: String) throws -> Data {
+        var data = Data()
+        while true {
+            let chunk = FileHandle.standardInput.readData(ofLength: 1 << 16)
+            if chunk.isEmpty { return data }
+            data.append(chunk)
+            if data.count > limit { throw SubmitError.tooLarge(label, limit) }
+        }
+    }
+
     /// The report's bytes, gunzipped when they start with the gzip magic; never more than `limit`.
     func load(limit: Int) throws -> Data {
         let data: Data
@@ -50,7 +62,7 @@ struct ReportInput {
             }
             data = contents
         } else {
-            data = FileHandle.standardInput.readDataToEndOfFile()
+            data = try Self.readStandardInput(limit: limit, label: label)
         }
         guard Zlib.isGzip(data) else {
             guard data.count <= limit else { throw SubmitError.tooLarge(label, limit) }

@@ -11,12 +11,17 @@ import Testing
 
     func realReport() throws -> Data { try CrashFixture.shared.report(symbolicate: "off") }
 
-    @Test func workerKilledMidJobIsRetriedAndCompletesOnce() throws {
-        let h = try Harness()
+    /// Submits six distinct real reports; the first makes its worker sleep on attempt 1.
+    func submitWithSleeperFirst(_ h: Harness) throws -> [Int64] {
         let base = try realReport()
         let reports = [variant(of: base, number: 0, marker: markerSleepOnce)]
             + (1...5).map { variant(of: base, number: $0) }
-        let ids = try h.submit(try h.write(reports))
+        return try h.submit(try h.write(reports))
+    }
+
+    @Test func workerKilledMidJobIsRetriedAndCompletesOnce() throws {
+        let h = try Harness()
+        let ids = try submitWithSleeperFirst(h)
         #expect(ids.count == 6)
 
         let master = try h.startMaster(["--workers", "2", "--retry-delay", "0.2", "--lease", "5"])
@@ -41,10 +46,7 @@ import Testing
 
     @Test func masterKilledMidJobLosesNothing() throws {
         let h = try Harness()
-        let base = try realReport()
-        let reports = [variant(of: base, number: 0, marker: markerSleepOnce)]
-            + (1...5).map { variant(of: base, number: $0) }
-        let ids = try h.submit(try h.write(reports))
+        let ids = try submitWithSleeperFirst(h)
 
         let first = try h.startMaster(["--workers", "2", "--lease", "2", "--retry-delay", "0.2"])
         try h.waitUntil("the worker to sleep in the test hook") {
@@ -192,6 +194,13 @@ import Testing
         #expect(out.stderr.contains("invalid JSON at line"))
         #expect(out.stderr.contains("format not detected"))
         #expect(try h.database().stateCounts()[.queued] == 0)
+
+        // A gzip bomb (80 MiB of zeros in ~80 KiB) is refused by the streamed, capped inflate.
+        let bomb = h.dir.file("bomb.json.gz")
+        try runProcess("/bin/sh", ["-c", "head -c 83886080 /dev/zero | gzip -9 > \(bomb)"])
+        let refused = try h.stackline(["submit", bomb])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("decompressed size exceeds the limit of 67108864 bytes"), "\(refused.stderr)")
 
         let accepted = try h.stackline(["submit", "--accept-unparsed", paths[1]])
         #expect(accepted.status == 0)

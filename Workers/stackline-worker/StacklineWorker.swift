@@ -34,6 +34,13 @@ struct StacklineWorker: ParsableCommand {
             hooks: TestHooks(environment: ProcessInfo.processInfo.environment, logger: logger))
         exitWithParent()
 
+        // Frames get a private copy of stdout; fd 1 then points at stderr, so a stray print
+        // (ours or a library's) lands in the log instead of corrupting the protocol.
+        let replies = dup(1)
+        guard replies >= 0, dup2(2, 1) >= 0 else {
+            logger.error("cannot set up the reply channel", metadata: ["errno": "\(errno)"])
+            throw ExitCode(2)
+        }
         let reader = FrameReader(fd: 0)
         while true {
             let frame: Data?
@@ -44,7 +51,7 @@ struct StacklineWorker: ParsableCommand {
             guard let frame else { continue }
             let reply = worker.handle(frame)
             do {
-                try Framing.write(try JSONEncoder().encode(reply), to: 1)
+                try Framing.write(try JSONEncoder().encode(reply), to: replies)
             } catch {
                 // The master is gone or the pipe broke: nothing left to serve.
                 logger.error("cannot write reply", metadata: ["error": "\(error)"])

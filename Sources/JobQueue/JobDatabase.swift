@@ -31,8 +31,26 @@ public final class JobDatabase: Sendable {
             // WAL makes NORMAL durable against process crashes; only power loss can drop the last commits.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
-        pool = try DatabasePool(path: path, configuration: config)
-        try Schema.migrator.migrate(pool)
+        // Opening is serialized across processes by a file lock: a master and a `submit` often
+        // create the database together, and then (a) switching a new file to WAL can fail with
+        // SQLITE_BUSY without waiting on busy_timeout, and (b) GRDB's migrator picks the pending
+        // migrations before taking the write lock, so both would run "CREATE TABLE".
+        pool = try Self.withExclusiveLock(path + "-open.lock") {
+            let pool = try DatabasePool(path: path, configuration: config)
+            if try !pool.read({ try Schema.migrator.hasCompletedMigrations($0) }) {
+                try Schema.migrator.migrate(pool)
+            }
+            return pool
+        }
+    }
+
+    private static func withExclusiveLock<T>(_ lockPath: String, _ body: () throws -> T) throws -> T {
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw JobQueueError.lockUnavailable(lockPath, String(cString: strerror(errno))) }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX) == 0 else { throw JobQueueError.lockUnavailable(lockPath, String(cString: strerror(errno))) }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
     }
 
     /// Current time on this database's clock, in milliseconds.

@@ -169,6 +169,24 @@ import Testing
         #expect(status.stdout.contains("state\tdone"))
     }
 
+    /// A master and a `submit` often create the database together. Every process must come up:
+    /// GRDB alone lets two of them run the first migration at once, and one then dies on
+    /// "table already exists" (seen as a master that never processed a `submit --wait`).
+    @Test func processesCreatingOneNewDatabaseTogetherAllSucceed() throws {
+        for round in 0..<8 {
+            let h = try Harness()
+            let (stackline, environment) = (TestPaths.stackline, h.environment)
+            let failures = Locked<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 4) { _ in
+                do {
+                    let out = try runProcess(stackline, ["status"], environment: environment)
+                    if out.status != 0 { failures.mutate { $0.append(out.stderr) } }
+                } catch { failures.mutate { $0.append("\(error)") } }
+            }
+            #expect(failures.value.isEmpty, "round \(round): \(failures.value)")
+        }
+    }
+
     @Test func submitWaitPrintsTheSymbolicatedReport() throws {
         let h = try Harness()
         let report = variant(of: try realReport(), number: 1)

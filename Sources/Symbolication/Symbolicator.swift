@@ -25,7 +25,7 @@ public final class Symbolicator {
     }
 
     public func symbolicate(_ report: RawReport) -> SymbolicatedReport {
-        var states: [ImageState] = report.images.map { image in
+        let states: [ImageState] = report.images.map { image in
             guard let id = image.id, !id.isEmpty else { return .unusable }
             do throws(LookupError) {
                 return .loaded(try cache.file(buildID: id))
@@ -101,7 +101,6 @@ public final class Symbolicator {
                 warnings.append("image \(report.images[i].name): debug file for \(id) could not be used")
             }
         }
-        states.removeAll()
         let status: ReportStatus = resolved == total && total > 0 ? .complete : (resolved == 0 ? .unsymbolicated : .partial)
         return SymbolicatedReport(
             format: report.format, kind: report.kind, status: status,

@@ -54,22 +54,14 @@ public final class DebugFile {
             let index = Int32(unitDies.count)
             unitDies.append(cuDie)
             unitIndexes.append(nil)
-            var ranges: [(UInt64, UInt64)] = []
-            var base: Dwarf_Addr = 0
-            var start: Dwarf_Addr = 0
-            var end: Dwarf_Addr = 0
-            var offset = dwarf_ranges(&cuDie, 0, &base, &start, &end)
-            while offset > 0 {
-                if start < end && end < UInt64.max - 1 && start >= lowestCodeAddress { ranges.append((start, end)) }
-                offset = dwarf_ranges(&cuDie, offset, &base, &start, &end)
-            }
+            var ranges = UnitIndex.addressRanges(of: &cuDie, lowestCodeAddress: lowestCodeAddress)
             if ranges.isEmpty {
                 // No range attributes on the unit DIE: index it now and use what it covers.
                 let unit = UnitIndex(die: cuDie, strings: strings, lowestCodeAddress: lowestCodeAddress)
                 unitIndexes[Int(index)] = unit
-                ranges = unit.coveredRanges.map { ($0.start, $0.end) }
+                ranges = unit.coveredRanges
             }
-            intervals += ranges.map { ($0.0, $0.1, index) }
+            intervals += ranges.map { ($0.start, $0.end, index) }
         }
         unitRanges = IntervalIndex(intervals)
     }

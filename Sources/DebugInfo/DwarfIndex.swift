@@ -185,11 +185,21 @@ final class UnitIndex {
         return out
     }
 
-    /// Walks containers (namespaces, types, modules) looking for function definitions.
-    private func collectFunctions(under parent: inout Dwarf_Die, pending: inout [Dwarf_Die]) {
+    /// Calls `body` on each child of `parent`, in order.
+    private static func forEachChild(of parent: inout Dwarf_Die, _ body: (inout Dwarf_Die) -> Void) {
         var child = Dwarf_Die()
         guard dwarf_child(&parent, &child) == 0 else { return }
         while true {
+            body(&child)
+            var next = Dwarf_Die()
+            guard dwarf_siblingof(&child, &next) == 0 else { return }
+            child = next
+        }
+    }
+
+    /// Walks containers (namespaces, types, modules) looking for function definitions.
+    private func collectFunctions(under parent: inout Dwarf_Die, pending: inout [Dwarf_Die]) {
+        Self.forEachChild(of: &parent) { child in
             switch dwarf_tag(&child) {
             case Int32(DW_TAG_subprogram):
                 addFunction(&child, pending: &pending)
@@ -199,9 +209,6 @@ final class UnitIndex {
             default:
                 break
             }
-            var next = Dwarf_Die()
-            guard dwarf_siblingof(&child, &next) == 0 else { return }
-            child = next
         }
     }
 
@@ -216,9 +223,7 @@ final class UnitIndex {
 
     /// Adds the inlined calls below `parent` (through lexical blocks) as its descendants.
     private func collectInlines(under parent: inout Dwarf_Die, pending: inout [Dwarf_Die]) {
-        var child = Dwarf_Die()
-        guard dwarf_child(&parent, &child) == 0 else { return }
-        while true {
+        Self.forEachChild(of: &parent) { child in
             switch dwarf_tag(&child) {
             case Int32(DW_TAG_inlined_subroutine):
                 let (first, count) = appendRanges(&child)
@@ -242,26 +247,28 @@ final class UnitIndex {
             default:
                 break
             }
-            var next = Dwarf_Die()
-            guard dwarf_siblingof(&child, &next) == 0 else { return }
-            child = next
         }
     }
 
     private func appendRanges(_ die: inout Dwarf_Die) -> (Int32, Int32) {
         let first = Int32(ranges.count)
+        ranges += Self.addressRanges(of: &die, lowestCodeAddress: lowestCodeAddress)
+        return (first, Int32(ranges.count) - first)
+    }
+
+    /// The code ranges of a DIE (`DW_AT_low_pc`/`high_pc` or `DW_AT_ranges`), without the ranges
+    /// of discarded code: below `lowestCodeAddress`, or lld's -1 / -2 tombstones.
+    static func addressRanges(of die: inout Dwarf_Die, lowestCodeAddress: UInt64) -> [(start: UInt64, end: UInt64)] {
+        var out: [(start: UInt64, end: UInt64)] = []
         var base: Dwarf_Addr = 0
         var start: Dwarf_Addr = 0
         var end: Dwarf_Addr = 0
         var offset = dwarf_ranges(&die, 0, &base, &start, &end)
         while offset > 0 {
-            // -1 and -2 are lld's tombstones for discarded code.
-            if start < end && end < UInt64.max - 1 && start >= lowestCodeAddress {
-                ranges.append((start, end))
-            }
+            if start < end && end < UInt64.max - 1 && start >= lowestCodeAddress { out.append((start, end)) }
             offset = dwarf_ranges(&die, offset, &base, &start, &end)
         }
-        return (first, Int32(ranges.count) - first)
+        return out
     }
 
     private func name(_ die: inout Dwarf_Die) -> Int32 {
@@ -342,9 +349,6 @@ final class UnitIndex {
     }
 
     private func contains(_ scope: Scope, _ address: UInt64) -> Bool {
-        for r in Int(scope.firstRange)..<Int(scope.firstRange + scope.rangeCount) where ranges[r].start <= address && address < ranges[r].end {
-            return true
-        }
-        return false
+        rangeStart(of: scope, containing: address) != nil
     }
 }

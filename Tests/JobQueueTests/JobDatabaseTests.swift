@@ -10,7 +10,8 @@ final class ManualClock: @unchecked Sendable {
     private let lock = NSLock()
     private var ms: Int64 = 1_000_000
     var now: Int64 { lock.withLock { ms } }
-    func advance(seconds: Double) { lock.withLock { ms += Int64(seconds * 1000) } }
+    func advance(seconds: Double) { advance(milliseconds: Int64((seconds * 1000).rounded())) }
+    func advance(milliseconds: Int64) { lock.withLock { ms += milliseconds } }
 }
 
 struct Fixture {
@@ -175,7 +176,8 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
                 #expect(runAfter <= before + base + base / 2)
                 // Not runnable before its backoff ends.
                 #expect(try f.db.claim(leaseMs: 10_000) == nil)
-                f.clock.advance(seconds: Double(runAfter - before) / 1000)
+                // Exact milliseconds: a round trip through Double seconds can land 1 ms short.
+                f.clock.advance(milliseconds: runAfter - before)
             } else {
                 #expect(outcome == .failed(reason: "worker crashed (signal 11) on 3 attempts"))
             }

@@ -119,6 +119,8 @@ public struct RawReport: Codable, Sendable, Hashable {
     public var exception: ExceptionInfo?
     public var images: [BinaryImage]
     public var threads: [RawThread]
+    /// Lag reports: the SDK's samples and thread-profile tree. Nil for crashes.
+    public var lag: LagData?
     /// Things the parser noticed but could work around.
     public var warnings: [String]
 
@@ -126,7 +128,7 @@ public struct RawReport: Codable, Sendable, Hashable {
         format: String, kind: ReportKind, platform: String? = nil, arch: String? = nil,
         app: AppInfo? = nil, os: String? = nil, timestamp: String? = nil,
         exception: ExceptionInfo? = nil, images: [BinaryImage] = [], threads: [RawThread] = [],
-        warnings: [String] = []
+        lag: LagData? = nil, warnings: [String] = []
     ) {
         self.format = format
         self.kind = kind
@@ -138,6 +140,7 @@ public struct RawReport: Codable, Sendable, Hashable {
         self.exception = exception
         self.images = images
         self.threads = threads
+        self.lag = lag
         self.warnings = warnings
     }
 }

@@ -98,13 +98,15 @@ public struct SymbolicatedReport: Codable, Sendable, Hashable {
     public var exception: ExceptionInfo?
     public var images: [BinaryImage]
     public var threads: [SymbolicatedThread]
+    /// Lag reports: samples and profile nodes resolved like thread frames.
+    public var lag: SymbolicatedLag?
     public var warnings: [String]
 
     public init(
         id: Int64? = nil, format: String, kind: ReportKind, status: ReportStatus,
         missingBuildIds: [String], app: AppInfo? = nil, os: String? = nil, arch: String? = nil,
         timestamp: String? = nil, exception: ExceptionInfo? = nil, images: [BinaryImage] = [],
-        threads: [SymbolicatedThread], warnings: [String] = []
+        threads: [SymbolicatedThread], lag: SymbolicatedLag? = nil, warnings: [String] = []
     ) {
         self.id = id
         self.format = format
@@ -118,6 +120,7 @@ public struct SymbolicatedReport: Codable, Sendable, Hashable {
         self.exception = exception
         self.images = images
         self.threads = threads
+        self.lag = lag
         self.warnings = warnings
     }
 }

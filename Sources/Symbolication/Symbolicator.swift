@@ -17,13 +17,6 @@ public final class Symbolicator {
         self.names = DemangleCache(style: style)
     }
 
-    /// Per image: its debug file, or why there is none.
-    private enum ImageState {
-        case loaded(DebugFile)
-        case missing(String)
-        case unusable
-    }
-
     public func symbolicate(_ report: RawReport) -> SymbolicatedReport {
         let states: [ImageState] = report.images.map { image in
             guard let id = image.id, !id.isEmpty else { return .unusable }
@@ -34,15 +27,65 @@ public final class Symbolicator {
                 return .unusable
             }
         }
-        var missing: [String] = []
         var warnings = report.warnings
-        let locator = ImageLocator(images: report.images)
+        var context = FrameContext(
+            report: report, states: states, locator: ImageLocator(images: report.images), names: names)
+        let threads = report.threads.map { thread in
+            SymbolicatedThread(
+                index: thread.index, name: thread.name, crashed: thread.crashed,
+                frames: context.symbolicate(thread.frames))
+        }
+        let lag = report.lag.map { lag in
+            SymbolicatedLag(
+                samples: lag.samples.map { SymbolicatedSample(timestamp: $0.timestamp, frames: context.symbolicate($0.frames)) },
+                profile: lag.profile.map { node in
+                    // A profile node's address is a method address the SDK recorded, not a return address.
+                    let frames = node.address.map { context.symbolicate([RawFrame(address: $0, kind: .pc)]) } ?? []
+                    return SymbolicatedProfileNode(node: node, frames: frames)
+                })
+        }
+        for (i, state) in states.enumerated() {
+            if case .unusable = state, let id = report.images[i].id, !id.isEmpty {
+                warnings.append("image \(report.images[i].name): debug file for \(id) could not be used")
+            }
+        }
+        let (resolved, total) = (context.resolved, context.total)
+        let status: ReportStatus = resolved == total && total > 0 ? .complete : (resolved == 0 ? .unsymbolicated : .partial)
+        return SymbolicatedReport(
+            format: report.format, kind: report.kind, status: status,
+            missingBuildIds: context.missing, app: report.app, os: report.os,
+            arch: report.arch, timestamp: report.timestamp, exception: report.exception,
+            images: report.images, threads: threads, lag: lag, warnings: warnings)
+    }
+
+    /// Per image: its debug file, or why there is none.
+    fileprivate enum ImageState {
+        case loaded(DebugFile)
+        case missing(String)
+        case unusable
+    }
+
+    /// Resolves frame lists of one report, counting what resolved and which build ids were missing.
+    fileprivate struct FrameContext {
+        let report: RawReport
+        let states: [ImageState]
+        let locator: ImageLocator
+        let names: DemangleCache
+        var missing: [String] = []
         var resolved = 0
         var total = 0
 
-        let threads = report.threads.map { thread in
+        init(report: RawReport, states: [ImageState], locator: ImageLocator, names: DemangleCache) {
+            self.report = report
+            self.states = states
+            self.locator = locator
+            self.names = names
+        }
+
+        /// Each raw frame becomes one entry per inline level, innermost first.
+        mutating func symbolicate(_ raws: [RawFrame]) -> [SymbolicatedFrame] {
             var frames: [SymbolicatedFrame] = []
-            for (index, raw) in thread.frames.enumerated() {
+            for (index, raw) in raws.enumerated() {
                 total += 1
                 let address = raw.address.value
                 guard let imageIndex = raw.imageIndex.flatMap({ report.images.indices.contains($0) ? $0 : nil })
@@ -94,19 +137,8 @@ public final class Symbolicator {
                     }
                 }
             }
-            return SymbolicatedThread(index: thread.index, name: thread.name, crashed: thread.crashed, frames: frames)
+            return frames
         }
-        for (i, state) in states.enumerated() {
-            if case .unusable = state, let id = report.images[i].id, !id.isEmpty {
-                warnings.append("image \(report.images[i].name): debug file for \(id) could not be used")
-            }
-        }
-        let status: ReportStatus = resolved == total && total > 0 ? .complete : (resolved == 0 ? .unsymbolicated : .partial)
-        return SymbolicatedReport(
-            format: report.format, kind: report.kind, status: status,
-            missingBuildIds: missing, app: report.app, os: report.os,
-            arch: report.arch, timestamp: report.timestamp, exception: report.exception,
-            images: report.images, threads: threads, warnings: warnings)
     }
 }
 

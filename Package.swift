@@ -36,6 +36,8 @@ let package = Package(
         ),
         .target(name: "Compression", dependencies: ["CZlib"]),
         .target(name: "ReportModel"),
+        .target(name: "Hashing"),
+        .target(name: "Grouping", dependencies: ["ReportModel", "Hashing"]),
         .target(name: "DebugInfo", dependencies: ["CElfUtils"]),
         .target(name: "SymbolStore", dependencies: ["DebugInfo"]),
         .target(
@@ -45,12 +47,12 @@ let package = Package(
         .target(name: "ReportFormats", dependencies: ["ReportModel"]),
         .target(
             name: "JobQueue",
-            dependencies: ["ReportModel", "Compression", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["ReportModel", "Compression", "Hashing", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .target(
             name: "Master",
             dependencies: [
-                "JobQueue", "ReportModel", "ReportFormats", "Compression",
+                "JobQueue", "ReportModel", "ReportFormats", "Compression", "Grouping",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -58,7 +60,7 @@ let package = Package(
             name: "stackline",
             dependencies: [
                 "DebugInfo", "SymbolStore", "Symbolication", "ReportModel", "ReportFormats",
-                "JobQueue", "Master", "Compression",
+                "JobQueue", "Master", "Compression", "Grouping",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -66,7 +68,7 @@ let package = Package(
         .executableTarget(
             name: "stackline-worker",
             dependencies: [
-                "Symbolication", "SymbolStore", "ReportFormats", "ReportModel", "Master",
+                "Symbolication", "SymbolStore", "ReportFormats", "ReportModel", "Master", "Grouping",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -79,8 +81,10 @@ let package = Package(
         .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "JobQueueTests",
-            dependencies: ["JobQueue", "ReportModel", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["JobQueue", "Hashing", "ReportModel", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        .testTarget(
+            name: "GroupingTests", dependencies: ["Grouping", "Symbolication", "SymbolStore", "ReportModel", "TestSupport"]),
         .testTarget(name: "CompressionTests", dependencies: ["Compression", "TestSupport"]),
         .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportModel", "TestSupport"]),
         .testTarget(

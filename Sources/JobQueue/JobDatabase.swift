@@ -1,5 +1,6 @@
 import Compression
 import Foundation
+import Hashing
 import GRDB
 import ReportModel
 
@@ -13,8 +14,8 @@ public final class JobDatabase: Sendable {
     public typealias Clock = @Sendable () -> Int64
 
     public let path: String
-    private let pool: DatabasePool
-    private let clock: Clock
+    let pool: DatabasePool
+    let clock: Clock
 
     public static let systemClock: Clock = { Int64(Date().timeIntervalSince1970 * 1000) }
 
@@ -59,7 +60,7 @@ public final class JobDatabase: Sendable {
     /// A write transaction. GRDB 7 opens write transactions as IMMEDIATE on a writable
     /// connection, which is what keeps SQLITE_BUSY out: the write lock is taken (waiting on
     /// `busy_timeout`) before the first read, never by upgrading a reader.
-    private func immediate<T>(_ body: (Database) throws -> T) throws -> T {
+    func immediate<T>(_ body: (Database) throws -> T) throws -> T {
         try pool.write(body)
     }
 
@@ -187,6 +188,8 @@ public final class JobDatabase: Sendable {
                 arguments: [now, jobId, token])
             else { throw JobQueueError.staleLease(jobId: jobId) }
             let missing = String(decoding: try JSONEncoder().encode(result.missingBuildIds), as: UTF8.self)
+            let previous = try String.fetchOne(
+                db, sql: "SELECT fingerprint FROM results WHERE report_id = ?", arguments: [reportId])
             try db.execute(
                 sql: """
                     INSERT INTO results (report_id, symbolicated, status, missing_build_ids, fingerprint, completed_at)
@@ -197,7 +200,9 @@ public final class JobDatabase: Sendable {
                         completed_at = excluded.completed_at
                     """,
                 arguments: [reportId, String(decoding: result.symbolicatedJSON, as: UTF8.self), result.status,
-                            missing, result.fingerprint, now])
+                            missing, result.group?.fingerprint, now])
+            try GroupLedger.move(db, reportId: reportId, from: previous, to: result.group)
+            try GroupLedger.recordMissing(db, reportId: reportId, images: result.missingImages)
         }
     }
 

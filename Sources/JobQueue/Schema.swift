@@ -45,6 +45,43 @@ enum Schema {
                     );
                     """)
         }
+        migrator.registerMigration("v2: groups, group versions, missing symbols") { db in
+            try db.execute(
+                sql: """
+                    -- One row per crash fingerprint or lag key. Counts are maintained in the
+                    -- transaction that stores each result, so they are exact at every commit.
+                    CREATE TABLE groups (
+                        fingerprint TEXT PRIMARY KEY,
+                        kind TEXT NOT NULL CHECK (kind IN ('crash', 'lag')),
+                        title TEXT NOT NULL,
+                        rules_version INTEGER NOT NULL,
+                        frames TEXT NOT NULL,           -- JSON array of the frame signatures that decided it
+                        app TEXT,
+                        count INTEGER NOT NULL,
+                        first_seen INTEGER NOT NULL,    -- received_at of the oldest member
+                        last_seen INTEGER NOT NULL,     -- received_at of the newest member
+                        representative_report_id INTEGER
+                    );
+                    CREATE INDEX groups_by_count ON groups (kind, count DESC);
+                    CREATE TABLE group_versions (
+                        fingerprint TEXT NOT NULL REFERENCES groups(fingerprint) ON DELETE CASCADE,
+                        version TEXT NOT NULL,          -- app version; '' when the report has none
+                        count INTEGER NOT NULL,
+                        PRIMARY KEY (fingerprint, version)
+                    );
+                    CREATE INDEX results_fingerprint ON results (fingerprint);
+                    -- Which reports lack which debug files: drives `symbols missing` and reprocessing.
+                    CREATE TABLE missing_symbols (
+                        report_id INTEGER NOT NULL REFERENCES reports(id) ON DELETE CASCADE,
+                        build_id TEXT NOT NULL,
+                        image_name TEXT,
+                        PRIMARY KEY (report_id, build_id)
+                    );
+                    CREATE INDEX missing_symbols_build_id ON missing_symbols (build_id);
+                    INSERT OR IGNORE INTO missing_symbols (report_id, build_id)
+                        SELECT results.report_id, json_each.value FROM results, json_each(results.missing_build_ids);
+                    """)
+        }
         return migrator
     }
 }

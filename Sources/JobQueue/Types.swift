@@ -70,13 +70,48 @@ public struct JobResult: Sendable {
     public var symbolicatedJSON: Data
     public var status: String
     public var missingBuildIds: [String]
-    public var fingerprint: String?
+    /// The group the report belongs to; nil leaves it ungrouped.
+    public var group: GroupAssignment?
+    /// The images whose debug files were missing, with their names (for `symbols missing`).
+    public var missingImages: [MissingImage]
 
-    public init(symbolicatedJSON: Data, status: String, missingBuildIds: [String], fingerprint: String? = nil) {
+    public init(
+        symbolicatedJSON: Data, status: String, missingBuildIds: [String], group: GroupAssignment? = nil,
+        missingImages: [MissingImage]? = nil
+    ) {
         self.symbolicatedJSON = symbolicatedJSON
         self.status = status
         self.missingBuildIds = missingBuildIds
+        self.group = group
+        self.missingImages = missingImages ?? missingBuildIds.map { MissingImage(buildId: $0, name: nil) }
+    }
+}
+
+/// A report's group as the worker computed it.
+public struct GroupAssignment: Sendable, Equatable {
+    public var fingerprint: String
+    public var kind: ReportKind
+    public var title: String
+    public var rulesVersion: Int
+    /// The frame signatures that decided the group.
+    public var frames: [String]
+
+    public init(fingerprint: String, kind: ReportKind, title: String, rulesVersion: Int, frames: [String]) {
         self.fingerprint = fingerprint
+        self.kind = kind
+        self.title = title
+        self.rulesVersion = rulesVersion
+        self.frames = frames
+    }
+}
+
+/// A build id a report needed and the store lacked.
+public struct MissingImage: Sendable, Equatable {
+    public var buildId: String
+    public var name: String?
+    public init(buildId: String, name: String?) {
+        self.buildId = buildId
+        self.name = name
     }
 }
 

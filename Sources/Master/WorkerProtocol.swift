@@ -1,4 +1,5 @@
 import Foundation
+import Grouping
 import ReportModel
 
 /// Master → worker: one job. The worker never opens the database, so the frame carries
@@ -35,12 +36,17 @@ public struct JobReply: Codable, Sendable {
     public var kind: Kind
     public var jobId: Int64
     public var report: SymbolicatedReport?
+    /// The report's crash fingerprint or lag key, computed by the worker right after symbolication.
+    public var group: GroupKey?
     public var message: String?
 
-    public init(kind: Kind, jobId: Int64, report: SymbolicatedReport? = nil, message: String? = nil) {
+    public init(
+        kind: Kind, jobId: Int64, report: SymbolicatedReport? = nil, group: GroupKey? = nil, message: String? = nil
+    ) {
         self.kind = kind
         self.jobId = jobId
         self.report = report
+        self.group = group
         self.message = message
     }
 }

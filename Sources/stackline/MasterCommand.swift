@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Grouping
 import JobQueue
 import Logging
 import Master
@@ -37,6 +38,9 @@ struct MasterCommand: ParsableCommand {
     @Option(help: "Seconds in-flight jobs get after SIGTERM/SIGINT before their leases are released.")
     var drain: Double = 20
 
+    @Option(help: "Grouping rules file for the workers (default: $STACKLINE_GROUPING_RULES or the built-in rules).")
+    var groupingRules: String?
+
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
@@ -58,6 +62,13 @@ struct MasterCommand: ParsableCommand {
         }
         let logger = Logger(label: "stackline.master")
         let store = symbols ?? ProcessInfo.processInfo.environment["STACKLINE_SYMBOLS"] ?? "symbols"
+        if let groupingRules {
+            // Workers inherit the environment; check the file here so a bad one fails once, loudly.
+            do { _ = try GroupingRules.load(path: groupingRules) } catch {
+                throw fail("stackline master: \(error.description)")
+            }
+            setenv(GroupingRules.environmentKey, groupingRules, 1)
+        }
         let config = MasterConfiguration(
             workers: workers, once: once, jobTimeout: jobTimeout,
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelayMs: Int64(retryDelay * 1000)),

@@ -12,5 +12,7 @@ struct Stackline: ParsableCommand {
             ReportCommand.self,
             SymbolsCommand.self,
             LookupCommand.self,
+            GroupsCommand.self,
+            GroupCommand.self,
         ])
 }

@@ -7,25 +7,31 @@ struct SymbolsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "symbols",
         abstract: "Add, list, show and remove debug files in the store.",
-        subcommands: [Add.self, List.self, Show.self, Remove.self])
+        subcommands: [Add.self, List.self, Show.self, Remove.self, Missing.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Store ELF executables, shared objects and debug files by build-id.")
         @OptionGroup var options: StoreOptions
+        @OptionGroup var database: DatabaseOptions
         @Argument(help: "Files or directories to add.") var paths: [String]
 
         func run() throws {
             let store = options.store
             var refused = 0
+            var added: [String] = []
+            defer { requeueReports(missing: added) }
             for path in paths {
                 for (file, result) in store.addTree(path: path) {
                     switch result {
                     case .success(.stored(let e)):
+                        added.append(e.buildId)
                         print("stored   \(e.buildId)  \(e.name)  (\(Self.describe(e)))")
                     case .success(.upgraded(let e)):
+                        added.append(e.buildId)
                         print("upgraded \(e.buildId)  \(e.name)  (\(Self.describe(e)))")
                     case .success(.kept(let e, let reason)):
+                        added.append(e.buildId)
                         print("kept     \(e.buildId)  \((file as NSString).lastPathComponent): \(reason)")
                     case .failure(let error):
                         refused += 1
@@ -34,6 +40,20 @@ struct SymbolsCommand: ParsableCommand {
                 }
             }
             if refused > 0 { throw ExitCode(1) }
+        }
+
+        /// Reports processed while these debug files were missing go back on the queue at low
+        /// priority; the master regroups them. Without a job database there is nothing to do.
+        private func requeueReports(missing ids: [String]) {
+            guard !ids.isEmpty, FileManager.default.fileExists(atPath: database.resolvedPath) else { return }
+            do {
+                let queued = try database.open().requeueReports(missing: ids)
+                if !queued.isEmpty {
+                    print("requeued \(queued.count) report\(queued.count == 1 ? "" : "s") that lacked these debug files (run `stackline master` to reprocess)")
+                }
+            } catch {
+                printError("stackline symbols add: stored, but could not requeue reports in \(database.resolvedPath): \(error)")
+            }
         }
 
         static func describe(_ e: StoredDebugFile) -> String {
@@ -63,9 +83,6 @@ struct SymbolsCommand: ParsableCommand {
             }
         }
 
-        private func pad(_ s: String, _ width: Int) -> String {
-            s.count >= width ? s + " " : s + String(repeating: " ", count: width - s.count)
-        }
     }
 
     struct Show: ParsableCommand {
@@ -92,6 +109,35 @@ struct SymbolsCommand: ParsableCommand {
                 print("removed  \(removed.buildId)  \(removed.name)")
             } catch {
                 throw fail("stackline symbols rm: \(error.description)")
+            }
+        }
+    }
+}
+
+extension SymbolsCommand {
+    /// `stackline symbols missing`: what a build machine should upload next.
+    struct Missing: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List build ids that processed reports needed and the store lacks, most-needed first.")
+        @OptionGroup var options: StoreOptions
+        @OptionGroup var database: DatabaseOptions
+        @Flag(help: "Machine-readable output.") var json = false
+
+        func run() throws {
+            let store = options.store
+            let missing = try database.open().missingSymbols { store.entry(buildID: $0) != nil }
+            if json {
+                print(try encodeJSON(missing))
+                return
+            }
+            if missing.isEmpty {
+                print("no missing debug files")
+                return
+            }
+            print(pad("BUILD-ID", 42) + pad("IMAGE", 28) + pad("REPORTS", 8) + "LAST SEEN")
+            for m in missing {
+                print(pad(m.buildId, 42) + pad(m.imageName ?? "?", 28) + pad(String(m.reportCount), 8)
+                    + ISO8601DateFormatter().string(from: m.lastSeen))
             }
         }
     }

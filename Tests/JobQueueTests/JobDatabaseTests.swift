@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Hashing
 import JobQueue
 import ReportModel
 import TestSupport

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import ArgumentParser
 import Foundation
+import Grouping
 import Logging
 import Master
 import ReportFormats
@@ -29,8 +30,15 @@ struct StacklineWorker: ParsableCommand {
         var logger = Logger(label: "stackline.worker")
         logger[metadataKey: "pid"] = "\(getpid())"
         let root = symbols ?? ProcessInfo.processInfo.environment["STACKLINE_SYMBOLS"] ?? "symbols"
+        let rules: GroupingRules
+        do { rules = try GroupingRules.fromEnvironment() } catch {
+            // Every job would be grouped wrongly: refuse to start, so the master reports it.
+            logger.error("\(error.description)")
+            throw ExitCode(2)
+        }
         let worker = JobRunner(
             symbolicator: Symbolicator(store: SymbolStoreDirectory(root: root), cacheCapacity: cacheCapacity),
+            grouper: Grouper(rules: rules),
             hooks: TestHooks(environment: ProcessInfo.processInfo.environment, logger: logger))
         exitWithParent()
 
@@ -76,11 +84,13 @@ struct StacklineWorker: ParsableCommand {
 /// Parses and symbolicates one job; keeps the Symbolicator (and its debug-file cache) across jobs.
 final class JobRunner {
     let symbolicator: Symbolicator
+    let grouper: Grouper
     let hooks: TestHooks
     let registry = FormatRegistry.standard
 
-    init(symbolicator: Symbolicator, hooks: TestHooks) {
+    init(symbolicator: Symbolicator, grouper: Grouper, hooks: TestHooks) {
         self.symbolicator = symbolicator
+        self.grouper = grouper
         self.hooks = hooks
     }
 
@@ -94,7 +104,9 @@ final class JobRunner {
         do { raw = try registry.parse(request.raw, format: request.format) } catch {
             return JobReply(kind: .inputError, jobId: request.jobId, message: error.description)
         }
-        return JobReply(kind: .result, jobId: request.jobId, report: symbolicator.symbolicate(raw))
+        var report = symbolicator.symbolicate(raw)
+        let group = grouper.group(&report)
+        return JobReply(kind: .result, jobId: request.jobId, report: report, group: group)
     }
 }
 

@@ -5,7 +5,7 @@ import Foundation
 /// Hand-written on purpose: the digest only names reports for deduplication, so speed and
 /// side-channel hardening do not matter, and swift-crypto would add minutes to every clean
 /// build on the 2-core machines this service is built on. Checked against FIPS 180-4 vectors
-/// in JobQueueTests.
+/// in JobQueueTests (SHA256Tests).
 public enum SHA256 {
     private static let k: [UInt32] = [
         0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,

@@ -1,0 +1,95 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A versioned set of grouping rules: which images are the app's, which top frames are
+/// crash-handling machinery, how many frames decide a group, and the lag-tree limits.
+public struct GroupingRules: Codable, Sendable, Equatable {
+    public var name: String
+    /// Recorded with every fingerprint; bump it whenever a rule changes.
+    public var version: Int
+    /// At most this many frames (after skipping and collapsing recursion) decide a group.
+    public var maxFrames: Int
+    public var inApp: InAppRules
+    public var skipTop: SkipRules
+    public var lag: LagRules
+
+    /// Image-name/path globs that decide whether a frame belongs to the app.
+    public struct InAppRules: Codable, Sendable, Equatable {
+        public var include: [String]
+        public var exclude: [String]
+    }
+
+    /// Globs for frames dropped from the top of the crashing stack.
+    public struct SkipRules: Codable, Sendable, Equatable {
+        public var functions: [String]
+        public var images: [String]
+    }
+
+    /// The SDK's thread-profile limits (seeds/002 section 一.6).
+    public struct LagRules: Codable, Sendable, Equatable {
+        public var maxProfileDepth: Int
+        public var maxProfileNodes: Int
+        public var trimStepMs: Double
+        public var trimRounds: Int
+    }
+
+    /// The built-in rules (`DefaultRules.json`).
+    public static let standard: GroupingRules = {
+        // The built-in text is part of the program and covered by tests, so failing here is a build defect.
+        guard let rules = try? GroupingRules.decode(Data(DefaultRules.json.utf8)) else {
+            preconditionFailure("the built-in grouping rules do not parse")
+        }
+        return rules
+    }()
+
+    /// Reads a rules file, with a one-line reason when it is unusable.
+    public static func load(path: String) throws(GroupingRulesError) -> GroupingRules {
+        guard let data = FileManager.default.contents(atPath: path) else { throw .unreadable(path) }
+        return try decode(data, source: path)
+    }
+
+    static func decode(_ data: Data, source: String = "built-in rules") throws(GroupingRulesError) -> GroupingRules {
+        let rules: GroupingRules
+        do { rules = try JSONDecoder().decode(GroupingRules.self, from: data) } catch {
+            throw .invalid(source, "\(error)")
+        }
+        guard rules.version > 0 else { throw .invalid(source, "version must be a positive integer") }
+        guard rules.maxFrames > 0 else { throw .invalid(source, "maxFrames must be positive") }
+        return rules
+    }
+
+    /// Loads `STACKLINE_GROUPING_RULES` when set, else the built-in rules.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(GroupingRulesError) -> GroupingRules
+    {
+        guard let path = environment[environmentKey], !path.isEmpty else { return standard }
+        return try load(path: path)
+    }
+
+    /// The environment variable workers read their rules file from.
+    public static let environmentKey = "STACKLINE_GROUPING_RULES"
+}
+
+/// Why a rules file cannot be used.
+public enum GroupingRulesError: Error, CustomStringConvertible, Equatable {
+    case unreadable(String)
+    case invalid(String, String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path): "cannot read grouping rules \(path)"
+        case .invalid(let source, let why): "invalid grouping rules \(source): \(why)"
+        }
+    }
+}
+
+/// fnmatch(3) globs: `*`, `?`, `[…]`, the same syntax as shell patterns.
+struct GlobList: Sendable {
+    let patterns: [String]
+
+    func matches(_ text: String) -> Bool {
+        patterns.contains { fnmatch($0, text, 0) == 0 }
+    }
+}

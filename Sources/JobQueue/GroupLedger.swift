@@ -1,0 +1,89 @@
+import Foundation
+import GRDB
+
+/// Keeps `groups`, `group_versions` and `missing_symbols` exact. Runs inside the transaction
+/// that stores a result, so a report is counted in exactly one group at every commit, even
+/// when reprocessing moves it from one group to another.
+enum GroupLedger {
+    /// Moves report `reportId` from group `old` (its previous result's fingerprint) to `new`.
+    static func move(_ db: Database, reportId: Int64, from old: String?, to new: GroupAssignment?) throws {
+        guard old != new?.fingerprint else {
+            // Same group: counts stand; refresh what the newer rules say about it.
+            if let new { try refreshTitle(db, new) }
+            return
+        }
+        let member = try Row.fetchOne(
+            db, sql: "SELECT app, COALESCE(version, '') AS version, received_at FROM reports WHERE id = ?",
+            arguments: [reportId])
+        let version: String = member?["version"] ?? ""
+        let seen: Int64 = member?["received_at"] ?? 0
+        if let old { try leave(db, reportId: reportId, fingerprint: old, version: version) }
+        if let new { try join(db, reportId: reportId, group: new, app: member?["app"], version: version, seen: seen) }
+    }
+
+    private static func join(
+        _ db: Database, reportId: Int64, group: GroupAssignment, app: String?, version: String, seen: Int64
+    ) throws {
+        let frames = String(decoding: try JSONEncoder().encode(group.frames), as: UTF8.self)
+        try db.execute(
+            sql: """
+                INSERT INTO groups (fingerprint, kind, title, rules_version, frames, app, count, first_seen, last_seen,
+                                    representative_report_id)
+                VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
+                ON CONFLICT (fingerprint) DO UPDATE SET
+                    count = count + 1,
+                    first_seen = MIN(first_seen, excluded.first_seen),
+                    last_seen = MAX(last_seen, excluded.last_seen),
+                    title = excluded.title,
+                    representative_report_id = COALESCE(representative_report_id, excluded.representative_report_id)
+                """,
+            arguments: [group.fingerprint, group.kind.rawValue, group.title, group.rulesVersion, frames, app, seen, seen,
+                        reportId])
+        try db.execute(
+            sql: """
+                INSERT INTO group_versions (fingerprint, version, count) VALUES (?, ?, 1)
+                ON CONFLICT (fingerprint, version) DO UPDATE SET count = count + 1
+                """,
+            arguments: [group.fingerprint, version])
+    }
+
+    private static func leave(_ db: Database, reportId: Int64, fingerprint: String, version: String) throws {
+        try db.execute(
+            sql: "UPDATE group_versions SET count = count - 1 WHERE fingerprint = ? AND version = ?",
+            arguments: [fingerprint, version])
+        try db.execute(
+            sql: "DELETE FROM group_versions WHERE fingerprint = ? AND count <= 0", arguments: [fingerprint])
+        try db.execute(sql: "UPDATE groups SET count = count - 1 WHERE fingerprint = ?", arguments: [fingerprint])
+        try db.execute(sql: "DELETE FROM groups WHERE fingerprint = ? AND count <= 0", arguments: [fingerprint])
+        // First/last seen and the representative may have been this report: recompute them
+        // from the members that remain (the result row already carries its new fingerprint).
+        try db.execute(
+            sql: """
+                UPDATE groups SET
+                    first_seen = (SELECT MIN(r.received_at) FROM results s JOIN reports r ON r.id = s.report_id
+                                  WHERE s.fingerprint = groups.fingerprint),
+                    last_seen = (SELECT MAX(r.received_at) FROM results s JOIN reports r ON r.id = s.report_id
+                                 WHERE s.fingerprint = groups.fingerprint),
+                    representative_report_id = CASE WHEN representative_report_id = ?
+                        THEN (SELECT MIN(report_id) FROM results WHERE fingerprint = groups.fingerprint)
+                        ELSE representative_report_id END
+                WHERE fingerprint = ?
+                """,
+            arguments: [reportId, fingerprint])
+    }
+
+    private static func refreshTitle(_ db: Database, _ group: GroupAssignment) throws {
+        try db.execute(
+            sql: "UPDATE groups SET title = ? WHERE fingerprint = ?", arguments: [group.title, group.fingerprint])
+    }
+
+    /// Replaces the report's missing-debug-file rows with this result's.
+    static func recordMissing(_ db: Database, reportId: Int64, images: [MissingImage]) throws {
+        try db.execute(sql: "DELETE FROM missing_symbols WHERE report_id = ?", arguments: [reportId])
+        for image in images {
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO missing_symbols (report_id, build_id, image_name) VALUES (?, ?, ?)",
+                arguments: [reportId, image.buildId, image.name])
+        }
+    }
+}

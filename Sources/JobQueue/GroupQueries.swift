@@ -1,0 +1,208 @@
+import Foundation
+import GRDB
+import ReportModel
+
+/// Which groups `stackline groups` lists.
+public struct GroupFilter: Sendable {
+    public var kind: ReportKind?
+    public var app: String?
+    /// Count only reports of this app version.
+    public var version: String?
+    /// Count only reports received at or after this time (ms since the epoch).
+    public var since: Int64?
+    public var limit: Int
+
+    public init(kind: ReportKind? = nil, app: String? = nil, version: String? = nil, since: Int64? = nil, limit: Int = 20) {
+        self.kind = kind
+        self.app = app
+        self.version = version
+        self.since = since
+        self.limit = limit
+    }
+}
+
+/// One group as the queries show it.
+public struct GroupSummary: Sendable, Codable, Equatable {
+    public var fingerprint: String
+    public var kind: String
+    public var title: String
+    /// Reports counted under the filter (all reports when unfiltered).
+    public var count: Int
+    public var firstSeen: Date
+    public var lastSeen: Date
+    /// Reports per app version over the group's whole life ("" is a report without a version).
+    public var versions: [String: Int]
+    public var rulesVersion: Int
+    public var app: String?
+    public var representativeReportId: Int64?
+    public var frames: [String]
+}
+
+/// A group with its latest members.
+public struct GroupDetail: Sendable {
+    public var summary: GroupSummary
+    public var latestReportIds: [Int64]
+}
+
+/// A build id reports needed and (as of their last processing) the store lacked.
+public struct MissingSymbolSummary: Sendable, Codable, Equatable {
+    public var buildId: String
+    public var imageName: String?
+    public var reportCount: Int
+    public var lastSeen: Date
+}
+
+public enum GroupQueryError: Error, CustomStringConvertible, Equatable {
+    case ambiguousFingerprint(String, [String])
+
+    public var description: String {
+        switch self {
+        case .ambiguousFingerprint(let prefix, let matches):
+            "fingerprint prefix '\(prefix)' matches \(matches.count) groups: \(matches.prefix(5).joined(separator: ", "))"
+        }
+    }
+}
+
+extension JobDatabase {
+    /// Groups, most frequent first. Unfiltered counts come from the maintained `groups` table;
+    /// with `version` or `since` the members are counted under the filter.
+    public func groups(_ filter: GroupFilter) throws -> [GroupSummary] {
+        try pool.read { db in
+            var conditions: [String] = []
+            var arguments: [any DatabaseValueConvertible] = []
+            if let kind = filter.kind {
+                conditions.append("g.kind = ?")
+                arguments.append(kind.rawValue)
+            }
+            if let app = filter.app {
+                conditions.append("g.app = ?")
+                arguments.append(app)
+            }
+            let rows: [Row]
+            if filter.version == nil && filter.since == nil {
+                let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+                rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT g.*, g.count AS n, g.first_seen AS first, g.last_seen AS last FROM groups g
+                        \(whereClause) ORDER BY g.count DESC, g.last_seen DESC LIMIT ?
+                        """,
+                    arguments: StatementArguments(arguments + [filter.limit]))
+            } else {
+                if let version = filter.version {
+                    conditions.append("COALESCE(r.version, '') = ?")
+                    arguments.append(version)
+                }
+                if let since = filter.since {
+                    conditions.append("r.received_at >= ?")
+                    arguments.append(since)
+                }
+                rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT g.*, COUNT(*) AS n, MIN(r.received_at) AS first, MAX(r.received_at) AS last
+                        FROM results s JOIN reports r ON r.id = s.report_id JOIN groups g ON g.fingerprint = s.fingerprint
+                        WHERE \(conditions.joined(separator: " AND "))
+                        GROUP BY g.fingerprint ORDER BY n DESC, last DESC LIMIT ?
+                        """,
+                    arguments: StatementArguments(arguments + [filter.limit]))
+            }
+            return try rows.map { try Self.summary(db, $0) }
+        }
+    }
+
+    private static func summary(_ db: Database, _ row: Row) throws -> GroupSummary {
+        let fingerprint: String = row["fingerprint"]
+        var versions: [String: Int] = [:]
+        for v in try Row.fetchAll(
+            db, sql: "SELECT version, count FROM group_versions WHERE fingerprint = ?", arguments: [fingerprint])
+        {
+            versions[v["version"]] = v["count"]
+        }
+        let framesJSON: String = row["frames"]
+        return GroupSummary(
+            fingerprint: fingerprint, kind: row["kind"], title: row["title"], count: row["n"],
+            firstSeen: Date(milliseconds: row["first"]), lastSeen: Date(milliseconds: row["last"]),
+            versions: versions, rulesVersion: row["rules_version"], app: row["app"],
+            representativeReportId: row["representative_report_id"],
+            frames: (try? JSONDecoder().decode([String].self, from: Data(framesJSON.utf8))) ?? [])
+    }
+
+    /// One group by fingerprint or unique prefix, with its latest report ids (newest first).
+    public func group(fingerprint prefix: String, latest: Int = 10) throws -> GroupDetail? {
+        try pool.read { db in
+            let escaped = prefix.lowercased().filter(\.isHexDigit)
+            let matches = try Row.fetchAll(
+                db, sql: "SELECT *, count AS n, first_seen AS first, last_seen AS last FROM groups WHERE fingerprint LIKE ? LIMIT 6",
+                arguments: [escaped + "%"])
+            guard !escaped.isEmpty, let row = matches.first else { return nil }
+            if matches.count > 1 {
+                throw GroupQueryError.ambiguousFingerprint(prefix, matches.map { $0["fingerprint"] })
+            }
+            let summary = try Self.summary(db, row)
+            let ids = try Int64.fetchAll(
+                db,
+                sql: """
+                    SELECT s.report_id FROM results s JOIN reports r ON r.id = s.report_id
+                    WHERE s.fingerprint = ? ORDER BY r.received_at DESC, s.report_id DESC LIMIT ?
+                    """,
+                arguments: [summary.fingerprint, latest])
+            return GroupDetail(summary: summary, latestReportIds: ids)
+        }
+    }
+
+    /// Build ids that processed reports lacked, most-needed first, excluding `present`
+    /// (ids the store has gained since).
+    public func missingSymbols(excluding present: (String) -> Bool = { _ in false }) throws -> [MissingSymbolSummary] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT m.build_id, MAX(m.image_name) AS image_name, COUNT(DISTINCT m.report_id) AS n,
+                           MAX(r.received_at) AS last
+                    FROM missing_symbols m JOIN reports r ON r.id = m.report_id
+                    GROUP BY m.build_id ORDER BY n DESC, last DESC
+                    """
+            ).compactMap { row in
+                let id: String = row["build_id"]
+                if present(id) { return nil }
+                return MissingSymbolSummary(
+                    buildId: id, imageName: row["image_name"], reportCount: row["n"],
+                    lastSeen: Date(milliseconds: row["last"]))
+            }
+        }
+    }
+
+    /// Queues reprocessing (low priority) for every report that lacked one of `buildIds` and
+    /// has no job queued or running; one transaction, so a report is never queued twice.
+    /// Returns the report ids queued.
+    public func requeueReports(missing buildIds: [String]) throws -> [Int64] {
+        guard !buildIds.isEmpty else { return [] }
+        return try immediate { db in
+            let now = clock()
+            let ids = try Int64.fetchAll(
+                db,
+                sql: """
+                    SELECT DISTINCT m.report_id FROM missing_symbols m
+                    WHERE m.build_id IN (\(databaseQuestionMarks(count: buildIds.count)))
+                      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = m.report_id
+                                      AND j.state IN ('queued', 'running'))
+                    ORDER BY m.report_id
+                    """,
+                arguments: StatementArguments(buildIds))
+            for id in ids {
+                try db.execute(
+                    sql: """
+                        INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
+                        VALUES (?, 'queued', ?, 0, ?, ?, ?)
+                        """,
+                    arguments: [id, JobPriority.reprocessing, now, now, now])
+            }
+            return ids
+        }
+    }
+}
+
+extension Date {
+    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+}

@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import JobQueue
+import ReportFormats
+import ReportModel
+
+/// `stackline group FINGERPRINT`: one group in full.
+struct GroupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "group",
+        abstract: "Show one group: title, counts per version, first and last seen, its stack and latest reports.")
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Argument(help: "The fingerprint, or a unique prefix of it, as `groups` prints it.")
+    var fingerprint: String
+
+    @Flag(help: "Machine-readable output.")
+    var json = false
+
+    func run() throws {
+        let db = try database.open()
+        let detail: GroupDetail
+        do {
+            guard let found = try db.group(fingerprint: fingerprint) else {
+                throw fail("stackline group: no group with fingerprint \(fingerprint)")
+            }
+            detail = found
+        } catch let error as GroupQueryError {
+            throw fail("stackline group: \(error.description)")
+        }
+        let g = detail.summary
+        let representative = try g.representativeReportId.flatMap { try db.result(reportId: $0) }
+            .map { try JSONDecoder().decode(SymbolicatedReport.self, from: $0.symbolicatedJSON) }
+        if json {
+            struct Detail: Encodable {
+                var group: GroupJSON
+                var frames: [String]
+                var representativeReportId: Int64?
+                var latestReportIds: [Int64]
+                var representative: SymbolicatedReport?
+            }
+            print(try encodeJSON(Detail(
+                group: GroupJSON(g), frames: g.frames, representativeReportId: g.representativeReportId,
+                latestReportIds: detail.latestReportIds, representative: representative)))
+            return
+        }
+        let dates = ISO8601DateFormatter()
+        print(g.title)
+        print("Fingerprint: \(g.fingerprint)  (\(g.kind), grouping rules v\(g.rulesVersion))")
+        if let app = g.app { print("App: \(app)") }
+        print("Reports: \(g.count)  first seen \(dates.string(from: g.firstSeen))  last seen \(dates.string(from: g.lastSeen))")
+        print("By version:")
+        for (version, count) in g.versions.sorted(by: { ($0.value, $1.key) > ($1.value, $0.key) }) {
+            print("  \(pad(version.isEmpty ? "(none)" : version, 20))\(count)")
+        }
+        print("Grouped by:")
+        for frame in g.frames { print("  \(frame)") }
+        print("Latest reports: \(detail.latestReportIds.map(String.init).joined(separator: ", "))")
+        if let representative, let id = g.representativeReportId {
+            print("")
+            print("Representative report \(id):")
+            print(TextReportRenderer.render(representative))
+        }
+    }
+}

@@ -190,14 +190,7 @@ extension JobDatabase {
                     ORDER BY m.report_id
                     """,
                 arguments: StatementArguments(buildIds))
-            for id in ids {
-                try db.execute(
-                    sql: """
-                        INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
-                        VALUES (?, 'queued', ?, 0, ?, ?, ?)
-                        """,
-                    arguments: [id, JobPriority.reprocessing, now, now, now])
-            }
+            for id in ids { _ = try Self.insertReprocessingJob(db, reportId: id, now: now) }
             return ids
         }
     }

@@ -101,15 +101,18 @@ public final class JobDatabase: Sendable {
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM reports WHERE id = ?", arguments: [reportId]) == true else {
                 throw JobQueueError.reportNotFound(reportId)
             }
-            let now = clock()
-            try db.execute(
-                sql: """
-                    INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
-                    VALUES (?, 'queued', ?, 0, ?, ?, ?)
-                    """,
-                arguments: [reportId, JobPriority.reprocessing, now, now, now])
-            return db.lastInsertedRowID
+            return try Self.insertReprocessingJob(db, reportId: reportId, now: clock())
         }
+    }
+
+    static func insertReprocessingJob(_ db: Database, reportId: Int64, now: Int64) throws -> Int64 {
+        try db.execute(
+            sql: """
+                INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
+                VALUES (?, 'queued', ?, 0, ?, ?, ?)
+                """,
+            arguments: [reportId, JobPriority.reprocessing, now, now, now])
+        return db.lastInsertedRowID
     }
 
     // MARK: Claim, heartbeat, complete, fail

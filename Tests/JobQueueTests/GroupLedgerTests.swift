@@ -1,0 +1,144 @@
+import Foundation
+import GRDB
+import JobQueue
+import ReportModel
+import TestSupport
+import Testing
+
+/// The groups table against the results it summarises: every count is re-derived from the
+/// `results` rows with plain SQL after each step.
+@Suite struct GroupLedgerTests {
+    static func group(_ name: String) -> GroupAssignment {
+        GroupAssignment(fingerprint: name, kind: .crash, title: "crash in \(name)", rulesVersion: 1, frames: ["App!\(name)"])
+    }
+
+    /// Submits a report of `version` and completes its job with `group`.
+    @discardableResult
+    static func process(_ f: Fixture, _ n: Int, version: String?, group: GroupAssignment?, missing: [String] = []) throws -> Int64 {
+        let id = try f.db.submit(NewReport(raw: Data("report \(n)".utf8), format: "test", kind: .crash, app: "App", version: version)).reportId
+        try complete(f, group: group, missing: missing)
+        f.clock.advance(seconds: 60)
+        return id
+    }
+
+    static func complete(_ f: Fixture, group: GroupAssignment?, missing: [String] = []) throws {
+        let job = try #require(try f.db.claim(leaseMs: 30_000))
+        try f.db.complete(
+            jobId: job.jobId, token: job.leaseToken,
+            result: JobResult(
+                symbolicatedJSON: Data("{}".utf8), status: missing.isEmpty ? "complete" : "partial",
+                missingBuildIds: missing, group: group,
+                missingImages: missing.map { MissingImage(buildId: $0, name: "Lib\($0.prefix(2))") }))
+    }
+
+    /// Counts straight from `results` joined with `reports`: the oracle for the ledger.
+    static func derived(_ f: Fixture) throws -> [String: (count: Int, versions: [String: Int], first: Int64, last: Int64)] {
+        let queue = try DatabaseQueue(path: f.db.path)
+        return try queue.read { db in
+            var out: [String: (Int, [String: Int], Int64, Int64)] = [:]
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.fingerprint AS f, COALESCE(r.version, '') AS v, COUNT(*) AS n,
+                           MIN(r.received_at) AS first, MAX(r.received_at) AS last
+                    FROM results s JOIN reports r ON r.id = s.report_id WHERE s.fingerprint IS NOT NULL
+                    GROUP BY s.fingerprint, v
+                    """)
+            {
+                let key: String = row["f"]
+                var entry = out[key] ?? (0, [:], Int64.max, Int64.min)
+                entry.0 += row["n"]
+                entry.1[row["v"]] = row["n"]
+                entry.2 = min(entry.2, row["first"])
+                entry.3 = max(entry.3, row["last"])
+                out[key] = entry
+            }
+            return out
+        }
+    }
+
+    static func expectLedgerMatchesResults(_ f: Fixture, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let groups = try f.db.groups(GroupFilter(limit: 100))
+        let truth = try derived(f)
+        #expect(Set(groups.map(\.fingerprint)) == Set(truth.keys), sourceLocation: sourceLocation)
+        for g in groups {
+            let t = try #require(truth[g.fingerprint])
+            #expect(g.count == t.count, "\(g.fingerprint) count", sourceLocation: sourceLocation)
+            #expect(g.versions == t.versions, "\(g.fingerprint) versions", sourceLocation: sourceLocation)
+            #expect(Int64((g.firstSeen.timeIntervalSince1970 * 1000).rounded()) == t.first, sourceLocation: sourceLocation)
+            #expect(Int64((g.lastSeen.timeIntervalSince1970 * 1000).rounded()) == t.last, sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func countsVersionsAndSeenTimesStayExactWhenReportsMove() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        let a = Self.group("aaaa"), b = Self.group("bbbb")
+        let first = try Self.process(f, 1, version: "1.0", group: a, missing: ["cafe01"])
+        try Self.process(f, 2, version: "1.1", group: a)
+        try Self.process(f, 3, version: "1.1", group: a)
+        try Self.process(f, 4, version: nil, group: b)
+        try Self.expectLedgerMatchesResults(f)
+        let top = try f.db.groups(GroupFilter())
+        #expect(top.map(\.fingerprint) == ["aaaa", "bbbb"])
+        #expect(top[0].count == 3 && top[0].versions == ["1.0": 1, "1.1": 2])
+        #expect(top[0].representativeReportId == first)
+
+        // Report 1 is reprocessed (its debug file arrived) and moves from a to b.
+        #expect(try f.db.requeueReports(missing: ["cafe01"]) == [first])
+        #expect(try f.db.requeueReports(missing: ["cafe01"]).isEmpty, "already queued: not queued twice")
+        try Self.complete(f, group: b)
+        try Self.expectLedgerMatchesResults(f)
+        let moved = try f.db.groups(GroupFilter())
+        #expect(moved.first { $0.fingerprint == "aaaa" }?.versions == ["1.1": 2])
+        #expect(moved.first { $0.fingerprint == "aaaa" }?.representativeReportId != first)
+        #expect(moved.first { $0.fingerprint == "bbbb" }?.count == 2)
+
+        // Reprocessed into the same group: nothing changes. Into no group: it leaves; empty groups go.
+        try f.db.enqueueReprocessing(reportId: first)
+        try Self.complete(f, group: b)
+        try Self.expectLedgerMatchesResults(f)
+        for id in [first] {
+            try f.db.enqueueReprocessing(reportId: id)
+            try Self.complete(f, group: nil)
+        }
+        try Self.expectLedgerMatchesResults(f)
+        #expect(try f.db.groups(GroupFilter()).first { $0.fingerprint == "bbbb" }?.count == 1)
+    }
+
+    @Test func filtersCountOnlyMatchingReports() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        let a = Self.group("aaaa"), b = Self.group("bbbb")
+        try Self.process(f, 1, version: "1.0", group: a)
+        try Self.process(f, 2, version: "1.0", group: a)
+        let cutoff = f.clock.now
+        try Self.process(f, 3, version: "2.0", group: b)
+        try Self.process(f, 4, version: "2.0", group: b)
+        try Self.process(f, 5, version: "2.0", group: a)
+        #expect(try f.db.groups(GroupFilter(version: "1.0")).map { [$0.fingerprint: $0.count] } == [["aaaa": 2]])
+        #expect(try f.db.groups(GroupFilter(since: cutoff)).map { [$0.fingerprint: $0.count] } == [["bbbb": 2], ["aaaa": 1]])
+        #expect(try f.db.groups(GroupFilter(kind: .lag)).isEmpty)
+        #expect(try f.db.groups(GroupFilter(limit: 1)).map(\.fingerprint) == ["aaaa"])
+        let detail = try #require(try f.db.group(fingerprint: "aaa"))
+        #expect(detail.summary.count == 3 && detail.latestReportIds == [5, 2, 1])
+        #expect(try f.db.group(fingerprint: "ffff") == nil)
+    }
+
+    @Test func missingSymbolsListWhatReportsLackUntilTheyAreReprocessed() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        try Self.process(f, 1, version: "1.0", group: nil, missing: ["aa11", "bb22"])
+        try Self.process(f, 2, version: "1.0", group: nil, missing: ["aa11"])
+        let missing = try f.db.missingSymbols()
+        #expect(missing.map(\.buildId) == ["aa11", "bb22"])
+        #expect(missing.map(\.reportCount) == [2, 1])
+        #expect(missing.first?.imageName == "Libaa")
+        // Ids the store has since gained are left out.
+        #expect(try f.db.missingSymbols { $0 == "aa11" }.map(\.buildId) == ["bb22"])
+        #expect(try f.db.requeueReports(missing: ["aa11"]).count == 2)
+        try Self.complete(f, group: nil)
+        try Self.complete(f, group: nil)
+        #expect(try f.db.missingSymbols().isEmpty)
+    }
+}

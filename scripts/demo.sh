@@ -41,3 +41,6 @@ echo "== stackline master --once --workers 2"
 
 echo "== stackline report $id"
 "$bin/stackline" report "$id"
+
+echo "== stackline groups"
+"$bin/stackline" groups

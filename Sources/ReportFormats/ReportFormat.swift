@@ -39,7 +39,12 @@ public struct FormatRegistry: Sendable {
     public init(_ formats: [any ReportFormat]) { self.formats = formats }
 
     /// Every built-in format.
-    public static let standard = FormatRegistry([SwiftBacktraceJSONFormat()])
+    /// JSON formats first (each sniffs its own top-level keys), then the text formats, whose
+    /// markers (`*** Program crashed:`, `backtrace:` + `#00 pc`, Apple's header fields) exclude each other.
+    public static let standard = FormatRegistry([
+        SwiftBacktraceJSONFormat(),
+        AppleCrashTextFormat(),
+    ])
 
     public func format(id: String) -> (any ReportFormat)? { formats.first { $0.id == id } }
 

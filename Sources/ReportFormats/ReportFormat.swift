@@ -43,6 +43,11 @@ public struct FormatRegistry: Sendable {
     /// markers (`*** Program crashed:`, `backtrace:` + `#00 pc`, Apple's header fields) exclude each other.
     public static let standard = FormatRegistry([
         SwiftBacktraceJSONFormat(),
+        KSCrashFormat(),
+        AppleIPSFormat(),
+        LagReportFormat(),
+        SwiftBacktraceTextFormat(),
+        AndroidTombstoneFormat(),
         AppleCrashTextFormat(),
     ])
 
@@ -56,7 +61,8 @@ public struct FormatRegistry: Sendable {
         if let format = detect(data) { return try format.parse(data) }
         if JSONText.looksLikeJSON(data) {
             _ = try JSONText.object(data)
-            throw .formatNotDetected("JSON, but no known report format (expected e.g. a Swift runtime backtrace with \"kind\": \"crashReport\")")
+            throw .formatNotDetected(
+                "JSON, but no known report format (expected a Swift runtime backtrace, KSCrash, .ips or SDK lag report; see docs/formats.md)")
         }
         throw .formatNotDetected(data.isEmpty ? "input is empty" : "not a known report format")
     }

@@ -12,5 +12,6 @@ struct Stackline: ParsableCommand {
             ReportCommand.self,
             SymbolsCommand.self,
             LookupCommand.self,
+            ParseCommand.self,
         ])
 }

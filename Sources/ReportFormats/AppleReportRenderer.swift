@@ -109,8 +109,7 @@ public enum AppleReportRenderer {
     }
 
     static func hex(_ value: UInt64, pad: Bool = true) -> String {
-        let digits = String(value, radix: 16)
-        return "0x" + (pad ? String(repeating: "0", count: max(0, 16 - digits.count)) : "") + digits
+        pad ? TextReportRenderer.hex(Address(value)) : Address(value).description
     }
 }
 

@@ -163,7 +163,8 @@ public enum TextReportRenderer {
         return text
     }
 
-    static func hex(_ a: Address) -> String {
+    /// `0x` and 16 hex digits, the width of every address column.
+    public static func hex(_ a: Address) -> String {
         let s = String(a.value, radix: 16)
         return "0x" + String(repeating: "0", count: max(0, 16 - s.count)) + s
     }

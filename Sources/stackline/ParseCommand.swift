@@ -130,10 +130,7 @@ enum ParsedReportText {
         }
     }
 
-    static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return "0x" + String(repeating: "0", count: max(0, 16 - digits.count)) + digits
-    }
+    static func hex(_ value: UInt64) -> String { TextReportRenderer.hex(Address(value)) }
 
-    static func hex(_ address: Address) -> String { hex(address.value) }
+    static func hex(_ address: Address) -> String { TextReportRenderer.hex(address) }
 }

@@ -33,6 +33,13 @@ enum JSONText {
                     .trimmingCharacters(in: CharacterSet(charactersIn: ". "))
                 throw .invalidJSON(message, line: line, column: column)
             }
+            if debug.contains("end of file") {
+                // Foundation gives no offset here; the input stops mid-document, so point at its end.
+                let (line, column) = lineAndColumn(of: data.count, in: data)
+                throw .invalidJSON(
+                    debug.trimmingCharacters(in: CharacterSet(charactersIn: ". ")) + " (was the report cut short?)",
+                    line: line, column: column)
+            }
             throw .invalidJSON(debug, line: nil, column: nil)
         }
         guard let object = value as? [String: Any] else {

@@ -107,8 +107,37 @@ public enum TextReportRenderer {
             let imageWidth = max(8, frames.map { ($0.image ?? "???").count }.max() ?? 0)
             for frame in frames { out.append(line(frame, imageWidth: imageWidth)) }
         }
+        if let lag = report.lag { out += lagLines(lag, report: report) }
         for warning in report.warnings { out.append("warning: \(warning)") }
         return out.joined(separator: "\n")
+    }
+
+    /// Lag reports: each main-thread sample like a thread, then the profile tree indented by depth.
+    static func lagLines(_ lag: SymbolicatedLag, report: SymbolicatedReport) -> [String] {
+        var out: [String] = []
+        let all = lag.samples.flatMap(\.frames) + lag.profile.flatMap(\.frames)
+        let imageWidth = max(8, all.map { ($0.image ?? "???").count }.max() ?? 0)
+        for (i, sample) in lag.samples.enumerated() {
+            out.append("")
+            out.append("Sample \(i)\(sample.timestamp.map { " at \($0)" } ?? ""):")
+            for frame in sample.frames { out.append(line(frame, imageWidth: imageWidth)) }
+        }
+        if !lag.profile.isEmpty {
+            out.append("")
+            out.append("Thread profile (depth, count, cost):")
+        }
+        for node in lag.profile {
+            let indent = String(repeating: "  ", count: node.node.depth)
+            let costs = "[\(node.node.count)x, \(node.node.costTime) ms]"
+            guard !node.frames.isEmpty else {
+                out.append("\(indent)\(node.node.methodId.map { "method #\($0)" } ?? "???") \(costs)")
+                continue
+            }
+            for frame in node.frames {
+                out.append(indent + line(frame, imageWidth: imageWidth).drop { $0 != " " }.drop { $0 == " " } + " " + costs)
+            }
+        }
+        return out
     }
 
     static func line(_ f: SymbolicatedFrame, imageWidth: Int) -> String {
@@ -134,7 +163,8 @@ public enum TextReportRenderer {
         return text
     }
 
-    static func hex(_ a: Address) -> String {
+    /// `0x` and 16 hex digits, the width of every address column.
+    public static func hex(_ a: Address) -> String {
         let s = String(a.value, radix: 16)
         return "0x" + String(repeating: "0", count: max(0, 16 - s.count)) + s
     }

@@ -39,7 +39,17 @@ public struct FormatRegistry: Sendable {
     public init(_ formats: [any ReportFormat]) { self.formats = formats }
 
     /// Every built-in format.
-    public static let standard = FormatRegistry([SwiftBacktraceJSONFormat()])
+    /// JSON formats first (each sniffs its own top-level keys), then the text formats, whose
+    /// markers (`*** Program crashed:`, `backtrace:` + `#00 pc`, Apple's header fields) exclude each other.
+    public static let standard = FormatRegistry([
+        SwiftBacktraceJSONFormat(),
+        KSCrashFormat(),
+        AppleIPSFormat(),
+        LagReportFormat(),
+        SwiftBacktraceTextFormat(),
+        AndroidTombstoneFormat(),
+        AppleCrashTextFormat(),
+    ])
 
     public func format(id: String) -> (any ReportFormat)? { formats.first { $0.id == id } }
 
@@ -51,7 +61,8 @@ public struct FormatRegistry: Sendable {
         if let format = detect(data) { return try format.parse(data) }
         if JSONText.looksLikeJSON(data) {
             _ = try JSONText.object(data)
-            throw .formatNotDetected("JSON, but no known report format (expected e.g. a Swift runtime backtrace with \"kind\": \"crashReport\")")
+            throw .formatNotDetected(
+                "JSON, but no known report format (expected a Swift runtime backtrace, KSCrash, .ips or SDK lag report; see docs/formats.md)")
         }
         throw .formatNotDetected(data.isEmpty ? "input is empty" : "not a known report format")
     }

@@ -5,20 +5,32 @@ import JobQueue
 /// `stackline report`: print a symbolicated report.
 struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "report", abstract: "Print a symbolicated report as text (one line per frame) or JSON.")
+        commandName: "report",
+        abstract: "Print a symbolicated report as text (one line per frame), JSON, or an Apple-style crash report.")
 
     @OptionGroup var database: DatabaseOptions
 
     @Argument(help: "The report id printed by `submit`.")
     var reportId: Int64
 
-    @Flag(help: "Print JSON instead of text.")
+    @Option(help: "Output: text (default), json (the SymbolicatedReport) or apple (Apple's crash report layout, symbolicated side by side).")
+    var format: String?
+
+    @Flag(help: "Same as --format json.")
     var json = false
+
+    func validate() throws {
+        if let format, ReportOutputFormat(rawValue: format) == nil {
+            throw ValidationError("--format takes \(ReportOutputFormat.allCases.map(\.rawValue).joined(separator: ", ")), not \(format)")
+        }
+        if json, let format, format != "json" { throw ValidationError("--json and --format \(format) disagree") }
+    }
 
     func run() throws {
         let db = try database.open()
         if let result = try db.result(reportId: reportId) {
-            print(try ReportPrinter.render(result, json: json))
+            let output = json ? .json : format.flatMap(ReportOutputFormat.init(rawValue:)) ?? .text
+            print(try ReportPrinter.render(result, format: output))
             return
         }
         guard let job = try db.jobStatus(reportId: reportId) else {

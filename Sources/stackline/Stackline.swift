@@ -14,5 +14,6 @@ struct Stackline: ParsableCommand {
             LookupCommand.self,
             GroupsCommand.self,
             GroupCommand.self,
+            ParseCommand.self,
         ])
 }

@@ -30,15 +30,16 @@ public final class CrashFixture: @unchecked Sendable {
         }
     }
 
-    /// A fresh crash report: runs the demo with `SWIFT_BACKTRACE=…,format=json,symbolicate=<mode>`.
-    public func report(symbolicate: String = "off", mode: String = "index", cached: Bool = true) throws -> Data {
-        let key = "\(symbolicate)-\(mode)"
+    /// A fresh crash report: runs the demo with `SWIFT_BACKTRACE=…,format=<format>,symbolicate=<mode>`
+    /// (`format` is `json` or `text`).
+    public func report(symbolicate: String = "off", mode: String = "index", cached: Bool = true, format: String = "json") throws -> Data {
+        let key = "\(symbolicate)-\(mode)-\(format)"
         if cached, let data = lock.withLock({ reports[key] }) { return data }
         let binary = try binary()
         let out = dir + "/report-\(key)-\(UUID().uuidString.prefix(6)).json"
         let run = try runProcess(
             binary, [mode],
-            environment: ["SWIFT_BACKTRACE": "enable=yes,symbolicate=\(symbolicate),format=json,output-to=\(out)"])
+            environment: ["SWIFT_BACKTRACE": "enable=yes,symbolicate=\(symbolicate),format=\(format),output-to=\(out)"])
         guard run.signaled || run.status != 0 else { throw FixtureError.didNotCrash }
         guard let data = FileManager.default.contents(atPath: out), !data.isEmpty else {
             throw FixtureError.noReport(run.stderr)

@@ -1,0 +1,145 @@
+import Foundation
+import ReportModel
+
+/// Apple's `.ips` crash report (iOS 15+, macOS 12+): a one-line JSON header carrying `bug_type`,
+/// then the JSON body with `usedImages`, `threads[].frames[]` (`imageIndex` + `imageOffset`),
+/// `faultingThread`, `exception` and `lastExceptionBacktrace`.
+public struct AppleIPSFormat: ReportFormat {
+    public let id = "apple-ips"
+    /// `bug_type` of a crash report; others (hangs, jetsam, …) have a different body.
+    static let crashBugTypes: Set<String> = ["309"]
+
+    public init() {}
+
+    public func matches(_ data: Data) -> Bool {
+        guard JSONText.looksLikeJSON(data), let newline = data.firstIndex(of: 0x0a) else { return false }
+        let header = data[data.startIndex..<newline]
+        return header.range(of: Data("\"bug_type\"".utf8)) != nil
+            && data[newline...].contains(UInt8(ascii: "{"))
+    }
+
+    public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
+        guard let newline = data.firstIndex(of: 0x0a) else {
+            throw .invalidReport(format: id, reason: "only a header line; the report body is missing")
+        }
+        let header = try ExactJSON.decode(IPSHeader.self, from: Data(data[data.startIndex..<newline]), format: id)
+        if let type = header.bugType?.text, !Self.crashBugTypes.contains(type) {
+            throw .invalidReport(format: id, reason: "bug_type \(type) is not a crash report (309)")
+        }
+        let body = try ExactJSON.decode(IPSBody.self, from: Data(data[data.index(after: newline)...]), format: id)
+        var warnings: [String] = []
+        let images = (body.usedImages ?? []).enumerated().map { i, image in
+            let name = image.name ?? image.path.map(ReportText.basename) ?? "???"
+            return BinaryImage(
+                name: name, path: image.path,
+                id: ImageIdentifier.validated(image.uuid, image: name, byteCounts: ImageIdentifier.appleByteCounts, warnings: &warnings),
+                arch: image.arch, loadAddress: image.base.address, size: image.size)
+        }
+        func frames(_ list: [IPSBody.Frame], context: String) -> [RawFrame] {
+            list.enumerated().map { i, frame in
+                let kind: FrameKind = i == 0 ? .pc : .returnAddress
+                guard let index = frame.imageIndex, images.indices.contains(index) else {
+                    // Kept with the bare offset so nothing is lost; it will show as outside any image.
+                    warnings.append("\(context) frame \(i): imageIndex \(frame.imageIndex.map(String.init) ?? "missing") names no image")
+                    return RawFrame(address: Address(frame.imageOffset), kind: kind)
+                }
+                let (address, overflow) = images[index].loadAddress.value.addingReportingOverflow(frame.imageOffset)
+                if overflow { warnings.append("\(context) frame \(i): base + imageOffset overflows 64 bits") }
+                return RawFrame(address: Address(address), kind: kind, imageIndex: index)
+            }
+        }
+        var threads: [RawThread] = []
+        if let backtrace = body.lastExceptionBacktrace, !backtrace.isEmpty {
+            threads.append(RawThread(
+                index: AppleCrashTextFormat.lastExceptionThreadIndex, name: AppleCrashTextFormat.lastExceptionThreadName,
+                crashed: false, frames: frames(backtrace, context: "lastExceptionBacktrace")))
+        }
+        for (i, thread) in (body.threads ?? []).enumerated() {
+            threads.append(RawThread(
+                index: i, name: thread.name ?? thread.queue,
+                crashed: thread.triggered ?? (body.faultingThread == i),
+                frames: frames(thread.frames ?? [], context: "thread \(i)")))
+        }
+        guard threads.contains(where: { !$0.frames.isEmpty }) else {
+            throw .invalidReport(format: id, reason: "threads: no frames")
+        }
+        let exception = body.exception.map { e in
+            ExceptionInfo(
+                type: e.type, signal: e.signal, code: e.codes,
+                faultAddress: e.subtype.flatMap { subtype in
+                    subtype.range(of: " at ").flatMap { Address(parsing: subtype[$0.upperBound...]) }
+                }, message: e.subtype)
+        }
+        // The header writes "" for versions it does not know.
+        func known(_ s: String?) -> String? { s?.isEmpty == false ? s : nil }
+        let app = AppInfo(
+            name: known(body.procName) ?? known(header.appName),
+            version: known(body.bundleInfo?.shortVersion) ?? known(header.appVersion),
+            build: known(body.bundleInfo?.version) ?? known(header.buildVersion))
+        return RawReport(
+            format: id, kind: .crash, platform: header.osVersion.map { $0.hasPrefix("macOS") ? "macOS" : "iOS" },
+            arch: images.first?.arch ?? body.cpuType, app: app, os: body.osVersion?.train ?? header.osVersion,
+            timestamp: body.captureTime ?? header.timestamp, exception: exception, images: images, threads: threads,
+            warnings: warnings)
+    }
+}
+
+/// The `.ips` header line.
+struct IPSHeader: Decodable {
+    var bugType: JSONLooseString?
+    var appName: String?
+    var appVersion: String?
+    var buildVersion: String?
+    var osVersion: String?
+    var timestamp: String?
+    enum CodingKeys: String, CodingKey {
+        case bugType = "bug_type", appName = "app_name", appVersion = "app_version"
+        case buildVersion = "build_version", osVersion = "os_version", timestamp
+    }
+}
+
+/// The parts of an `.ips` body Stackline reads.
+struct IPSBody: Decodable {
+    struct Image: Decodable {
+        var base: JSONAddress
+        var size: UInt64?
+        var uuid: String?
+        var arch: String?
+        var name: String?
+        var path: String?
+    }
+    struct Frame: Decodable {
+        var imageIndex: Int?
+        var imageOffset: UInt64
+    }
+    struct Thread: Decodable {
+        var name: String?
+        var queue: String?
+        var triggered: Bool?
+        var frames: [Frame]?
+    }
+    struct Exception: Decodable {
+        var type: String?
+        var signal: String?
+        var codes: String?
+        var subtype: String?
+    }
+    struct OSVersion: Decodable { var train: String? }
+    struct BundleInfo: Decodable {
+        var shortVersion: String?
+        var version: String?
+        enum CodingKeys: String, CodingKey {
+            case shortVersion = "CFBundleShortVersionString", version = "CFBundleVersion"
+        }
+    }
+    var usedImages: [Image]?
+    var threads: [Thread]?
+    var faultingThread: Int?
+    var exception: Exception?
+    var lastExceptionBacktrace: [Frame]?
+    var procName: String?
+    var cpuType: String?
+    var osVersion: OSVersion?
+    var captureTime: String?
+    var bundleInfo: BundleInfo?
+}

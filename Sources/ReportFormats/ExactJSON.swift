@@ -1,0 +1,104 @@
+import Foundation
+import ReportModel
+
+/// Decodes JSON reports whose integers must stay exact: KSCrash and `.ips` write addresses as
+/// decimal numbers up to 2^64−1, which `JSONSerialization` rounds through `Double` above 2^53.
+/// `JSONDecoder` keeps the number's digits and converts them straight to `UInt64`; its JSON5
+/// mode also accepts the trailing commas some crash reporters leave behind.
+enum ExactJSON {
+    static func decode<T: Decodable>(_ type: T.Type, from data: Data, format: String) throws(ReportParseError) -> T {
+        let decoder = JSONDecoder()
+        decoder.allowsJSON5 = true
+        do {
+            return try decoder.decode(T.self, from: data)
+        } catch let error as DecodingError {
+            throw describe(error, data: data, format: format)
+        } catch {
+            throw .invalidJSON("\(error)", line: nil, column: nil)
+        }
+    }
+
+    /// Turns a `DecodingError` into the field path and problem a user can act on.
+    static func describe(_ error: DecodingError, data: Data, format: String) -> ReportParseError {
+        func path(_ context: DecodingError.Context, _ last: CodingKey? = nil) -> String {
+            var text = ""
+            for key in context.codingPath + (last.map { [$0] } ?? []) {
+                if let index = key.intValue {
+                    text += "[\(index)]"
+                } else {
+                    text += (text.isEmpty ? "" : ".") + key.stringValue
+                }
+            }
+            return text.isEmpty ? "report" : text
+        }
+        switch error {
+        case .dataCorrupted(let context) where context.codingPath.isEmpty:
+            // JSONDecoder says only "not valid JSON"; JSONSerialization knows the line and column.
+            do throws(ReportParseError) {
+                _ = try JSONText.object(data)
+            } catch {
+                return error
+            }
+            return .invalidJSON("\(context.debugDescription) (a number out of range for 64 bits?)", line: nil, column: nil)
+        case .dataCorrupted(let context):
+            return .invalidReport(format: format, reason: "\(path(context)): \(context.debugDescription)")
+        case .keyNotFound(let key, let context):
+            return .invalidReport(format: format, reason: "\(path(context, key)): missing")
+        case .typeMismatch(let type, let context):
+            return .invalidReport(format: format, reason: "\(path(context)): expected \(describe(type))")
+        case .valueNotFound(let type, let context):
+            return .invalidReport(format: format, reason: "\(path(context)): expected \(describe(type)), found null")
+        @unknown default:
+            return .invalidReport(format: format, reason: "\(error)")
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is UInt64.Type, is Int.Type, is Int64.Type: "an integer"
+        case is Double.Type: "a number"
+        case is Bool.Type: "a boolean"
+        default: "\(type)".contains("Array") ? "an array" : (("\(type)".contains("Dictionary")) ? "an object" : "\(type)")
+        }
+    }
+}
+
+/// An address written either as a JSON integer (decimal, exact up to 2^64−1) or as a hex string.
+struct JSONAddress: Decodable, Sendable {
+    let address: Address
+
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let number = try? container.decode(UInt64.self) {
+            address = Address(number)
+            return
+        }
+        if let text = try? container.decode(String.self), let parsed = Address(parsing: text) {
+            address = parsed
+            return
+        }
+        throw DecodingError.dataCorruptedError(
+            in: container, debugDescription: "expected an address: an integer from 0 to 2^64-1 or a hex string")
+    }
+}
+
+/// A field some reporters write as a string and others as a number (e.g. KSCrash timestamps).
+struct JSONLooseString: Decodable, Sendable {
+    let text: String
+
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let string = try? container.decode(String.self) {
+            text = string
+        } else if let integer = try? container.decode(Int64.self) {
+            text = String(integer)
+        } else if let number = try? container.decode(Double.self) {
+            text = String(number)
+        } else if let flag = try? container.decode(Bool.self) {
+            text = String(flag)
+        } else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected a string or a number")
+        }
+    }
+}

@@ -87,3 +87,42 @@ import Testing
         #expect(try groups(h, ["--since", "1h"]).map(\.count).reduce(0, +) == 5)
     }
 }
+
+/// Lag reports in the SDK's format, through `submit` and the real master: the same hang at
+/// two load addresses is one lag group, kept apart from crash groups.
+@Suite struct LagGroupingEndToEndTests {
+    func lagReport(_ p: LagProgram, load: UInt64, version: String) -> Data {
+        let samples = p.seedSamples(load: load).map { "[" + $0.map { "\"0x\(String($0, radix: 16))\"" }.joined(separator: ", ") + "]" }
+        return Data("""
+            {"type": "lag", "app": {"name": "lagdemo", "version": "\(version)"},
+             "dyld_images": [{"name": "\(p.binary)", "uuid": "\(p.buildID)", "base_addr": "0x\(String(load, radix: 16))"}],
+             "samples": [\(samples.joined(separator: ",\n"))]}
+            """.utf8)
+    }
+
+    @Test func theSameHangAtTwoLoadAddressesIsOneLagGroup() throws {
+        let h = try Harness()
+        let p = try LagProgram.shared.get()
+        #expect(try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, p.binary]).status == 0)
+        let loads: [UInt64] = [0x5555_0000_0000, 0x5600_1234_5000].map { $0 + UInt64.random(in: 0..<0x1000) << 12 }
+        let crash = try CrashFixture.shared.report()
+        let ids = try h.submit(try h.write([lagReport(p, load: loads[0], version: "1.0"), lagReport(p, load: loads[1], version: "1.1"), crash]))
+        #expect(ids.count == 3)
+        let master = try h.startMaster(["--workers", "2", "--once"])
+        #expect(try master.waitForExit() == 0, "\(master.log.suffix(2000))")
+
+        let out = try h.stackline(["groups", "--kind", "lag", "--json"])
+        let lag = try JSONDecoder().decode([ReprocessingTests.GroupRow].self, from: Data(out.stdout.utf8))
+        #expect(lag.count == 1, "\(out.stdout)")
+        #expect(lag.first?.kind == "lag")
+        #expect(lag.first?.count == 2)
+        #expect(lag.first?.versions == ["1.0": 1, "1.1": 1])
+        #expect(lag.first?.title.hasPrefix("Hang in func4 — lag.c") == true, "\(lag.first?.title ?? "")")
+        let crashes = try JSONDecoder().decode(
+            [ReprocessingTests.GroupRow].self, from: Data(try h.stackline(["groups", "--kind", "crash", "--json"]).stdout.utf8))
+        #expect(crashes.map(\.count) == [1])
+        #expect(try h.stackline(["groups", "--version", "1.1", "--json"]).stdout.contains("\"count\" : 1"))
+        let detail = try h.stackline(["group", lag.first?.fingerprint ?? "-"])
+        #expect(detail.stdout.contains("lagdemo!func4"), "\(detail.stdout)")
+    }
+}

@@ -10,61 +10,15 @@ import TestSupport
 /// Lag keys (seeds/002 section 一.6) on a real program: `func1`…`func8` compiled with
 /// DWARF, addresses taken from `nm`, reports symbolicated through the real store.
 @Suite struct LagKeyTests {
-    struct Program {
-        var binary: String
-        var buildID: String
-        /// Function start addresses (file addresses) by name, from `nm`.
-        var functions: [String: UInt64]
-    }
+    typealias Program = LagProgram
 
-    static let program: Result<Program, TestSupportError> = {
-        do {
-            let dir = try makeTemporaryDirectory(prefix: "lag-program")
-            var source = ""
-            for i in (5...8).reversed() {
-                source += "__attribute__((noinline)) int func\(i)(int x) { return x * \(i) + 1; }\n"
-            }
-            source += """
-                __attribute__((noinline)) int func4(int x) { return func5(x) + func6(x) + func7(x) + func8(x); }
-                __attribute__((noinline)) int func3(int x) { return func4(x) + 3; }
-                __attribute__((noinline)) int func2(int x) { return func3(x) + 2; }
-                __attribute__((noinline)) int func1(int x) { return func2(x) + 1; }
-                int main(int argc, char **argv) { (void)argv; return func1(argc); }
-
-                """
-            try source.write(toFile: dir + "/lag.c", atomically: true, encoding: .utf8)
-            let binary = dir + "/lagdemo"
-            try runChecked(try findTool("gcc"), ["-g", "-O1", "-fno-inline", dir + "/lag.c", "-o", binary])
-            guard let buildID = try readelfBuildID(binary) else { throw TestSupportError("no build-id in \(binary)") }
-            var functions: [String: UInt64] = [:]
-            for line in try runChecked(try findTool("nm"), ["--defined-only", binary]).stdout.split(separator: "\n") {
-                let parts = line.split(separator: " ")
-                if parts.count == 3, parts[1] == "T" || parts[1] == "t", let address = UInt64(parts[0], radix: 16) {
-                    functions[String(parts[2])] = address
-                }
-            }
-            return .success(Program(binary: binary, buildID: buildID, functions: functions))
-        } catch let error as TestSupportError {
-            return .failure(error)
-        } catch {
-            return .failure(TestSupportError("\(error)"))
-        }
-    }()
+    static let program = LagProgram.shared
 
     /// A realistic PIE load address: page aligned, in the usual mmap range.
     static let load = 0x5555_0000_0000 + UInt64.random(in: 0..<0x10_0000) << 12
 
     static func image(_ p: Program) -> BinaryImage {
         BinaryImage(name: "lagdemo", path: p.binary, id: p.buildID, loadAddress: Address(load))
-    }
-
-    /// A sampled stack, written root first like the seed (`func1 - func2 - …`), as frames top first:
-    /// the top is a pc inside the function, the rest are return addresses just past a call.
-    static func sample(_ names: [String], _ p: Program) -> LagSample {
-        let frames = names.reversed().enumerated().map { i, name in
-            RawFrame(address: Address(load + p.functions[name, default: 0] + (i == 0 ? 0 : 1)), kind: i == 0 ? .pc : .returnAddress)
-        }
-        return LagSample(frames: frames)
     }
 
     static func symbolicate(_ lag: LagData, _ p: Program) throws -> SymbolicatedReport {
@@ -80,9 +34,9 @@ import TestSupport
     /// occurs three times, more than any other.
     @Test func theSeedsEightSamplesYieldFunc1ToFunc4() throws {
         let p = try Self.program.get()
-        let base = ["func1", "func2", "func3", "func4"]
-        let samples = [base + ["func5"], base + ["func6"], base + ["func6"], base + ["func7"], base, base, base, base + ["func8"]]
-            .map { Self.sample($0, p) }
+        let samples = p.seedSamples(load: Self.load).map { addresses in
+            LagSample(frames: addresses.enumerated().map { i, a in RawFrame(address: Address(a), kind: i == 0 ? .pc : .returnAddress) })
+        }
         #expect(samples.count == 8)
         let report = try Self.symbolicate(LagData(samples: samples), p)
         let maker = LagKeyMaker()

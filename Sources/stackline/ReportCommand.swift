@@ -31,6 +31,11 @@ struct ReportCommand: ParsableCommand {
         if let result = try db.result(reportId: reportId) {
             let output = json ? .json : format.flatMap(ReportOutputFormat.init(rawValue:)) ?? .text
             print(try ReportPrinter.render(result, format: output))
+            if output == .text, let fingerprint = result.fingerprint,
+                let group = try? db.group(fingerprint: fingerprint)?.summary
+            {
+                print("\nGroup: \(group.fingerprint)  \(group.title)  (\(group.count) report\(group.count == 1 ? "" : "s"))")
+            }
             return
         }
         guard let job = try db.jobStatus(reportId: reportId) else {

@@ -144,6 +144,7 @@ import TestSupport
         let key = fingerprinter.key(for: Self.report([
             Self.frame("__pthread_kill", image: "libsystem_kernel.dylib", inApp: false),
             Self.frame("abort", image: "libsystem_c.dylib", inApp: false),
+            Self.frame("closure #1 in closure #1 in _assertionFailure(_:_:file:line:flags:)", image: "libswiftCore.so", inApp: false, symbol: "$ss17_assertionFailureyyF"),
             Self.frame("_assertionFailure(_:_:file:line:flags:)", image: "libswiftCore.dylib", inApp: false, symbol: "$ss17_assertionFailure"),
             Self.frame("kscrash_handleSignal", image: "KSCrash", inApp: false),
             Self.frame("Parser.next()", image: "Lexer", inApp: false, symbol: "$s5Lexer6ParserV4nextyyF"),

@@ -45,8 +45,8 @@ extension DebugFile {
         default:
             do {
                 let elf = try ElfFile(path: path)
-                let other = companion.flatMap { try? ElfFile(path: $0) }
-                return try DebugFile(elf: elf, symbolsFrom: elf.hasSymbolTable ? nil : other)
+                let other = elf.hasSymbolTable ? nil : companion.flatMap { try? ElfFile(path: $0) }
+                return try DebugFile(elf: elf, symbolsFrom: other)
             } catch { throw .elf(error) }
         }
     }

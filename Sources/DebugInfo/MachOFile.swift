@@ -44,10 +44,10 @@ public struct MachOFile: Sendable {
                 let size = wide ? big.u64(e + 16) : big.u32(e + 12).map(UInt64.init)
             else { throw .truncated(path: path, detail: "fat architecture \(i) is cut short") }
             let cpu = Int32(bitPattern: cpuField), sub = Int32(bitPattern: subField)
-            let label = "fat slice \(i) (\(MachOSlice.archName(cpuType: cpu, cpuSubtype: sub)))"
-            let slice = try MachOSlice(file: little, offset: offset, size: size, path: path, label: label)
+            let declared = MachOSlice.archName(cpuType: cpu, cpuSubtype: sub)
+            let slice = try MachOSlice(file: little, offset: offset, size: size, path: path, label: "fat slice \(i)", declaredArch: declared)
             guard slice.cpuType == cpu else {
-                throw .corrupt(path: path, detail: "\(label) holds a \(slice.arch) image")
+                throw .corrupt(path: path, detail: "fat slice \(i) is listed as \(declared) but holds a \(slice.arch) image")
             }
             slices.append(slice)
         }

@@ -100,9 +100,9 @@ public struct MachOSlice: Sendable, Equatable {
     }
 
     /// Parses the slice at `[offset, offset+size)` of `file`.
-    init(file: ByteReader, offset: UInt64, size: UInt64, path: String, label: String) throws(MachOError) {
+    init(file: ByteReader, offset: UInt64, size: UInt64, path: String, label: String, declaredArch: String? = nil) throws(MachOError) {
         guard let r = file.slice(offset, size) else {
-            throw .truncated(path: path, detail: "\(label) at offset \(offset) with \(size) bytes ends past the end of the file (\(file.count) bytes)")
+            throw .truncated(path: path, detail: "\(label)\(declaredArch.map { " (\($0))" } ?? "") at offset \(offset) with \(size) bytes ends past the end of the file (\(file.count) bytes)")
         }
         guard let magic = r.u32(0) else { throw .truncated(path: path, detail: "\(label) is shorter than a Mach-O magic number") }
         switch magic {
@@ -122,15 +122,15 @@ public struct MachOSlice: Sendable, Equatable {
         self.size = size
         let arch = Self.archName(cpuType: cpuType, cpuSubtype: cpuSubtype)
         self.arch = arch
-        let where_ = "\(label) (\(arch))"
+        let context = "\(label) (\(arch))"
 
         if UInt64(headerSize) + UInt64(sizeofcmds) > UInt64(r.count) {
-            throw .truncated(path: path, detail: "\(where_) load commands end at \(UInt64(headerSize) + UInt64(sizeofcmds)), the slice has \(r.count) bytes")
+            throw .truncated(path: path, detail: "\(context) load commands end at \(UInt64(headerSize) + UInt64(sizeofcmds)), the slice has \(r.count) bytes")
         }
         // Every load command is at least 8 bytes: a count that cannot fit is a corrupt header,
         // and refusing it here bounds the loop below.
         if UInt64(ncmds) * 8 > UInt64(sizeofcmds) {
-            throw .corrupt(path: path, detail: "\(where_) claims \(ncmds) load commands in \(sizeofcmds) bytes")
+            throw .corrupt(path: path, detail: "\(context) claims \(ncmds) load commands in \(sizeofcmds) bytes")
         }
 
         var uuid: String?
@@ -141,52 +141,52 @@ public struct MachOSlice: Sendable, Equatable {
         let end = headerSize + Int(sizeofcmds)
         for index in 0..<Int(ncmds) {
             guard at + 8 <= end, let cmd = r.u32(at), let cmdsize = r.u32(at + 4) else {
-                throw .truncated(path: path, detail: "\(where_) load command \(index) of \(ncmds) starts past the end of the load commands")
+                throw .truncated(path: path, detail: "\(context) load command \(index) of \(ncmds) starts past the end of the load commands")
             }
             guard cmdsize >= 8, at + Int(cmdsize) <= end else {
-                throw .truncated(path: path, detail: "\(where_) load command \(index) (0x\(String(cmd, radix: 16))) is \(cmdsize) bytes, past the end of the load commands")
+                throw .truncated(path: path, detail: "\(context) load command \(index) (0x\(String(cmd, radix: 16))) is \(cmdsize) bytes, past the end of the load commands")
             }
             switch cmd {
             case 0x1b:  // LC_UUID
-                guard cmdsize >= 24 else { throw .corrupt(path: path, detail: "\(where_) LC_UUID is \(cmdsize) bytes") }
+                guard cmdsize >= 24 else { throw .corrupt(path: path, detail: "\(context) LC_UUID is \(cmdsize) bytes") }
                 uuid = (0..<16).map { String(format: "%02x", r.bytes[at + 8 + $0]) }.joined()
             case 0x19:  // LC_SEGMENT_64
                 guard cmdsize >= 72, let segname = r.name(at + 8), let vmaddr = r.u64(at + 24),
                     let vmsize = r.u64(at + 32), let fileoff = r.u64(at + 40), let filesize = r.u64(at + 48),
                     let nsects = r.u32(at + 64)
-                else { throw .corrupt(path: path, detail: "\(where_) LC_SEGMENT_64 is \(cmdsize) bytes") }
+                else { throw .corrupt(path: path, detail: "\(context) LC_SEGMENT_64 is \(cmdsize) bytes") }
                 guard UInt64(nsects) * 80 + 72 <= UInt64(cmdsize) else {
-                    throw .truncated(path: path, detail: "\(where_) segment \(segname) claims \(nsects) sections in a \(cmdsize)-byte load command")
+                    throw .truncated(path: path, detail: "\(context) segment \(segname) claims \(nsects) sections in a \(cmdsize)-byte load command")
                 }
                 guard r.contains(fileoff, filesize) else {
-                    throw .truncated(path: path, detail: "\(where_) segment \(segname) ends at \(fileoff &+ filesize), past the end of the slice (\(r.count) bytes)")
+                    throw .truncated(path: path, detail: "\(context) segment \(segname) ends at \(fileoff &+ filesize), past the end of the slice (\(r.count) bytes)")
                 }
                 segments.append(MachOSegment(name: segname, vmAddress: vmaddr, vmSize: vmsize, fileOffset: fileoff, fileSize: filesize))
                 for s in 0..<Int(nsects) {
                     let h = at + 72 + s * 80
                     guard let sectname = r.name(h), let seg = r.name(h + 16), let addr = r.u64(h + 32),
                         let size = r.u64(h + 40), let off = r.u32(h + 48), let flags = r.u32(h + 64)
-                    else { throw .truncated(path: path, detail: "\(where_) section header \(s) of \(segname) is cut short") }
+                    else { throw .truncated(path: path, detail: "\(context) section header \(s) of \(segname) is cut short") }
                     let section = MachOSection(
                         number: sections.count + 1, segment: seg, name: sectname, address: addr, size: size,
                         offset: UInt64(off), flags: flags)
                     if section.hasFileContents && !r.contains(section.offset, section.size) {
-                        throw .truncated(path: path, detail: "\(where_) section \(seg),\(sectname) ends at \(section.offset &+ section.size), past the end of the slice (\(r.count) bytes)")
+                        throw .truncated(path: path, detail: "\(context) section \(seg),\(sectname) ends at \(section.offset &+ section.size), past the end of the slice (\(r.count) bytes)")
                     }
                     sections.append(section)
                 }
             case 0x2:  // LC_SYMTAB
                 guard cmdsize >= 24, let symoff = r.u32(at + 8), let nsyms = r.u32(at + 12),
                     let stroff = r.u32(at + 16), let strsize = r.u32(at + 20)
-                else { throw .corrupt(path: path, detail: "\(where_) LC_SYMTAB is \(cmdsize) bytes") }
+                else { throw .corrupt(path: path, detail: "\(context) LC_SYMTAB is \(cmdsize) bytes") }
                 let command = MachOSymtabCommand(
                     symbolOffset: UInt64(symoff), symbolCount: UInt64(nsyms),
                     stringOffset: UInt64(stroff), stringSize: UInt64(strsize))
                 guard r.contains(command.symbolOffset, command.symbolCount * 16) else {
-                    throw .truncated(path: path, detail: "\(where_) symbol table (\(nsyms) symbols at \(symoff)) ends past the end of the slice (\(r.count) bytes)")
+                    throw .truncated(path: path, detail: "\(context) symbol table (\(nsyms) symbols at \(symoff)) ends past the end of the slice (\(r.count) bytes)")
                 }
                 guard r.contains(command.stringOffset, command.stringSize) else {
-                    throw .truncated(path: path, detail: "\(where_) string table (\(strsize) bytes at \(stroff)) ends past the end of the slice (\(r.count) bytes)")
+                    throw .truncated(path: path, detail: "\(context) string table (\(strsize) bytes at \(stroff)) ends past the end of the slice (\(r.count) bytes)")
                 }
                 symtab = command
             default:

@@ -67,9 +67,13 @@ struct LookupCommand: ParsableCommand {
         var output = LookupOutput(json: json)
         var badLines = 0
 
-        func handle(_ text: String, _ value: UInt64) {
+        // A Mach-O arm64 image is Apple code: its addresses may carry pointer-authentication bits.
+        let applePAC = file.machO != nil && PointerAuthentication.applies(arch: file.architecture, platform: "darwin")
+
+        func handle(_ text: String, _ raw: UInt64) {
+            let value = applePAC ? raw & PointerAuthentication.addressMask : raw
             let fileAddress = base.map { resolver.fileAddress(runtime: value, loadAddress: $0) } ?? value
-            output.write(input: text, address: value, frames: resolver.resolve(fileAddress, kind: kind))
+            output.write(input: text, address: raw, frames: resolver.resolve(fileAddress, kind: kind))
         }
 
         if addresses.isEmpty {

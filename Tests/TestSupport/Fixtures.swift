@@ -130,4 +130,14 @@ public enum MachOFixtures {
         }
         return result
     }
+
+    /// `__TEXT.vmaddr` of one slice, read by llvm-objdump (an independent oracle).
+    public static func textVMAddress(_ file: String, arch: String) throws -> UInt64 {
+        let out = try runChecked(try findTool(anyOf: ["llvm-objdump-14", "llvm-objdump"]), ["--macho", "--private-headers", "--arch=\(arch)", file])
+        let lines = out.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard let segment = lines.firstIndex(of: "segname __TEXT"), segment + 1 < lines.count,
+            lines[segment + 1].hasPrefix("vmaddr 0x"), let value = UInt64(lines[segment + 1].dropFirst(9), radix: 16)
+        else { throw TestSupportError("llvm-objdump shows no __TEXT vmaddr for \(arch) in \(file)") }
+        return value
+    }
 }

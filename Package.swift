@@ -77,7 +77,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "TestSupport"]),
         .testTarget(name: "SymbolStoreTests", dependencies: ["SymbolStore", "DebugInfo", "TestSupport"]),
-        .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "ReportModel", "TestSupport"]),
+        .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "SymbolStore", "ReportModel", "TestSupport"]),
         .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "JobQueueTests",

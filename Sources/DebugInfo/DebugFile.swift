@@ -6,7 +6,14 @@ import CElfUtils
 /// scopes and line table are indexed the first time an address falls into it, then every
 /// lookup is a binary search. Not thread-safe: one owner (a worker, a CLI run) at a time.
 public final class DebugFile {
+    /// The ELF file, or for a Mach-O slice the in-memory ELF that presents its DWARF to libdw.
     public let elf: ElfFile
+    /// The Mach-O slice this was opened from; nil for an ELF file.
+    public let machO: MachOSlice?
+    /// Where the image expects to be loaded: the first `PT_LOAD` page, or `__TEXT.vmaddr`.
+    public let preferredBase: UInt64
+    /// `x86_64`, `arm64`, `arm64e`, …
+    public let architecture: String
     private let strings = StringTable()
     private var unitDies: [Dwarf_Die] = []
     private var unitIndexes: [UnitIndex?] = []
@@ -20,10 +27,17 @@ public final class DebugFile {
         try self.init(elf: ElfFile(path: path), symbolsFrom: companion)
     }
 
-    public init(elf: ElfFile, symbolsFrom companion: ElfFile? = nil) throws(ElfError) {
-        self.elf = elf
+    public convenience init(elf: ElfFile, symbolsFrom companion: ElfFile? = nil) throws(ElfError) {
         var table = SymbolTable(elf: elf)
         if table.isEmpty, let companion { table = SymbolTable(elf: companion) }
+        try self.init(elf: elf, symbols: table, machO: nil, preferredBase: elf.preferredBase, architecture: elf.architecture)
+    }
+
+    init(elf: ElfFile, symbols table: SymbolTable, machO: MachOSlice?, preferredBase: UInt64, architecture: String) throws(ElfError) {
+        self.elf = elf
+        self.machO = machO
+        self.preferredBase = preferredBase
+        self.architecture = architecture
         symbols = table
         let code = elf.sections.filter { $0.isExecutable && $0.address > 0 }
         lowestCodeAddress = (elf.elfType == UInt16(ET_REL)) ? 0 : (code.map(\.address).min() ?? 0)

@@ -58,16 +58,26 @@ public final class ElfFile {
     /// GNU build-id, lowercase hex, if the file has a `.note.gnu.build-id`.
     public let buildID: String?
 
-    private let fd: Int32
+    /// What libelf reads from: a file descriptor, or a memory image (a Mach-O slice behind
+    /// a synthesized ELF header). Released only after `elf_end`, in `deinit`.
+    private enum Backing {
+        case descriptor(Int32)
+        case memory(MappedFile)
+
+        func release() {
+            if case .descriptor(let fd) = self { close(fd) }
+        }
+    }
+
+    private let backing: Backing
     let elf: OpaquePointer
     /// nil when the file has no DWARF sections libdw accepts.
     let dwarf: OpaquePointer?
 
     private static let libelfReady: Bool = elf_version(UInt32(EV_CURRENT)) != UInt32(EV_NONE)
 
-    public init(path: String) throws(ElfError) {
+    public convenience init(path: String) throws(ElfError) {
         _ = Self.libelfReady
-        self.path = path
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw .unreadable(path: path, reason: String(cString: strerror(errno)))
@@ -82,15 +92,32 @@ public final class ElfFile {
             close(fd)
             throw .unreadable(path: path, reason: "not a regular file")
         }
-        fileSize = UInt64(st.st_size)
         guard let elf = elf_begin(fd, ELF_C_READ_MMAP, nil) else {
             close(fd)
             throw .notELF(path: path)
         }
-        // From here on, `cleanup` releases what has been acquired if init fails.
+        try self.init(elf: elf, path: path, fileSize: UInt64(st.st_size), backing: .descriptor(fd))
+    }
+
+    /// Opens the ELF image in `image.region` (headroom included). `image` stays alive as
+    /// long as this object, because libelf and libdw point into it.
+    convenience init(image: MappedFile, path: String) throws(ElfError) {
+        _ = Self.libelfReady
+        let region = image.region
+        guard let elf = elf_memory(region.baseAddress?.assumingMemoryBound(to: CChar.self), region.count) else {
+            throw .corrupt(path: path, detail: "in-memory ELF image refused (\(Self.elfMessage()))")
+        }
+        try self.init(elf: elf, path: path, fileSize: UInt64(region.count), backing: .memory(image))
+    }
+
+    /// Takes ownership of `elf` and `backing`, and releases both if the file is refused.
+    private init(elf: OpaquePointer, path: String, fileSize: UInt64, backing: Backing) throws(ElfError) {
+        self.path = path
+        self.fileSize = fileSize
+        // From here on, `fail` releases what has been acquired if init fails.
         func fail(_ e: ElfError) -> ElfError {
             elf_end(elf)
-            close(fd)
+            backing.release()
             return e
         }
         guard elf_kind(elf) == ELF_K_ELF else { throw fail(.notELF(path: path)) }
@@ -169,14 +196,14 @@ public final class ElfFile {
         if hasDebugInfo && dwarf == nil {
             throw fail(.corrupt(path: path, detail: "DWARF unreadable (\(Self.dwarfMessage()))"))
         }
-        self.fd = fd
+        self.backing = backing
         self.elf = elf
     }
 
     deinit {
         if let dwarf { dwarf_end(dwarf) }
         elf_end(elf)
-        close(fd)
+        backing.release()  // a memory image is unmapped after this, when `backing` is released
     }
 
     public var hasDWARF: Bool { dwarf != nil }

@@ -8,10 +8,16 @@ public enum StoreError: Error, CustomStringConvertible {
     case io(path: String, reason: String)
     case notFound(buildID: String)
     case invalidBuildID(String)
+    case rejectedMachO(MachOError)
+    case multipleSlices(path: String, count: Int)
+    case archive(path: String, reason: String)
 
     public var description: String {
         switch self {
         case .rejected(let e): return e.description
+        case .rejectedMachO(let e): return e.description
+        case .multipleSlices(let p, let n): return "\(p): fat file with \(n) slices: add it with addFile(path:)"
+        case .archive(let p, let r): return "\(p): cannot unpack zip archive: \(r)"
         case .noBuildID(let p): return "\(p): ELF file has no GNU build-id note (link with -Wl,--build-id)"
         case .io(let p, let r): return "\(p): \(r)"
         case .notFound(let id): return "no debug file for build-id \(id) in the store"
@@ -38,6 +44,8 @@ public struct StoredDebugFile: Codable, Sendable, Equatable {
     public var path: String
     /// The stored executable image, when one was added (`.build-id/ab/cdef…` without suffix).
     public var executablePath: String?
+    /// `elf` or `mach-o`; absent in entries written before Mach-O support (they are ELF).
+    public var format: String?
 
     /// How much a lookup can get out of it: DWARF beats a symbol table beats dynamic symbols.
     var quality: Int { (hasDWARF ? 2 : 0) + (hasSymbolTable ? 1 : 0) }
@@ -50,6 +58,13 @@ public enum AddOutcome: Sendable, Equatable {
     case upgraded(StoredDebugFile)
     /// The store already had this file or a better one; only the executable role may have been filled.
     case kept(StoredDebugFile, reason: String)
+
+    /// The entry as it stands after the add.
+    public var entry: StoredDebugFile {
+        switch self {
+        case .stored(let e), .upgraded(let e), .kept(let e, _): return e
+        }
+    }
 }
 
 /// The debug-file store: a directory in the `.build-id/ab/cdef….debug` layout that gdb,
@@ -136,30 +151,37 @@ public struct SymbolStoreDirectory: Sendable {
 
     // MARK: Adding
 
-    /// Validates and stores one ELF file. Never leaves a partly written file: content goes to
-    /// a temporary file that is renamed into place, under a per-build-id lock.
+    /// Validates and stores one ELF file or thin Mach-O file. Never leaves a partly written
+    /// file: content goes to a temporary file that is renamed into place, under a
+    /// per-build-id lock.
     public func add(path: String) throws(StoreError) -> AddOutcome {
-        let elf: ElfFile
-        do {
-            elf = try ElfFile(path: path)
-            // Reads every unit header: a file libdw cannot walk is refused now, not at crash time.
-            _ = try DebugFile(elf: elf)
-        } catch {
-            throw .rejected(error)
-        }
-        guard let id = elf.buildID else { throw .noBuildID(path: path) }
+        let candidates = try StoreCandidate.identify(path: path)
+        guard candidates.count == 1 else { throw .multipleSlices(path: path, count: candidates.count) }
+        return try store(candidates[0])
+    }
+
+    /// Validates and stores one file: an ELF file, or a thin or fat Mach-O file, whose every
+    /// slice becomes an entry under its own UUID. A fat file with one bad slice is refused
+    /// whole, before anything is written.
+    public func addFile(path: String) throws(StoreError) -> [AddOutcome] {
+        var outcomes: [AddOutcome] = []
+        for candidate in try StoreCandidate.identify(path: path) { outcomes.append(try store(candidate)) }
+        return outcomes
+    }
+
+    private func store(_ c: StoreCandidate) throws(StoreError) -> AddOutcome {
+        let id = c.id
         let base = self.base(id)
         try makeDirectory((base as NSString).deletingLastPathComponent)
         return try withLock(base + ".lock") { () throws(StoreError) -> AddOutcome in
             let previous = entry(buildID: id)
             var candidate = StoredDebugFile(
-                buildId: id, name: (path as NSString).lastPathComponent, arch: elf.architecture,
-                kind: elf.kindDescription, size: elf.fileSize, hasDWARF: elf.hasDWARF,
-                hasSymbolTable: elf.hasSymbolTable, addedAt: Date(), source: absolute(path),
-                path: base + ".debug", executablePath: previous?.executablePath)
-            let isImage = !elf.isDebugOnly && !elf.loadSegments.isEmpty
-            if isImage && candidate.executablePath == nil {
-                try install(path, at: base)
+                buildId: id, name: c.name, arch: c.arch,
+                kind: c.kind, size: c.size, hasDWARF: c.hasDWARF,
+                hasSymbolTable: c.hasSymbolTable, addedAt: Date(), source: absolute(c.source),
+                path: base + ".debug", executablePath: previous?.executablePath, format: c.format)
+            if c.isImage && candidate.executablePath == nil {
+                try install(c, at: base)
                 candidate.executablePath = base
             }
             if let previous, previous.quality >= candidate.quality {
@@ -170,32 +192,70 @@ public struct SymbolStoreDirectory: Sendable {
                     ? "already stored" : "the stored \(previous.name) has more debug information"
                 return .kept(kept, reason: why)
             }
-            try install(path, at: base + ".debug")
+            try install(c, at: base + ".debug")
             try writeEntry(candidate, base: base)
             return previous == nil ? .stored(candidate) : .upgraded(candidate)
         }
     }
 
-    /// Adds every regular file below `path` (or `path` itself), reporting each and continuing
-    /// past refusals.
+    /// Adds `path`: a file, a directory walked for files (inside a `.dSYM` bundle only its
+    /// `Contents/Resources/DWARF` files), or a zip archive of those, reporting each stored
+    /// entry or refusal and continuing past refusals. A fat file reports one result per slice.
     public func addTree(path: String) -> [(path: String, result: Result<AddOutcome, StoreError>)] {
+        addTree(path: path, label: path)
+    }
+
+    private func addTree(path: String, label: String) -> [(path: String, result: Result<AddOutcome, StoreError>)] {
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
-            return [(path, .failure(.rejected(.unreadable(path: path, reason: "no such file or directory"))))]
+            return [(label, .failure(.rejected(.unreadable(path: path, reason: "no such file or directory"))))]
         }
-        guard isDir.boolValue else { return [(path, Result { () throws(StoreError) in try add(path: path) })] }
+        guard isDir.boolValue else { return addOne(path: path, label: label) }
         var results: [(path: String, result: Result<AddOutcome, StoreError>)] = []
         let walker = FileManager.default.enumerator(atPath: path)
+        let top = (path as NSString).lastPathComponent
         var files: [String] = []
         while let rel = walker?.nextObject() as? String {
             let full = path + "/" + rel
             var dir: ObjCBool = false
-            if FileManager.default.fileExists(atPath: full, isDirectory: &dir), !dir.boolValue { files.append(full) }
+            if FileManager.default.fileExists(atPath: full, isDirectory: &dir), !dir.boolValue,
+                Self.mayHoldDebugInfo(relativePath: top + "/" + rel)
+            {
+                files.append(rel)
+            }
         }
-        for file in files.sorted() {
-            results.append((file, Result { () throws(StoreError) in try add(path: file) }))
+        for rel in files.sorted() {
+            results += addOne(path: path + "/" + rel, label: label + "/" + rel)
         }
         return results
+    }
+
+    /// Files a directory walk skips: a dSYM bundle's Info.plist and relocation maps (its
+    /// DWARF is under Contents/Resources/DWARF), and the AppleDouble metadata macOS puts in zips.
+    static func mayHoldDebugInfo(relativePath: String) -> Bool {
+        let parts = relativePath.split(separator: "/")
+        if parts.contains("__MACOSX") || parts.last?.hasPrefix("._") == true { return false }
+        guard let bundle = parts.lastIndex(where: { $0.hasSuffix(".dSYM") }) else { return true }
+        let inside = parts[(bundle + 1)...]
+        return inside.count == 4 && inside.prefix(3).elementsEqual(["Contents", "Resources", "DWARF"])
+    }
+
+    private func addOne(path: String, label: String) -> [(path: String, result: Result<AddOutcome, StoreError>)] {
+        if ObjectFormat.of(path: path) == .zip {
+            let scratch: String
+            do { scratch = try ZipArchive.extract(path) } catch { return [(label, .failure(error))] }
+            defer { try? FileManager.default.removeItem(atPath: scratch) }
+            return addTree(path: scratch, label: label)
+        }
+        do {
+            let outcomes = try addFile(path: path)
+            let many = outcomes.count > 1
+            return outcomes.map { outcome in
+                (many ? "\(label) (\(outcome.entry.arch))" : label, .success(outcome))
+            }
+        } catch {
+            return [(label, .failure(error))]
+        }
     }
 
     private func absolute(_ path: String) -> String {
@@ -210,13 +270,13 @@ public struct SymbolStoreDirectory: Sendable {
         }
     }
 
-    private func install(_ source: String, at destination: String) throws(StoreError) {
+    private func install(_ candidate: StoreCandidate, at destination: String) throws(StoreError) {
         let temp = destination + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         do {
-            try FileManager.default.copyItem(atPath: source, toPath: temp)
+            try candidate.write(to: temp)
         } catch {
             unlink(temp)
-            throw .io(path: source, reason: "cannot copy into the store: \(error.localizedDescription)")
+            throw error
         }
         try rename(temp, destination)
     }

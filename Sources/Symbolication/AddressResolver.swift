@@ -34,7 +34,7 @@ public struct AddressResolver {
     /// `preferredBase` is the image's own base (`__TEXT.vmaddr`, first `PT_LOAD` page);
     /// defaults to the debug file's.
     public func fileAddress(runtime address: UInt64, loadAddress: UInt64, preferredBase: UInt64? = nil) -> UInt64 {
-        address &- loadAddress &+ (preferredBase ?? file.elf.preferredBase)
+        address &- loadAddress &+ (preferredBase ?? file.preferredBase)
     }
 
     /// Resolves `address`. For a return address, the lookup happens at `address - 1`, inside the

@@ -42,12 +42,8 @@ public final class DebugFileCache {
         guard let path = store.debugFilePath(buildID: id) else { throw .missingDebugFile(buildID: id) }
         let file: DebugFile
         do {
-            let primary = try ElfFile(path: path)
-            var companion: ElfFile?
-            if !primary.hasSymbolTable, let exe = store.executablePath(buildID: id) {
-                companion = try? ElfFile(path: exe)
-            }
-            file = try DebugFile(elf: primary, symbolsFrom: companion)
+            // The executable supplies symbols when the debug file has none (it is only read then).
+            file = try DebugFile.open(path: path, uuid: nil, symbolsFrom: store.executablePath(buildID: id))
         } catch {
             throw .unusableDebugFile(buildID: id, reason: error.description)
         }

@@ -87,9 +87,10 @@ public final class Symbolicator {
             var frames: [SymbolicatedFrame] = []
             for (index, raw) in raws.enumerated() {
                 total += 1
-                let address = raw.address.value
-                guard let imageIndex = raw.imageIndex.flatMap({ report.images.indices.contains($0) ? $0 : nil })
-                    ?? locator.image(containing: address)
+                let attributed = raw.imageIndex.flatMap { report.images.indices.contains($0) ? $0 : nil }
+                let arch = attributed.flatMap { report.images[$0].arch } ?? report.arch
+                let address = PointerAuthentication.strip(raw.address.value, arch: arch, platform: report.platform ?? report.os)
+                guard let imageIndex = attributed ?? locator.image(containing: address)
                 else {
                     frames.append(SymbolicatedFrame(index: index, address: raw.address, kind: raw.kind, status: .outsideAnyImage))
                     continue

@@ -20,6 +20,8 @@ struct LookupCommand: ParsableCommand {
     var buildID: String?
     @Option(name: .customLong("obj"), help: "Use this file directly instead of the store.")
     var object: String?
+    @Option(help: "Slice of a fat Mach-O file given with --obj (arm64, arm64e, x86_64, …).")
+    var arch: String?
     @Option(name: .customLong("load-address"), help: "Runtime load address (lowest mapping) of the image.")
     var loadAddress: String?
     @Flag(name: .customLong("return-addresses"), help: "Treat addresses as return addresses (look up at address - 1).")
@@ -32,6 +34,9 @@ struct LookupCommand: ParsableCommand {
     func validate() throws {
         guard (buildID == nil) != (object == nil) else {
             throw ValidationError("give exactly one of --build-id or --obj")
+        }
+        guard arch == nil || object != nil else {
+            throw ValidationError("--arch chooses a slice of the file given with --obj")
         }
         guard Demangler.Style(rawValue: demangle) != nil else {
             throw ValidationError("--demangle takes full or simplified, not \(demangle)")
@@ -54,7 +59,7 @@ struct LookupCommand: ParsableCommand {
                 throw fail("stackline lookup: \(error.description)")
             }
         } else {
-            do { file = try DebugFile(path: object!) } catch { throw fail("stackline lookup: \(error.description)") }
+            do { file = try DebugFile.open(path: object!, arch: arch) } catch { throw fail("stackline lookup: \(error.description)") }
         }
         let resolver = AddressResolver(file: file, names: DemangleCache(style: Demangler.Style(rawValue: demangle) ?? .full))
         let base = loadAddress.flatMap { Address(parsing: $0)?.value }
@@ -62,9 +67,13 @@ struct LookupCommand: ParsableCommand {
         var output = LookupOutput(json: json)
         var badLines = 0
 
-        func handle(_ text: String, _ value: UInt64) {
+        // A Mach-O arm64 image is Apple code: its addresses may carry pointer-authentication bits.
+        let applePAC = file.machO != nil && PointerAuthentication.applies(arch: file.architecture, platform: "darwin")
+
+        func handle(_ text: String, _ raw: UInt64) {
+            let value = applePAC ? raw & PointerAuthentication.addressMask : raw
             let fileAddress = base.map { resolver.fileAddress(runtime: value, loadAddress: $0) } ?? value
-            output.write(input: text, address: value, frames: resolver.resolve(fileAddress, kind: kind))
+            output.write(input: text, address: raw, frames: resolver.resolve(fileAddress, kind: kind))
         }
 
         if addresses.isEmpty {

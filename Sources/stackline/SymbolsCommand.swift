@@ -11,7 +11,7 @@ struct SymbolsCommand: ParsableCommand {
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Store ELF executables, shared objects and debug files by build-id.")
+            abstract: "Store ELF files by build-id and Mach-O files, dSYM bundles and zips of them by UUID.")
         @OptionGroup var options: StoreOptions
         @OptionGroup var database: DatabaseOptions
         @Argument(help: "Files or directories to add.") var paths: [String]

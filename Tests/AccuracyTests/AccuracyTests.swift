@@ -76,8 +76,10 @@ func measureAgreement(_ fixture: ElfFixture, store: String) throws -> FixtureAgr
 }
 
 /// Compares Stackline's answers at `addresses` of `file` (stored under `buildID` in `store`)
-/// with llvm-symbolizer, falling back to eu-addr2line where they differ.
-func measureAgreement(name: String, file unstripped: String, buildID: String, addresses: [UInt64], store: String) throws -> FixtureAgreement {
+/// with llvm-symbolizer, falling back to eu-addr2line where they differ. Without
+/// `secondOracle` (eu-addr2line reads no Mach-O), llvm-symbolizer alone decides; `file` may
+/// then name a slice the way llvm-symbolizer does (`FILE:arm64`).
+func measureAgreement(name: String, file unstripped: String, buildID: String, addresses: [UInt64], store: String, secondOracle: Bool = true) throws -> FixtureAgreement {
     let stackline = try StacklineLookup.lookup(store: store, buildID: buildID, addresses)
 
     // llvm-symbolizer answers twice: demangled by itself (-C), and raw (--no-demangle).
@@ -98,10 +100,10 @@ func measureAgreement(name: String, file unstripped: String, buildID: String, ad
     let suspects = addresses.indices.filter {
         !sameFunctionsAndLines(stackline.demangled[$0], llvmAnswer[$0]) || !sameColumns(stackline.demangled[$0], llvmAnswer[$0])
     }
-    let euRawSuspects = try EuAddr2line.symbolize(unstripped, suspects.map { addresses[$0] }, demangle: false)
+    let euRawSuspects = try EuAddr2line.symbolize(unstripped, secondOracle ? suspects.map { addresses[$0] } : [], demangle: false)
     let eu = try GNUDemangle.demangleCxxNames(try SwiftDemangle.demangleSwiftNames(euRawSuspects))
     let euByIndex = Dictionary(uniqueKeysWithValues: zip(suspects, eu))
-    let rawSuspects = addresses.indices.filter { !sameNames(stackline.raw[$0], llvmRaw[$0]) }
+    let rawSuspects = secondOracle ? addresses.indices.filter { !sameNames(stackline.raw[$0], llvmRaw[$0]) } : []
     let euRaw = try EuAddr2line.symbolize(unstripped, rawSuspects.map { addresses[$0] }, demangle: false)
     let euRawByIndex = Dictionary(uniqueKeysWithValues: zip(rawSuspects, euRaw))
 

@@ -77,14 +77,21 @@ public let sharedElfFixtures: Result<ElfFixtureSet, TestSupportError> = {
 }()
 
 /// Instruction addresses in section `section` (default .text) of `file`, from the
-/// disassembly of an independent tool (binutils objdump, else llvm-objdump-14).
-public func instructionAddresses(in file: String, section: String = ".text") throws -> [UInt64] {
-    let objdump = try findTool(anyOf: ["objdump", "llvm-objdump-14", "llvm-objdump"])
-    let result = try runChecked(objdump, ["-d", "--no-show-raw-insn", "-j", section, file])
+/// disassembly of an independent tool (binutils objdump, else llvm-objdump-14). With `arch`
+/// (a Mach-O slice: arm64, x86_64; section `__text`), llvm-objdump-14 reads the file.
+public func instructionAddresses(in file: String, section: String = ".text", arch: String? = nil) throws -> [UInt64] {
+    let result: ProcessOutput
+    if let arch {
+        let objdump = try findTool(anyOf: ["llvm-objdump-14", "llvm-objdump"])
+        result = try runChecked(objdump, ["-d", "--no-show-raw-insn", "--arch=\(arch)", "--section=\(section)", file])
+    } else {
+        let objdump = try findTool(anyOf: ["objdump", "llvm-objdump-14", "llvm-objdump"])
+        result = try runChecked(objdump, ["-d", "--no-show-raw-insn", "-j", section, file])
+    }
     var addresses: [UInt64] = []
-    // Instruction lines look like "    1234:\tmov ...".
+    // Instruction lines look like "    1234:\tmov ..." (for fat Mach-O, "100000690:\tmovq ...").
     for line in result.stdout.split(separator: "\n", omittingEmptySubsequences: true) {
-        guard line.first == " " else { continue }
+        guard line.first == " " || (arch != nil && line.first?.isHexDigit == true) else { continue }
         let trimmed = line.drop(while: { $0 == " " })
         guard let colon = trimmed.firstIndex(of: ":") else { continue }
         let hex = trimmed[..<colon]
@@ -96,4 +103,41 @@ public func instructionAddresses(in file: String, section: String = ".text") thr
     }
     if addresses.isEmpty { throw TestSupportError("no instructions found in \(section) of \(file)") }
     return addresses
+}
+
+/// The committed Mach-O fixtures (Tests/Fixtures/build-macho-fixtures.sh builds them).
+public enum MachOFixtures {
+    public static let directory = packageRoot + "/Tests/Fixtures/macho"
+    /// Fat executable (arm64 + x86_64): symbol table, no DWARF.
+    public static let executable = directory + "/Sample"
+    /// Fat dSYM bundle of `executable`, and the DWARF file inside it.
+    public static let dSYM = directory + "/Sample.dSYM"
+    public static let dSYMDWARF = dSYM + "/Contents/Resources/DWARF/Sample"
+    /// Thin arm64 dSYM bundle of a dylib, and its DWARF file.
+    public static let dylibDSYM = directory + "/libgeometry.dylib.dSYM"
+    public static let dylibDWARF = dylibDSYM + "/Contents/Resources/DWARF/libgeometry.dylib"
+
+    /// UUID per arch (lowercase hex, no dashes), read by llvm-dwarfdump (an independent oracle).
+    public static func uuids(_ file: String) throws -> [String: String] {
+        let out = try runChecked(try findTool(anyOf: ["llvm-dwarfdump-14", "llvm-dwarfdump"]), ["--uuid", file])
+        var result: [String: String] = [:]
+        // "UUID: 4C4C446A-5555-3144-A1E0-F6DE5874C64D (arm64) path"
+        for line in out.stdout.split(separator: "\n") {
+            let words = line.split(separator: " ")
+            guard words.count >= 3, words[0] == "UUID:" else { continue }
+            let arch = words[2].trimmingCharacters(in: CharacterSet(charactersIn: "()"))
+            result[arch] = words[1].lowercased().replacingOccurrences(of: "-", with: "")
+        }
+        return result
+    }
+
+    /// `__TEXT.vmaddr` of one slice, read by llvm-objdump (an independent oracle).
+    public static func textVMAddress(_ file: String, arch: String) throws -> UInt64 {
+        let out = try runChecked(try findTool(anyOf: ["llvm-objdump-14", "llvm-objdump"]), ["--macho", "--private-headers", "--arch=\(arch)", file])
+        let lines = out.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard let segment = lines.firstIndex(of: "segname __TEXT"), segment + 1 < lines.count,
+            lines[segment + 1].hasPrefix("vmaddr 0x"), let value = UInt64(lines[segment + 1].dropFirst(9), radix: 16)
+        else { throw TestSupportError("llvm-objdump shows no __TEXT vmaddr for \(arch) in \(file)") }
+        return value
+    }
 }

@@ -1,0 +1,2 @@
+/* See stdio.h. */
+unsigned long strlen(const char *);

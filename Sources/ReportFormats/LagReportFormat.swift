@@ -53,7 +53,8 @@ public struct LagReportFormat: ReportFormat {
             throw .invalidReport(format: id, reason: "thread_profile: negative depth or count in node \(bad)")
         }
         return RawReport(
-            format: id, kind: .lag, platform: report.platform, arch: report.arch,
+            // `dyld_images` only exist on Apple platforms; the seed's reports name no platform.
+            format: id, kind: .lag, platform: report.platform ?? "iOS", arch: report.arch,
             app: report.app.map { AppInfo(name: $0.name, version: $0.version, build: $0.build) }, os: report.os,
             timestamp: report.timestamp?.text, images: images, threads: [],
             lag: LagData(samples: samples, profile: profile), warnings: warnings)

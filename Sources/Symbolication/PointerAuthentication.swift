@@ -7,7 +7,8 @@ public enum PointerAuthentication {
     /// Only Apple arm64 code: arm64e always, arm64 when the platform is Apple's. Linux and
     /// Android arm64 map code far above 2^36, and x86_64 has no such bits, so neither is masked.
     public static func applies(arch: String?, platform: String?) -> Bool {
-        switch arch?.lowercased() {
+        // The SDK writes "arm64 v8" and "arm64e v8": the first word is the architecture.
+        switch arch?.lowercased().split(separator: " ").first.map(String.init) {
         case "arm64e": return true
         case "arm64":
             guard let platform = platform?.lowercased() else { return false }

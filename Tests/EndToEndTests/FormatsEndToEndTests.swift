@@ -12,6 +12,11 @@ struct FixtureProgram {
     var preferredBase: UInt64
     /// Where the report says it was loaded (random, page-aligned).
     var loadAddress: UInt64
+    /// The architecture reports name; for a fat Mach-O also the slice the oracle reads.
+    var arch = "x86_64"
+    var fatSlice = false
+    /// What llvm-symbolizer's `--obj` gets: `FILE:ARCH` picks a slice of a fat file.
+    var oracleObject: String { fatSlice ? "\(path):\(arch)" : path }
     func runtime(_ fileAddress: UInt64) -> UInt64 { fileAddress - preferredBase + loadAddress }
 }
 
@@ -83,8 +88,10 @@ func buildFixturePrograms(_ h: Harness) throws -> [FixtureProgram] {
 /// Instruction addresses of `program` inside functions of inlining.c (llvm-symbolizer names the
 /// source file), spread over the whole range, as (address, oracle answer at address and at address − 1).
 func candidateAddresses(_ program: FixtureProgram, count: Int) throws -> [UInt64] {
-    let all = try instructionAddresses(in: program.path)
-    let answers = try llvmSymbolizer(program.path, all.map { $0 - 1 })
+    let all = program.fatSlice
+        ? try instructionAddresses(in: program.path, section: "__text", arch: program.arch)
+        : try instructionAddresses(in: program.path)
+    let answers = try llvmSymbolizer(program.oracleObject, all.map { $0 - 1 })
     let inSource = zip(all, answers).filter { _, levels in levels.last?.file == "inlining.c" }.map(\.0)
     guard inSource.count >= count else { throw TestSupportError("only \(inSource.count) usable addresses in \(program.name)") }
     let step = inSource.count / count
@@ -125,7 +132,7 @@ enum ReportBuilder {
         }
         lines += ["", "Thread 0 crashed with X86 Thread State (64-bit):", "  rax: 0x0000000000000000  rbx: 0x0000000000000001", "", "Binary Images:"]
         for p in programs {
-            lines.append("    \(hex(p.loadAddress, width: 0)) -     \(hex(p.loadAddress + 0xfffff, width: 0)) +\(p.name) x86_64  <\(p.buildID)> \(p.path)")
+            lines.append("    \(hex(p.loadAddress, width: 0)) -     \(hex(p.loadAddress + 0xfffff, width: 0)) +\(p.name) \(p.arch)  <\(p.buildID)> \(p.path)")
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -138,7 +145,7 @@ enum ReportBuilder {
     static func ips(_ programs: [FixtureProgram], _ frames: [PlannedFrame]) -> String {
         let header = #"{"app_name":"fixture","timestamp":"2024-05-01 10:00:00.00 +0000","app_version":"1.0","bug_type":"309","os_version":"macOS 14.4 (23E214)","name":"fixture"}"#
         let images = programs.map { p in
-            #"{"source":"P","arch":"x86_64","base":\#(p.loadAddress),"size":1048576,"uuid":"\#(p.buildID)","path":"\#(p.path)","name":"\#(p.name)"}"#
+            #"{"source":"P","arch":"\#(p.arch)","base":\#(p.loadAddress),"size":1048576,"uuid":"\#(p.buildID)","path":"\#(p.path)","name":"\#(p.name)"}"#
         }
         let frameJSON = frames.map { f in
             let index = programs.firstIndex { $0.name == f.program.name }!
@@ -162,14 +169,14 @@ enum ReportBuilder {
     static func kscrash(_ programs: [FixtureProgram], _ frames: [PlannedFrame]) -> String {
         let images = programs.map { p in
             let vmaddr = p.preferredBase == 0 ? "" : "\"image_vmaddr\": \(p.preferredBase), "
-            return #"{"image_addr": \#(p.loadAddress), \#(vmaddr)"image_size": 1048576, "name": "\#(p.path)", "uuid": "\#(p.buildID.uppercased())", "cpu_type": 16777223, "cpu_subtype": 3}"#
+            return #"{"image_addr": \#(p.loadAddress), \#(vmaddr)"image_size": 1048576, "name": "\#(p.path)", "uuid": "\#(p.buildID.uppercased())", \#(p.arch == "arm64" ? #""cpu_type": 16777228, "cpu_subtype": 0"# : #""cpu_type": 16777223, "cpu_subtype": 3"#)}"#
         }
         let contents = frames.map { #"{"instruction_addr": \#($0.runtime), "object_name": "\#($0.program.name)"}"# }
         return """
             {
               "report": {"version": "3.1.0", "id": "4D2B0160-69B6-4DC1-BFED-08A0554A67C9", "process_name": "fixture", "timestamp": 1478560643, "type": "standard"},
               "binary_images": [\(images.joined(separator: ",\n    "))],
-              "system": {"CFBundleExecutable": "fixture", "CFBundleShortVersionString": "1.0", "CFBundleVersion": "7", "cpu_arch": "x86_64", "system_name": "iOS", "system_version": "17.2"},
+              "system": {"CFBundleExecutable": "fixture", "CFBundleShortVersionString": "1.0", "CFBundleVersion": "7", "cpu_arch": "\(programs[0].arch)", "system_name": "iOS", "system_version": "17.2"},
               "crash": {
                 "error": {"mach": {"exception": 1, "exception_name": "EXC_BAD_ACCESS", "code": 1}, "signal": {"signal": 11, "name": "SIGSEGV"}, "address": 16, "type": "mach"},
                 "threads": [{"index": 0, "crashed": true, "current_thread": true, "dispatch_queue": "com.apple.main-thread",
@@ -231,7 +238,7 @@ enum ReportBuilder {
     func expectMatchesOracle(_ ours: [SymbolicatedFrame], _ planned: [PlannedFrame], _ context: String, fileRelative: Bool = false) throws {
         #expect(Set(ours.map(\.index)) == Set(planned.indices), "\(context): raw frames kept")
         for (i, f) in planned.enumerated() {
-            let oracle = try llvmSymbolizer(f.program.path, [f.lookup])[0]
+            let oracle = try llvmSymbolizer(f.program.oracleObject, [f.lookup])[0]
             #expect(!oracle.isEmpty)
             #expect(levels(ours, index: i) == oracle, "\(context) frame \(i) (\(f.program.name) \(hex(f.fileAddress)))")
             let reported = fileRelative ? f.fileAddress : f.runtime
@@ -325,6 +332,47 @@ enum ReportBuilder {
         // --json stays an alias of --format json; an unknown format is refused.
         #expect(try h.stackline(["report", "\(ids[1])", "--json"]).stdout == (try h.stackline(["report", "\(ids[1])", "--format", "json"])).stdout)
         #expect(try h.stackline(["report", "\(ids[1])", "--format", "xml"]).status != 0)
+    }
+
+    /// The Apple formats against real Mach-O debug files: a fat dSYM (arm64 + x86_64) in the
+    /// store, and for each slice a `.crash`, an `.ips` and a KSCrash report naming that slice's
+    /// UUID, loaded at a random slide. Each must match llvm-symbolizer on that slice alone.
+    @Test func appleFormatsUseTheSliceTheirUUIDNames() throws {
+        let h = try Harness()
+        let added = try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, MachOFixtures.dSYM])
+        #expect(added.status == 0, "\(added.stderr)")
+        let uuids = try MachOFixtures.uuids(MachOFixtures.dSYMDWARF)
+        var planned: [(String, [PlannedFrame])] = []
+        var paths: [String] = []
+        for arch in ["arm64", "x86_64"] {
+            let vmaddr = try MachOFixtures.textVMAddress(MachOFixtures.dSYMDWARF, arch: arch)
+            // iOS slides are multiples of the 16 KiB page, up to a few GiB.
+            let slide = UInt64.random(in: 1...0x10_0000) << 14
+            let program = FixtureProgram(
+                name: "Sample", path: MachOFixtures.dSYMDWARF, buildID: try #require(uuids[arch]),
+                preferredBase: vmaddr, loadAddress: vmaddr + slide, arch: arch, fatSlice: true)
+            let thread = try plannedThread([program], count: 6)
+            for (name, text) in [
+                ("\(arch).crash", ReportBuilder.appleCrash([program], thread)),
+                ("\(arch).ips", ReportBuilder.ips([program], thread)),
+                ("\(arch)-kscrash.json", ReportBuilder.kscrash([program], thread)),
+            ] {
+                let path = h.dir.file(name)
+                try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+                paths.append(path)
+                planned.append((name, thread))
+            }
+        }
+        let ids = try h.submit(paths)
+        #expect(ids.count == planned.count)
+        let master = try h.startMaster(["--workers", "2", "--once"])
+        #expect(try master.waitForExit() == 0)
+        for (id, (name, thread)) in zip(ids, planned) {
+            let report = try symbolicated(h, id)
+            #expect(report.status == .complete, "\(name): \(report.warnings)")
+            let crashed = try #require(report.threads.first { $0.crashed })
+            try expectMatchesOracle(crashed.frames, thread, name)
+        }
     }
 
     @Test func malformedReportsFailAloneWhileGoodOnesComplete() throws {

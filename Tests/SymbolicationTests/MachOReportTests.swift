@@ -105,6 +105,8 @@ import Testing
         let signed: UInt64 = 0x3c4d_0001_0000_4010
         #expect(PointerAuthentication.strip(signed, arch: "arm64e", platform: nil) == 0x1_0000_4010)
         #expect(PointerAuthentication.strip(signed, arch: "arm64", platform: "iOS") == 0x1_0000_4010)
+        // The SDK lag report spells the arch "arm64 v8".
+        #expect(PointerAuthentication.strip(signed, arch: "arm64 v8", platform: "iOS") == 0x1_0000_4010)
         // Linux arm64 maps code above 2^36 (0xaaaa… for PIEs): masking would break it.
         #expect(PointerAuthentication.strip(0xaaaa_d3c0_1234, arch: "arm64", platform: "Linux") == 0xaaaa_d3c0_1234)
         #expect(PointerAuthentication.strip(signed, arch: "x86_64", platform: "macOS") == signed)

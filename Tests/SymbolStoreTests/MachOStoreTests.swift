@@ -55,6 +55,22 @@ import Testing
         #expect(tempAfter.subtracting(tempBefore).isEmpty, "unpacked archive left behind: \(tempAfter.subtracting(tempBefore))")
     }
 
+    /// A zip that would unpack past the cap is refused before anything is written: 64 MiB of
+    /// zeros (64 KiB zipped) against a 1 MiB cap, through the real `stackline symbols add`.
+    @Test func zipBombIsRefusedBeforeUnpacking() throws {
+        let scratch = try TempDirectory("zipbomb")
+        defer { scratch.remove() }
+        try runChecked("/bin/sh", ["-c", "head -c 67108864 /dev/zero > '\(scratch.file("zeros.debug"))'"])
+        try runChecked(try findTool("zip"), ["-qj", scratch.file("bomb.zip"), scratch.file("zeros.debug")])
+        try FileManager.default.removeItem(atPath: scratch.file("zeros.debug"))
+        let out = try runProcess(
+            TestPaths.stackline, ["symbols", "add", "--symbols", scratch.file("store"), scratch.file("bomb.zip")],
+            environment: ProcessInfo.processInfo.environment.merging(["STACKLINE_UNZIP_MAX_BYTES": "1048576"]) { $1 })
+        #expect(out.status != 0)
+        #expect(out.stderr.contains("would unpack to 67108864 bytes"), "\(out.stderr)")
+        #expect(directorySnapshot(scratch.file("store")).isEmpty)
+    }
+
     @Test func fatExecutableThenDSYMThenEverythingAgain() throws {
         let root = try TempDirectory("store")
         defer { root.remove() }

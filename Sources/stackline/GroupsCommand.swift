@@ -113,7 +113,3 @@ struct SinceDate: ExpressibleByArgument {
         }
     }
 }
-
-func pad(_ s: String, _ width: Int) -> String {
-    s.count >= width ? s + " " : s + String(repeating: " ", count: width - s.count)
-}

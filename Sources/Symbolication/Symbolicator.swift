@@ -18,18 +18,9 @@ public final class Symbolicator {
     }
 
     public func symbolicate(_ report: RawReport) -> SymbolicatedReport {
-        let states: [ImageState] = report.images.map { image in
-            guard let id = image.id, !id.isEmpty else { return .unusable }
-            do throws(LookupError) {
-                return .loaded(try cache.file(buildID: id))
-            } catch {
-                if case .missingDebugFile(let id) = error { return .missing(id) }
-                return .unusable
-            }
-        }
         var warnings = report.warnings
         var context = FrameContext(
-            report: report, states: states, locator: ImageLocator(images: report.images), names: names)
+            report: report, cache: cache, locator: ImageLocator(images: report.images), names: names)
         let threads = report.threads.map { thread in
             SymbolicatedThread(
                 index: thread.index, name: thread.name, crashed: thread.crashed,
@@ -44,8 +35,8 @@ public final class Symbolicator {
                     return SymbolicatedProfileNode(node: node, frames: frames)
                 })
         }
-        for (i, state) in states.enumerated() {
-            if case .unusable = state, let id = report.images[i].id, !id.isEmpty {
+        for (i, state) in context.states.enumerated() {
+            if case .unusable? = state, let id = report.images[i].id, !id.isEmpty {
                 warnings.append("image \(report.images[i].name): debug file for \(id) could not be used")
             }
         }
@@ -68,18 +59,38 @@ public final class Symbolicator {
     /// Resolves frame lists of one report, counting what resolved and which build ids were missing.
     fileprivate struct FrameContext {
         let report: RawReport
-        let states: [ImageState]
+        let cache: DebugFileCache
         let locator: ImageLocator
         let names: DemangleCache
+        /// Filled the first time a frame falls in an image: an Apple report lists hundreds of
+        /// images, and opening debug files no frame needs would also evict useful ones from the cache.
+        private(set) var states: [ImageState?]
         var missing: [String] = []
         var resolved = 0
         var total = 0
 
-        init(report: RawReport, states: [ImageState], locator: ImageLocator, names: DemangleCache) {
+        init(report: RawReport, cache: DebugFileCache, locator: ImageLocator, names: DemangleCache) {
             self.report = report
-            self.states = states
+            self.cache = cache
             self.locator = locator
             self.names = names
+            states = Array(repeating: nil, count: report.images.count)
+        }
+
+        mutating func state(ofImage index: Int) -> ImageState {
+            if let known = states[index] { return known }
+            let state: ImageState
+            if let id = report.images[index].id, !id.isEmpty {
+                do throws(LookupError) {
+                    state = .loaded(try cache.file(buildID: id))
+                } catch {
+                    if case .missingDebugFile(let id) = error { state = .missing(id) } else { state = .unusable }
+                }
+            } else {
+                state = .unusable
+            }
+            states[index] = state
+            return state
         }
 
         /// Each raw frame becomes one entry per inline level, innermost first.
@@ -100,7 +111,7 @@ public final class Symbolicator {
                 var base = SymbolicatedFrame(
                     index: index, address: raw.address, kind: raw.kind, image: image.name,
                     imageOffset: relative, status: .missingDebugFile)
-                switch states[imageIndex] {
+                switch state(ofImage: imageIndex) {
                 case .missing(let id):
                     if !missing.contains(id) { missing.append(id) }
                     frames.append(base)

@@ -23,8 +23,8 @@ public struct AndroidTombstoneFormat: ReportFormat {
 
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
         var parser = TombstoneParser(format: id)
-        for (number, raw) in ReportText.lines(data).enumerated() {
-            parser.consume(TombstoneParser.strippingLogcatPrefix(String(raw)), lineNumber: number + 1)
+        for line in TextLine.lines(data) {
+            parser.consume(TombstoneParser.strippingLogcatPrefix(line))
         }
         return try parser.finish()
     }
@@ -44,74 +44,196 @@ struct TombstoneParser {
     var warnings: [String] = []
     var timestamp: String?
 
-    // Regex is not Sendable, so each parse builds its own.
-    let threadLine = #/^pid: (\d+), tid: (\d+), name: (.*?)(?:\s+>>> (.*) <<<)?$/#
-    let signalLine = #/^signal (\d+) \(([A-Z0-9]+)\), code (-?\d+)(?: \(([^)]*)\))?.*?, fault addr (\S+)/#
-    let frameLine = #/^\s*#(\d+) pc ([0-9a-fA-F]+)\s+(.*?)\s*$/#
-
     init(format: String) { self.format = format }
 
-    /// Removes the logcat prefixes of `threadtime` (`11-21 10:00:00.123  1234  1234 F DEBUG   : `),
-    /// `brief` (`F/DEBUG  ( 1234): `) and Android Studio (`… A/DEBUG: `) output.
-    static func strippingLogcatPrefix(_ line: String) -> String {
-        let threadtime = #/^(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+\s+(?:\S+\s+)?\d+\s+\d+\s+[VDIWEFA]\s+[^:]*?\s*: ?/#
-        let brief = #/^[VDIWEFA]/[^(:]*\(\s*\d+\): ?/#
-        let studio = #/^.{0,80}?\b[VDIWEFA]/(?:DEBUG|libc|crash_dump\d*)\s*: ?/#
-        for pattern in [threadtime, brief, studio] {
-            if let m = try? pattern.prefixMatch(in: line) { return String(line[m.range.upperBound...]) }
+    /// Removes the logcat prefixes of `threadtime` (`11-21 10:00:00.123  1234  1234 F DEBUG   : `,
+    /// optionally with a year and a uid column), `brief` (`F/DEBUG  ( 1234): `) and Android
+    /// Studio (`… A/DEBUG: ` within the first 80 characters) output.
+    static func strippingLogcatPrefix(_ line: TextLine) -> TextLine {
+        for strip in [threadtimePrefix, briefPrefix, studioPrefix] {
+            if let rest = strip(line) { return rest }
         }
         return line
     }
 
-    mutating func consume(_ raw: String, lineNumber: Int) {
-        let line = raw.trimmingTrailingWhitespace()
-        let trimmed = line.trimmingCharacters(in: .whitespaces)
-        if trimmed.hasPrefix("ABI: ") {
-            abi = trimmed.dropFirst(5).trimmingCharacters(in: CharacterSet(charactersIn: "' "))
+    static func isLevel(_ byte: UInt8) -> Bool { "VDIWEFA".utf8.contains(byte) }
+
+    /// Consumes exactly `count` digits.
+    static func skipDigits(_ cursor: inout TextLine, _ count: Int) -> Bool {
+        let digits = cursor.take(while: TextLine.isDigit)
+        return digits.count == count
+    }
+
+    static func threadtimePrefix(_ line: TextLine) -> TextLine? {
+        var c = line
+        // [YYYY-]MM-DD HH:MM:SS.fff
+        var probe = c
+        if skipDigits(&probe, 4), probe.skip("-") { c = probe }
+        guard skipDigits(&c, 2), c.skip("-"), skipDigits(&c, 2), c.skipBlanks() > 0,
+            skipDigits(&c, 2), c.skip(":"), skipDigits(&c, 2), c.skip(":"), skipDigits(&c, 2), c.skip("."),
+            !c.take(while: TextLine.isDigit).isEmpty, c.skipBlanks() > 0
+        else { return nil }
+        // [uid] pid tid level: the uid column (a name or number) is optional.
+        var words: [Range<Int>] = []
+        for _ in 0..<4 {
+            let word = c.take { !TextLine.isBlank($0) }
+            guard !word.isEmpty else { break }
+            words.append(word)
+            c.skipBlanks()
+            if words.count == 3, isLevelWord(words[2], in: line), isNumber(words[0], in: line), isNumber(words[1], in: line) {
+                return tag(after: c)
+            }
+        }
+        guard words.count == 4, isNumber(words[1], in: line), isNumber(words[2], in: line), isLevelWord(words[3], in: line)
+        else { return nil }
+        return tag(after: c)
+    }
+
+    private static func isNumber(_ range: Range<Int>, in line: TextLine) -> Bool {
+        line.bytes[range].allSatisfy(TextLine.isDigit)
+    }
+
+    private static func isLevelWord(_ range: Range<Int>, in line: TextLine) -> Bool {
+        range.count == 1 && isLevel(line.bytes[range.lowerBound])
+    }
+
+    /// After the level: the tag runs to the first colon, then one optional space.
+    private static func tag(after cursor: TextLine) -> TextLine? {
+        var c = cursor
+        guard let colon = c.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        c.position = colon + 1
+        _ = c.skip(" ")
+        return c
+    }
+
+    static func briefPrefix(_ line: TextLine) -> TextLine? {
+        var c = line
+        guard let level = c.first, isLevel(level) else { return nil }
+        c.position += 1
+        guard c.skip("/") else { return nil }
+        _ = c.take { $0 != UInt8(ascii: "(") && $0 != UInt8(ascii: ":") }
+        guard c.skip("(") else { return nil }
+        c.skipBlanks()
+        guard !c.take(while: TextLine.isDigit).isEmpty, c.skip("):") else { return nil }
+        _ = c.skip(" ")
+        return c
+    }
+
+    static func studioPrefix(_ line: TextLine) -> TextLine? {
+        // At most 80 characters (UTF-8 continuation bytes do not count) before "X/TAG:".
+        var characters = 0
+        var index = line.position
+        while index < line.end, characters <= 80 {
+            let byte = line.bytes[index]
+            let previous = index > line.position ? line.bytes[index - 1] : 0x20
+            let atWordStart = !(TextLine.isLetter(previous) || TextLine.isDigit(previous) || previous == UInt8(ascii: "_"))
+            if atWordStart, isLevel(byte), line.matches("/", at: index + 1) {
+                var c = line
+                c.position = index + 2
+                if c.skip("DEBUG") || c.skip("libc") || (c.skip("crash_dump") && { _ = c.take(while: TextLine.isDigit); return true }()) {
+                    c.skipBlanks()
+                    if c.skip(":") {
+                        _ = c.skip(" ")
+                        return c
+                    }
+                }
+            }
+            if byte & 0xc0 != 0x80 { characters += 1 }
+            index += 1
+        }
+        return nil
+    }
+
+    mutating func consume(_ raw: TextLine) {
+        let line = raw.trimmed
+        if line.hasPrefix("ABI: ") {
+            abi = line.string(line.position + 5..<line.end).trimmingCharacters(in: CharacterSet(charactersIn: "' "))
             return
         }
-        if trimmed.hasPrefix("Timestamp: ") {
-            timestamp = String(trimmed.dropFirst("Timestamp: ".count))
+        if line.hasPrefix("Timestamp: ") {
+            timestamp = line.string(line.position + "Timestamp: ".utf8.count..<line.end)
             return
         }
-        if let m = try? threadLine.wholeMatch(in: trimmed), let tid = Int(m.2) {
-            if let name = m.4 { process = String(name) }
-            // The first thread block is the one that crashed; later ones follow "--- --- ---".
-            threads.append(RawThread(index: tid, name: String(m.3), crashed: threads.isEmpty, frames: []))
-            inBacktrace = false
+        if line.hasPrefix("pid: "), consumeThreadHeading(line) { return }
+        if exception == nil, let signal = Self.signal(line) {
+            exception = signal
             return
         }
-        if let m = try? signalLine.prefixMatch(in: trimmed), exception == nil {
-            exception = ExceptionInfo(
-                type: String(m.2), signal: String(m.2), code: m.4.map { "\(m.3) (\($0))" } ?? String(m.3),
-                faultAddress: Address(parsing: m.5))
-            return
-        }
-        if trimmed.hasPrefix("Abort message: ") {
+        if line.hasPrefix("Abort message: ") {
             exception = exception ?? ExceptionInfo()
-            exception?.message = trimmed.dropFirst("Abort message: ".count).trimmingCharacters(in: CharacterSet(charactersIn: "'"))
+            exception?.message = line.string(line.position + "Abort message: ".utf8.count..<line.end)
+                .trimmingCharacters(in: CharacterSet(charactersIn: "'"))
             return
         }
-        if trimmed == "backtrace:" {
+        if line.hasPrefix("backtrace:") && line.position + "backtrace:".utf8.count == line.end {
             if threads.isEmpty { threads.append(RawThread(index: 0, crashed: true, frames: [])) }
             inBacktrace = true
             return
         }
         guard inBacktrace else { return }
-        if trimmed.isEmpty {
+        if line.isAtEnd {
             inBacktrace = false
             return
         }
-        guard let m = try? frameLine.wholeMatch(in: line), let pc = UInt64(m.2, radix: 16) else {
-            if trimmed.hasPrefix("#") {
-                warnings.append("line \(lineNumber): frame not understood: \(trimmed)")
+        // `#00 pc 0000000000042f8c  /system/lib64/libc.so (abort+164) (BuildId: …)`
+        var cursor = line
+        guard cursor.skip("#"), cursor.integer() != nil, cursor.skip(" pc ") else {
+            if line.hasPrefix("#") {
+                warnings.append("line \(line.number): frame not understood: \(line.rest)")
             } else {
                 inBacktrace = false
             }
             return
         }
-        let imageIndex = image(for: String(m.3), lineNumber: lineNumber)
+        let hex = cursor.take(while: TextLine.isHexDigit)
+        guard !hex.isEmpty, cursor.skipBlanks() > 0, let pc = UInt64(line.string(hex), radix: 16) else {
+            warnings.append("line \(line.number): frame not understood: \(line.rest)")
+            return
+        }
+        let imageIndex = image(for: cursor.rest, lineNumber: line.number)
         threads[threads.count - 1].frames.append(RawFrame(address: Address(pc), kind: .pc, imageIndex: imageIndex))
+    }
+
+    /// `pid: 1234, tid: 1240, name: RenderThread  >>> com.example.app <<<`.
+    mutating func consumeThreadHeading(_ line: TextLine) -> Bool {
+        var c = line
+        guard c.skip("pid: "), c.integer() != nil, c.skip(", tid: "), let tid = c.integer(), c.skip(", name: ") else {
+            return false
+        }
+        var nameEnd = line.end
+        if line.hasSuffix(" <<<"), let marker = c.firstIndex(of: ">>> "), marker + 4 <= line.end - 4 {
+            // The process name sits between ">>> " and " <<<"; blanks before ">>>" pad the thread name.
+            process = line.string(marker + 4..<line.end - 4)
+            nameEnd = marker
+            while nameEnd > c.position, TextLine.isBlank(line.bytes[nameEnd - 1]) { nameEnd -= 1 }
+        }
+        // The first thread block is the one that crashed; later ones follow "--- --- ---".
+        threads.append(RawThread(index: tid, name: line.string(c.position..<nameEnd), crashed: threads.isEmpty, frames: []))
+        inBacktrace = false
+        return true
+    }
+
+    /// `signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0`.
+    static func signal(_ line: TextLine) -> ExceptionInfo? {
+        var c = line
+        guard c.skip("signal "), c.integer() != nil, c.skip(" (") else { return nil }
+        let name = c.take { TextLine.isDigit($0) || (0x41...0x5a).contains($0) }
+        guard !name.isEmpty, c.skip("), code ") else { return nil }
+        let codeStart = c.position
+        _ = c.skip("-")
+        guard !c.take(while: TextLine.isDigit).isEmpty else { return nil }
+        var code = line.string(codeStart..<c.position)
+        var probe = c
+        if probe.skip(" ("), let close = probe.firstIndex(of: UInt8(ascii: ")")) {
+            code += " (\(line.string(probe.position..<close)))"
+            c.position = close + 1
+        }
+        guard let marker = c.firstIndex(of: ", fault addr ") else { return nil }
+        c.position = marker + ", fault addr ".utf8.count
+        let fault = c.take { !TextLine.isWhitespace($0) }
+        guard !fault.isEmpty else { return nil }
+        let signal = line.string(name)
+        return ExceptionInfo(type: signal, signal: signal, code: code, faultAddress: Address(parsing: line.string(fault)))
     }
 
     /// `/path/lib.so (offset 0x1000) (symbol+12) (BuildId: abcd…)`: trailing parenthesised groups

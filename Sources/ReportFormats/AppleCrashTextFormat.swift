@@ -27,8 +27,8 @@ public struct AppleCrashTextFormat: ReportFormat {
 
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
         var parser = AppleCrashTextParser(format: id)
-        for (number, line) in ReportText.lines(data).enumerated() {
-            parser.consume(String(line), lineNumber: number + 1)
+        for line in TextLine.lines(data) {
+            parser.consume(line)
         }
         return try parser.finish()
     }
@@ -62,21 +62,12 @@ struct AppleCrashTextParser {
 
     init(format: String) { self.format = format }
 
-    // Regex is not Sendable, so each parse builds its own.
-    let threadLine = #/^Thread (\d+)( Crashed)?:\s*(.*?)\s*$/#
-    let threadNameLine = #/^Thread (\d+) name:\s*(.*?)\s*$/#
-    let threadStateLine = #/^Thread \d+ crashed with .*Thread State/#
-    let frameLine = #/^(\d+)\s+(.+?)\s+0x([0-9a-fA-F]+)(?:\s+(.*?))?\s*$/#
-    let loadPlusOffset = #/^0x([0-9a-fA-F]+) \+ (\d+)$/#
-    let imageLine = #/^\s*0x([0-9a-fA-F]+)\s*-\s*0x([0-9a-fA-F]+)\s+(.*?)\s*<([^>]*)>\s*(.*?)\s*$/#
-    let headerLine = #/^([A-Za-z][A-Za-z /]*?):\s*(.*?)\s*$/#
     static let archNames: Set<String> = [
         "x86_64", "x86_64h", "i386", "arm64", "arm64e", "arm64_32", "armv7", "armv7s", "armv7k", "armv6", "arm",
         "ppc", "ppc64",
     ]
 
-    mutating func consume(_ raw: String, lineNumber: Int) {
-        let line = raw.trimmingTrailingWhitespace()
+    mutating func consume(_ line: TextLine) {
         if line.hasPrefix("Binary Images:") {
             section = .binaryImages
             sawBinaryImages = true
@@ -89,64 +80,81 @@ struct AppleCrashTextParser {
             section = .lastException
             return
         }
-        if (try? threadStateLine.prefixMatch(in: line)) != nil {
-            section = .threadState
-            return
-        }
-        if let m = try? threadLine.wholeMatch(in: line), let index = Int(m.1) {
-            let name = m.3.isEmpty ? nil : String(m.3)
-            threads.append(PendingThread(index: index, name: name, crashed: m.2 != nil))
-            section = .thread
-            return
-        }
-        if let m = try? threadNameLine.wholeMatch(in: line), let index = Int(m.1) {
-            var name = String(m.2)
-            // "Thread 0 name:  Dispatch queue: com.apple.main-thread" names the thread by its queue.
-            if name.hasPrefix("Dispatch queue:") { name = name.dropFirst("Dispatch queue:".count).trimmingCharacters(in: .whitespaces) }
-            if !name.isEmpty { threadNames[index] = name }
-            section = .root
-            return
-        }
+        if line.hasPrefix("Thread "), consumeThreadHeading(line) { return }
 
         switch section {
         case .root:
-            if let m = try? headerLine.wholeMatch(in: line), header[String(m.1)] == nil {
-                header[String(m.1)] = String(m.2)
+            if let (key, value) = Self.headerField(line), header[key] == nil {
+                header[key] = value
             }
         case .threadState:
-            if line.isEmpty { section = .root }
+            if line.isAtEnd { section = .root }
         case .thread, .lastException:
-            if line.trimmingCharacters(in: .whitespaces).hasPrefix("(") && section == .lastException {
+            if section == .lastException && line.trimmed.first == UInt8(ascii: "(") {
                 section = .exceptionList
-                consumeExceptionList(line, lineNumber: lineNumber)
-            } else if let frame = parseFrame(line, lineNumber: lineNumber) {
+                consumeExceptionList(line)
+            } else if let frame = parseFrame(line) {
                 threads[threads.count - 1].frames.append(frame)
-            } else if line.isEmpty {
+            } else if line.isAtEnd {
                 if section == .thread || !(threads.last?.frames.isEmpty ?? true) { section = .root }
-            } else if line.first?.isNumber == true {
-                warnings.append("line \(lineNumber): frame not understood: \(line)")
+            } else if line.first.map(TextLine.isDigit) == true {
+                warnings.append("line \(line.number): frame not understood: \(line.rest)")
             } else {
                 section = .root
-                consume(raw, lineNumber: lineNumber)
+                consume(line)
             }
         case .exceptionList:
-            consumeExceptionList(line, lineNumber: lineNumber)
+            consumeExceptionList(line)
         case .binaryImages:
-            if line.trimmingCharacters(in: .whitespaces).isEmpty { return }
-            if let image = parseImage(line, lineNumber: lineNumber) {
+            if line.isBlankToEnd { return }
+            if let image = parseImage(line) {
                 images.append(image)
-            } else if line.first?.isWhitespace == true || line.hasPrefix("0x") {
-                warnings.append("line \(lineNumber): binary image not understood: \(line.trimmingCharacters(in: .whitespaces))")
+            } else if line.first.map(TextLine.isBlank) == true || line.hasPrefix("0x") {
+                warnings.append("line \(line.number): binary image not understood: \(line.restTrimmed)")
             } else {
                 section = .root
-                consume(raw, lineNumber: lineNumber)
+                consume(line)
             }
         }
     }
 
+    /// `Thread 3 Crashed:  name`, `Thread 3 name:  Dispatch queue: …` and `Thread 3 crashed with
+    /// ARM Thread State (64-bit):`; false when the line is none of them.
+    mutating func consumeThreadHeading(_ line: TextLine) -> Bool {
+        var cursor = line
+        guard cursor.skip("Thread "), let index = cursor.integer() else { return false }
+        if cursor.skip(" crashed with "), cursor.firstIndex(of: "Thread State") != nil {
+            section = .threadState
+            return true
+        }
+        if cursor.skip(" name:") {
+            var name = cursor.restTrimmed
+            // "Thread 0 name:  Dispatch queue: com.apple.main-thread" names the thread by its queue.
+            if name.hasPrefix("Dispatch queue:") { name = name.dropFirst("Dispatch queue:".count).trimmingCharacters(in: .whitespaces) }
+            if !name.isEmpty { threadNames[index] = name }
+            section = .root
+            return true
+        }
+        let crashed = cursor.skip(" Crashed")
+        guard cursor.skip(":") else { return false }
+        let name = cursor.restTrimmed
+        threads.append(PendingThread(index: index, name: name.isEmpty ? nil : name, crashed: crashed))
+        section = .thread
+        return true
+    }
+
+    /// `Key Words:  value`: the key is a letter followed by letters, blanks and slashes up to the first colon.
+    static func headerField(_ line: TextLine) -> (String, String)? {
+        var cursor = line
+        guard let first = cursor.first, TextLine.isLetter(first) else { return nil }
+        let key = cursor.take { TextLine.isLetter($0) || TextLine.isBlank($0) || $0 == UInt8(ascii: "/") }
+        guard cursor.skip(":") else { return nil }
+        return (line.string(key), cursor.restTrimmed)
+    }
+
     /// `(0x1a2b 0x3c4d …)`, possibly over several lines.
-    mutating func consumeExceptionList(_ line: String, lineNumber: Int) {
-        var text = Substring(line.trimmingCharacters(in: .whitespaces))
+    mutating func consumeExceptionList(_ line: TextLine) {
+        var text = Substring(line.restTrimmed)
         if text.hasPrefix("(") { text = text.dropFirst() }
         let closed = text.hasSuffix(")")
         if closed { text = text.dropLast() }
@@ -154,53 +162,87 @@ struct AppleCrashTextParser {
             if let address = Address(parsing: token), token.hasPrefix("0x") {
                 threads[threads.count - 1].frames.append(PendingFrame(imageName: nil, address: address.value))
             } else {
-                warnings.append("line \(lineNumber): not an address in Last Exception Backtrace: \(token)")
+                warnings.append("line \(line.number): not an address in Last Exception Backtrace: \(token)")
             }
         }
         if closed { section = .root }
     }
 
     /// `0   libsystem_kernel.dylib   0x00007fff61bc6c2a 0x7fff61bc6000 + 3114`, or with
-    /// `symbol + offset` / `symbol (file:line)` in place of the load address.
-    mutating func parseFrame(_ line: String, lineNumber: Int) -> PendingFrame? {
-        guard let m = try? frameLine.wholeMatch(in: line), let pc = UInt64(m.3, radix: 16) else { return nil }
-        let image = m.2 == "???" ? nil : String(m.2)
-        if let rest = m.4, let load = try? loadPlusOffset.wholeMatch(in: rest),
-            let base = UInt64(load.1, radix: 16), let offset = UInt64(load.2)
-        {
-            let (sum, overflow) = base.addingReportingOverflow(offset)
-            if overflow || sum != pc {
-                warnings.append("line \(lineNumber): 0x\(load.1) + \(load.2) is not the frame's address 0x\(m.3)")
+    /// `symbol + offset` / `symbol (file:line)` in place of the load address. Image names may
+    /// contain blanks: the name ends before the first blank-separated `0x…` that is a whole word.
+    mutating func parseFrame(_ line: TextLine) -> PendingFrame? {
+        var cursor = line
+        guard cursor.integer() != nil, cursor.skipBlanks() > 0, !cursor.isAtEnd else { return nil }
+        let nameStart = cursor.position
+        // Each blank run is examined once and the scan resumes after it, so this stays linear.
+        var search = nameStart + 1
+        while let blank = cursor.firstBlank(from: search) {
+            var candidate = cursor
+            candidate.position = blank
+            candidate.skipBlanks()
+            search = candidate.position
+            guard let pc = candidate.hexNumber() else { continue }
+            guard candidate.isAtEnd || candidate.first.map(TextLine.isBlank) == true else {
+                search = candidate.position
+                continue
             }
+            guard let value = pc.value else { return nil }
+            let name = line.string(line.trimming(nameStart..<blank))
+            candidate.skipBlanks()
+            checkLoadPlusOffset(candidate, pc: value, pcText: pc.text)
+            return PendingFrame(imageName: name == "???" ? nil : name, address: value)
         }
-        return PendingFrame(imageName: image, address: pc)
+        return nil
+    }
+
+    /// `0x7fff61bc6000 + 3114` after the pc must add up to it.
+    mutating func checkLoadPlusOffset(_ rest: TextLine, pc: UInt64, pcText: String) {
+        var cursor = rest
+        guard let base = cursor.hexNumber(), cursor.skip(" + ") else { return }
+        let digits = cursor.take(while: TextLine.isDigit)
+        guard !digits.isEmpty, cursor.isAtEnd, let load = base.value, let offset = UInt64(cursor.string(digits)) else { return }
+        let (sum, overflow) = load.addingReportingOverflow(offset)
+        if overflow || sum != pc {
+            warnings.append("line \(rest.number): 0x\(base.text) + \(cursor.string(digits)) is not the frame's address 0x\(pcText)")
+        }
     }
 
     /// `0x10864e000 - 0x10ee0ffff +YetAnotherMac x86_64 (400.9.4 - 1.0.0) <2d90…> /path`.
-    mutating func parseImage(_ line: String, lineNumber: Int) -> BinaryImage? {
-        guard let m = try? imageLine.wholeMatch(in: line), let start = UInt64(m.1, radix: 16),
-            let end = UInt64(m.2, radix: 16)
+    mutating func parseImage(_ line: TextLine) -> BinaryImage? {
+        var cursor = line
+        cursor.skipBlanks()
+        guard let startHex = cursor.hexNumber() else { return nil }
+        cursor.skipBlanks()
+        guard cursor.skip("-") else { return nil }
+        cursor.skipBlanks()
+        guard let endHex = cursor.hexNumber(), cursor.skipBlanks() > 0,
+            let open = cursor.firstIndex(of: UInt8(ascii: "<")),
+            let close = cursor.firstIndex(of: UInt8(ascii: ">"), from: open + 1),
+            let start = startHex.value, let end = endHex.value
         else { return nil }
         guard end >= start else {
-            warnings.append("line \(lineNumber): binary image ends before it starts: \(line.trimmingCharacters(in: .whitespaces))")
+            warnings.append("line \(line.number): binary image ends before it starts: \(line.restTrimmed)")
             return nil
         }
-        var middle = String(m.3).trimmingCharacters(in: .whitespaces)
+        var middle = line.string(line.trimming(cursor.position..<open))
         if middle.hasPrefix("+") { middle.removeFirst() }
         var arch: String?
         // A trailing "(…)" is the version, or the arch in reports that print "(x86_64)".
-        if middle.hasSuffix(")"), let open = middle.lastIndex(of: "(") {
-            let inner = String(middle[middle.index(after: open)..<middle.index(before: middle.endIndex)])
+        if middle.hasSuffix(")"), let paren = middle.lastIndex(of: "(") {
+            let inner = String(middle[middle.index(after: paren)..<middle.index(before: middle.endIndex)])
             if Self.archNames.contains(inner) { arch = inner }
-            middle = String(middle[..<open]).trimmingCharacters(in: .whitespaces)
+            middle = String(middle[..<paren]).trimmingCharacters(in: .whitespaces)
         }
         if arch == nil, let space = middle.lastIndex(of: " "), Self.archNames.contains(String(middle[middle.index(after: space)...])) {
             arch = String(middle[middle.index(after: space)...])
             middle = String(middle[..<space]).trimmingCharacters(in: .whitespaces)
         }
         let name = middle.isEmpty ? "???" : middle
-        let path = m.5.isEmpty ? nil : String(m.5)
-        let id = ImageIdentifier.validated(String(m.4), image: name, byteCounts: ImageIdentifier.appleByteCounts, warnings: &warnings)
+        let pathRange = line.trimming(close + 1..<line.end)
+        let path = pathRange.isEmpty ? nil : line.string(pathRange)
+        let id = ImageIdentifier.validated(
+            line.string(open + 1..<close), image: name, byteCounts: ImageIdentifier.appleByteCounts, warnings: &warnings)
         // The end address is the image's last byte.
         return BinaryImage(name: name, path: path, id: id, arch: arch, loadAddress: Address(start), size: end - start + 1)
     }
@@ -218,11 +260,13 @@ struct AppleCrashTextParser {
         let crashedIndex = (header["Crashed Thread"] ?? header["Triggered by Thread"]).flatMap { Int($0.prefix { $0.isNumber }) }
         let anyMarked = threads.contains { $0.crashed }
         var unknownImages: [String] = []
+        var unknownSeen: Set<String> = []
+        let imagesByName = ImagesByName(images)
         let rawThreads = threads.map { thread in
             let frames = thread.frames.enumerated().map { position, frame in
                 RawFrame(
                     address: Address(frame.address), kind: position == 0 ? .pc : .returnAddress,
-                    imageIndex: imageIndex(for: frame, unknown: &unknownImages))
+                    imageIndex: imagesByName.index(for: frame, unknown: &unknownImages, seen: &unknownSeen))
             }
             return RawThread(
                 index: thread.index, name: thread.name ?? threadNames[thread.index],
@@ -234,16 +278,6 @@ struct AppleCrashTextParser {
         return RawReport(
             format: format, kind: .crash, platform: platform, arch: arch, app: app, os: header["OS Version"],
             timestamp: header["Date/Time"], exception: exception, images: images, threads: rawThreads, warnings: warnings)
-    }
-
-    /// The image named in the frame's line, when one of that name contains its address.
-    func imageIndex(for frame: PendingFrame, unknown: inout [String]) -> Int? {
-        guard let name = frame.imageName else { return nil }
-        if let index = images.indices.first(where: { images[$0].name == name && images[$0].contains(frame.address) }) {
-            return index
-        }
-        if !unknown.contains(name) { unknown.append(name) }
-        return nil
     }
 
     var arch: String? {
@@ -305,10 +339,33 @@ struct AppleCrashTextParser {
     }
 }
 
-extension String {
-    func trimmingTrailingWhitespace() -> String {
-        var s = Substring(self)
-        while let last = s.last, last.isWhitespace { s = s.dropLast() }
-        return String(s)
+
+/// Images by name, each name's images sorted by load address, so matching a frame to the image
+/// its line names is a binary search rather than a scan of every image.
+struct ImagesByName {
+    private let byName: [String: [(start: UInt64, index: Int)]]
+    private let images: [BinaryImage]
+
+    init(_ images: [BinaryImage]) {
+        self.images = images
+        var byName: [String: [(start: UInt64, index: Int)]] = [:]
+        for (index, image) in images.enumerated() { byName[image.name, default: []].append((image.loadAddress.value, index)) }
+        self.byName = byName.mapValues { $0.sorted { $0.start < $1.start } }
+    }
+
+    /// The image named in the frame's line, when one of that name contains its address.
+    func index(for frame: AppleCrashTextParser.PendingFrame, unknown: inout [String], seen: inout Set<String>) -> Int? {
+        guard let name = frame.imageName else { return nil }
+        if let candidates = byName[name] {
+            var low = 0
+            var high = candidates.count
+            while low < high {
+                let middle = (low + high) / 2
+                if candidates[middle].start <= frame.address { low = middle + 1 } else { high = middle }
+            }
+            if low > 0, images[candidates[low - 1].index].contains(frame.address) { return candidates[low - 1].index }
+        }
+        if seen.insert(name).inserted { unknown.append(name) }
+        return nil
     }
 }

@@ -3,12 +3,6 @@ import ReportModel
 
 /// Helpers shared by the text formats and by the identifiers every format carries.
 enum ReportText {
-    /// The report's lines, without line terminators (`\n` or `\r\n`).
-    static func lines(_ data: Data) -> [Substring] {
-        String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-            .map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
-    }
-
     /// True when `needle` occurs in the first `window` bytes of a report that is not JSON.
     static func textHead(_ data: Data, contains needle: String, window: Int = 65536) -> Bool {
         !JSONText.looksLikeJSON(data) && JSONText.head(data, contains: needle, window: window)

@@ -17,13 +17,6 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
 
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
         enum Section { case root, thread, images }
-        // Regex is not Sendable, so each parse builds its own.
-        let crashedLine = #/^\*\*\* Program crashed: (.*?)(?: at 0x([0-9a-fA-F]+))? \*\*\*$/#
-        let threadLine = #/^Thread (\d+)(?: "(.*)")?( crashed)?:$/#
-        let frameLine = #/^\s*(\d+)((?:\s+\[[a-z]+\])*)\s+0x([0-9a-fA-F]+)(?:\s.*)?$/#
-        let imagesLine = #/^Images(?: \((\d+) omitted\))?:$/#
-        let imageLine = #/^0x([0-9a-fA-F]+)–0x([0-9a-fA-F]+)\s+(<no build ID>|[0-9a-fA-F]+)\s+(.*)$/#
-
         var section = Section.root
         var exception: ExceptionInfo?
         var arch: String?
@@ -32,26 +25,24 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
         var images: [BinaryImage] = []
         var warnings: [String] = []
 
-        for (number, raw) in ReportText.lines(data).enumerated() {
-            let line = String(raw).trimmingTrailingWhitespace()
-            if let m = try? crashedLine.wholeMatch(in: line) {
-                exception = ExceptionInfo(
-                    type: String(m.1), signal: String(m.1), faultAddress: m.2.flatMap { Address(parsing: $0) })
+        for line in TextLine.lines(data) {
+            if let crash = Self.programCrashed(line) {
+                exception = ExceptionInfo(type: crash.description, signal: crash.description, faultAddress: crash.address)
                 continue
             }
             if line.hasPrefix("Platform: ") {
-                let platform = line.dropFirst("Platform: ".count)
+                let platform = line.string(line.position + "Platform: ".utf8.count..<line.end)
                 arch = platform.split(separator: " ").first.map(String.init)
                 os = platform.split(separator: " ", maxSplits: 1).dropFirst().first.map(String.init)
                 continue
             }
-            if let m = try? threadLine.wholeMatch(in: line), let index = Int(m.1) {
-                threads.append(RawThread(index: index, name: m.2.map(String.init), crashed: m.3 != nil, frames: []))
+            if let thread = Self.threadHeading(line) {
+                threads.append(thread)
                 section = .thread
                 continue
             }
-            if let m = try? imagesLine.wholeMatch(in: line) {
-                if let omitted = m.1.flatMap({ Int($0) }), omitted > 0 {
+            if let omitted = Self.imagesHeading(line) {
+                if omitted > 0 {
                     // The runtime lists only images that frames point into; the rest are counted.
                     warnings.append("\(omitted) images not listed by the runtime")
                 }
@@ -66,39 +57,22 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
             case .root:
                 continue
             case .thread:
-                if line.isEmpty { continue }
-                if let m = try? frameLine.wholeMatch(in: line), let address = UInt64(m.3, radix: 16) {
-                    let flags = m.2
+                if line.isAtEnd { continue }
+                if let frame = Self.frame(line) {
                     // Symbolicated reports repeat an address once per inline level.
-                    if flags.contains("[inlined]") { continue }
-                    let kind: FrameKind = flags.contains("[ra]") || flags.contains("[async]") ? .returnAddress : .pc
-                    threads[threads.count - 1].frames.append(RawFrame(address: Address(address), kind: kind))
+                    if let frame { threads[threads.count - 1].frames.append(frame) }
                 } else if line.hasSuffix("...") {
                     warnings.append("thread \(threads[threads.count - 1].index): frames omitted by the runtime")
                 } else {
-                    warnings.append("line \(number + 1): frame not understood: \(line)")
+                    warnings.append("line \(line.number): frame not understood: \(line.rest)")
                 }
             case .images:
-                if line.isEmpty { continue }
-                guard let m = try? imageLine.wholeMatch(in: line), let start = UInt64(m.1, radix: 16),
-                    let end = UInt64(m.2, radix: 16), end >= start
-                else {
-                    warnings.append("line \(number + 1): image not understood: \(line)")
+                if line.isAtEnd { continue }
+                guard let image = Self.image(line, arch: arch, warnings: &warnings) else {
+                    warnings.append("line \(line.number): image not understood: \(line.rest)")
                     continue
                 }
-                // "name   /path": the name is padded; the path is what follows the last run of blanks before "/".
-                let rest = String(m.4)
-                var name = rest
-                var path: String?
-                if let slash = rest.range(of: " /") {
-                    name = rest[..<slash.lowerBound].trimmingCharacters(in: .whitespaces)
-                    path = String(rest[rest.index(after: slash.lowerBound)...])
-                }
-                let buildID = m.3 == "<no build ID>" ? nil : String(m.3)
-                images.append(BinaryImage(
-                    name: name, path: path,
-                    id: ImageIdentifier.validated(buildID, image: name, byteCounts: ImageIdentifier.elfByteCounts, warnings: &warnings),
-                    arch: arch, loadAddress: Address(start), size: end - start))
+                images.append(image)
             }
         }
         guard !threads.isEmpty else {
@@ -108,5 +82,98 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
             format: id, kind: .crash, platform: os.map { $0.hasPrefix("Linux") ? "Linux" : $0 }, arch: arch,
             app: images.first.map { AppInfo(name: $0.name) }, os: os, exception: exception, images: images,
             threads: threads, warnings: warnings)
+    }
+
+    /// `*** Program crashed: Bad pointer dereference at 0x0000000000000000 ***`.
+    static func programCrashed(_ line: TextLine) -> (description: String, address: Address?)? {
+        var cursor = line
+        guard cursor.skip("*** Program crashed: "), cursor.hasSuffix(" ***") else { return nil }
+        let textEnd = line.end - " ***".utf8.count
+        guard textEnd >= cursor.position else { return nil }
+        // A trailing " at 0x…" is the fault address: hex digits back from the end, then " at 0x".
+        var hexStart = textEnd
+        while hexStart > cursor.position, TextLine.isHexDigit(line.bytes[hexStart - 1]) { hexStart -= 1 }
+        let at = hexStart - " at 0x".utf8.count
+        if hexStart < textEnd, at >= cursor.position, line.matches(" at 0x", at: at) {
+            return (line.string(cursor.position..<at), Address(parsing: line.string(hexStart..<textEnd)))
+        }
+        return (line.string(cursor.position..<textEnd), nil)
+    }
+
+    /// `Thread 0 "main" crashed:`, `Thread 3:`.
+    static func threadHeading(_ line: TextLine) -> RawThread? {
+        var cursor = line
+        guard cursor.skip("Thread "), let index = cursor.integer() else { return nil }
+        var name: String?
+        if cursor.skip(" \"") {
+            // The name runs to the line's last quote (names may contain quotes).
+            guard let close = line.bytes[cursor.position..<line.end].lastIndex(of: UInt8(ascii: "\"")) else { return nil }
+            name = line.string(cursor.position..<close)
+            cursor.position = close + 1
+        }
+        let crashed = cursor.skip(" crashed")
+        guard cursor.skip(":"), cursor.isAtEnd else { return nil }
+        return RawThread(index: index, name: name, crashed: crashed, frames: [])
+    }
+
+    /// `Images:` or `Images (12 omitted):`; the number omitted.
+    static func imagesHeading(_ line: TextLine) -> Int? {
+        var cursor = line
+        guard cursor.skip("Images") else { return nil }
+        var omitted = 0
+        if cursor.skip(" (") {
+            guard let count = cursor.integer(), cursor.skip(" omitted)") else { return nil }
+            omitted = count
+        }
+        return cursor.skip(":") && cursor.isAtEnd ? omitted : nil
+    }
+
+    /// `0 [ra] [async] 0x… in …`: nil when the line is not a frame, `.some(nil)` for an inline
+    /// level of a symbolicated report (the address repeats; the real frame is the other entry).
+    static func frame(_ line: TextLine) -> RawFrame?? {
+        var cursor = line
+        cursor.skipBlanks()
+        guard cursor.integer() != nil else { return nil }
+        var flags: [String] = []
+        while true {
+            guard cursor.skipBlanks() > 0 else { return nil }
+            guard cursor.skip("[") else { break }
+            let flag = cursor.take { (0x61...0x7a).contains($0) }
+            guard !flag.isEmpty, cursor.skip("]") else { return nil }
+            flags.append(line.string(flag))
+        }
+        guard let pc = cursor.hexNumber(), cursor.isAtEnd || cursor.first.map(TextLine.isWhitespace) == true,
+            let address = pc.value
+        else { return nil }
+        if flags.contains("inlined") { return .some(nil) }
+        let kind: FrameKind = flags.contains("ra") || flags.contains("async") ? .returnAddress : .pc
+        return RawFrame(address: Address(address), kind: kind)
+    }
+
+    /// `0x7f…000–0x7f…fff 1a2b… libfoo.so   /usr/lib/libfoo.so` (an en dash between the addresses).
+    static func image(_ line: TextLine, arch: String?, warnings: inout [String]) -> BinaryImage? {
+        var cursor = line
+        guard let startHex = cursor.hexNumber(), cursor.skip("–"), let endHex = cursor.hexNumber(),
+            let start = startHex.value, let end = endHex.value, end >= start, cursor.skipBlanks() > 0
+        else { return nil }
+        var buildID: String?
+        if !cursor.skip("<no build ID>") {
+            let hex = cursor.take(while: TextLine.isHexDigit)
+            guard !hex.isEmpty else { return nil }
+            buildID = line.string(hex)
+        }
+        guard cursor.skipBlanks() > 0 else { return nil }
+        // "name   /path": the name is padded; the path is what follows the last run of blanks before "/".
+        let rest = cursor.rest
+        var name = rest
+        var path: String?
+        if let slash = rest.range(of: " /") {
+            name = rest[..<slash.lowerBound].trimmingCharacters(in: .whitespaces)
+            path = String(rest[rest.index(after: slash.lowerBound)...])
+        }
+        return BinaryImage(
+            name: name, path: path,
+            id: ImageIdentifier.validated(buildID, image: name, byteCounts: ImageIdentifier.elfByteCounts, warnings: &warnings),
+            arch: arch, loadAddress: Address(start), size: end - start)
     }
 }

@@ -24,7 +24,7 @@ public struct AndroidTombstoneFormat: ReportFormat {
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
         var parser = TombstoneParser(format: id)
         for line in TextLine.lines(data) {
-            parser.consume(TombstoneParser.strippingLogcatPrefix(line))
+            try parser.consume(TombstoneParser.strippingLogcatPrefix(line))
         }
         return try parser.finish()
     }
@@ -41,7 +41,8 @@ struct TombstoneParser {
     /// Image index by "path|buildid", so each library is listed once.
     var imageKeys: [String: Int] = [:]
     var inBacktrace = false
-    var warnings: [String] = []
+    var warnings = WarningLog()
+    var limits = LimitCounter()
     var timestamp: String?
 
     init(format: String) { self.format = format }
@@ -144,7 +145,7 @@ struct TombstoneParser {
         return nil
     }
 
-    mutating func consume(_ raw: TextLine) {
+    mutating func consume(_ raw: TextLine) throws(ReportParseError) {
         let line = raw.trimmed
         if line.hasPrefix("ABI: ") {
             abi = line.string(line.position + 5..<line.end).trimmingCharacters(in: CharacterSet(charactersIn: "' "))
@@ -154,7 +155,7 @@ struct TombstoneParser {
             timestamp = line.string(line.position + "Timestamp: ".utf8.count..<line.end)
             return
         }
-        if line.hasPrefix("pid: "), consumeThreadHeading(line) { return }
+        if line.hasPrefix("pid: "), try consumeThreadHeading(line) { return }
         if exception == nil, let signal = Self.signal(line) {
             exception = signal
             return
@@ -166,7 +167,10 @@ struct TombstoneParser {
             return
         }
         if line.hasPrefix("backtrace:") && line.position + "backtrace:".utf8.count == line.end {
-            if threads.isEmpty { threads.append(RawThread(index: 0, crashed: true, frames: [])) }
+            if threads.isEmpty {
+                try limits.addThread()
+                threads.append(RawThread(index: 0, crashed: true, frames: []))
+            }
             inBacktrace = true
             return
         }
@@ -179,7 +183,7 @@ struct TombstoneParser {
         var cursor = line
         guard cursor.skip("#"), cursor.integer() != nil, cursor.skip(" pc ") else {
             if line.hasPrefix("#") {
-                warnings.append("line \(line.number): frame not understood: \(line.rest)")
+                warnings.append("line \(line.number): frame not understood: \(line.excerpt)")
             } else {
                 inBacktrace = false
             }
@@ -187,15 +191,16 @@ struct TombstoneParser {
         }
         let hex = cursor.take(while: TextLine.isHexDigit)
         guard !hex.isEmpty, cursor.skipBlanks() > 0, let pc = UInt64(line.string(hex), radix: 16) else {
-            warnings.append("line \(line.number): frame not understood: \(line.rest)")
+            warnings.append("line \(line.number): frame not understood: \(line.excerpt)")
             return
         }
-        let imageIndex = image(for: cursor.rest, lineNumber: line.number)
+        let imageIndex = try image(for: cursor.rest, lineNumber: line.number)
+        try limits.add(inThread: threads[threads.count - 1].index)
         threads[threads.count - 1].frames.append(RawFrame(address: Address(pc), kind: .pc, imageIndex: imageIndex))
     }
 
     /// `pid: 1234, tid: 1240, name: RenderThread  >>> com.example.app <<<`.
-    mutating func consumeThreadHeading(_ line: TextLine) -> Bool {
+    mutating func consumeThreadHeading(_ line: TextLine) throws(ReportParseError) -> Bool {
         var c = line
         guard c.skip("pid: "), c.integer() != nil, c.skip(", tid: "), let tid = c.integer(), c.skip(", name: ") else {
             return false
@@ -208,6 +213,7 @@ struct TombstoneParser {
             while nameEnd > c.position, TextLine.isBlank(line.bytes[nameEnd - 1]) { nameEnd -= 1 }
         }
         // The first thread block is the one that crashed; later ones follow "--- --- ---".
+        try limits.addThread()
         threads.append(RawThread(index: tid, name: line.string(c.position..<nameEnd), crashed: threads.isEmpty, frames: []))
         inBacktrace = false
         return true
@@ -238,7 +244,7 @@ struct TombstoneParser {
 
     /// `/path/lib.so (offset 0x1000) (symbol+12) (BuildId: abcd…)`: trailing parenthesised groups
     /// are peeled off from the end; what remains is the mapping's path.
-    mutating func image(for location: String, lineNumber: Int) -> Int? {
+    mutating func image(for location: String, lineNumber: Int) throws(ReportParseError) -> Int? {
         var rest = Substring(location)
         var buildID: String?
         while rest.hasSuffix(")"), let open = matchingOpen(rest) {
@@ -258,6 +264,7 @@ struct TombstoneParser {
         let file = path.split(separator: "!").last.map(String.init) ?? path
         let name = ReportText.basename(file)
         let id = ImageIdentifier.validated(buildID, image: name, byteCounts: ImageIdentifier.elfByteCounts, warnings: &warnings)
+        try limits.add(images: 1)
         images.append(BinaryImage(name: name, path: path, id: id, arch: arch, loadAddress: 0, vmAddress: 0))
         imageKeys[key] = images.count - 1
         return images.count - 1
@@ -295,6 +302,6 @@ struct TombstoneParser {
         }
         return RawReport(
             format: format, kind: .crash, platform: "Android", arch: arch, app: process.map { AppInfo(name: $0) },
-            timestamp: timestamp, exception: exception, images: images, threads: threads, warnings: warnings)
+            timestamp: timestamp, exception: exception, images: images, threads: threads, warnings: warnings.all)
     }
 }

@@ -28,7 +28,7 @@ public struct AppleCrashTextFormat: ReportFormat {
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
         var parser = AppleCrashTextParser(format: id)
         for line in TextLine.lines(data) {
-            parser.consume(line)
+            try parser.consume(line)
         }
         return try parser.finish()
     }
@@ -58,7 +58,8 @@ struct AppleCrashTextParser {
     var threadNames: [Int: String] = [:]
     var images: [BinaryImage] = []
     var sawBinaryImages = false
-    var warnings: [String] = []
+    var warnings = WarningLog()
+    var limits = LimitCounter()
 
     init(format: String) { self.format = format }
 
@@ -67,20 +68,21 @@ struct AppleCrashTextParser {
         "ppc", "ppc64",
     ]
 
-    mutating func consume(_ line: TextLine) {
+    mutating func consume(_ line: TextLine) throws(ReportParseError) {
         if line.hasPrefix("Binary Images:") {
             section = .binaryImages
             sawBinaryImages = true
             return
         }
         if line.hasPrefix("Last Exception Backtrace:") {
+            try limits.addThread()
             threads.append(PendingThread(
                 index: AppleCrashTextFormat.lastExceptionThreadIndex, name: AppleCrashTextFormat.lastExceptionThreadName,
                 crashed: false))
             section = .lastException
             return
         }
-        if line.hasPrefix("Thread "), consumeThreadHeading(line) { return }
+        if line.hasPrefix("Thread "), try consumeThreadHeading(line) { return }
 
         switch section {
         case .root:
@@ -92,35 +94,37 @@ struct AppleCrashTextParser {
         case .thread, .lastException:
             if section == .lastException && line.trimmed.first == UInt8(ascii: "(") {
                 section = .exceptionList
-                consumeExceptionList(line)
+                try consumeExceptionList(line)
             } else if let frame = parseFrame(line) {
+                try limits.add(inThread: threads[threads.count - 1].index)
                 threads[threads.count - 1].frames.append(frame)
             } else if line.isAtEnd {
                 if section == .thread || !(threads.last?.frames.isEmpty ?? true) { section = .root }
             } else if line.first.map(TextLine.isDigit) == true {
-                warnings.append("line \(line.number): frame not understood: \(line.rest)")
+                warnings.append("line \(line.number): frame not understood: \(line.excerpt)")
             } else {
                 section = .root
-                consume(line)
+                try consume(line)
             }
         case .exceptionList:
-            consumeExceptionList(line)
+            try consumeExceptionList(line)
         case .binaryImages:
             if line.isBlankToEnd { return }
             if let image = parseImage(line) {
+                try limits.add(images: 1)
                 images.append(image)
             } else if line.first.map(TextLine.isBlank) == true || line.hasPrefix("0x") {
-                warnings.append("line \(line.number): binary image not understood: \(line.restTrimmed)")
+                warnings.append("line \(line.number): binary image not understood: \(line.trimmed.excerpt)")
             } else {
                 section = .root
-                consume(line)
+                try consume(line)
             }
         }
     }
 
     /// `Thread 3 Crashed:  name`, `Thread 3 name:  Dispatch queue: …` and `Thread 3 crashed with
     /// ARM Thread State (64-bit):`; false when the line is none of them.
-    mutating func consumeThreadHeading(_ line: TextLine) -> Bool {
+    mutating func consumeThreadHeading(_ line: TextLine) throws(ReportParseError) -> Bool {
         var cursor = line
         guard cursor.skip("Thread "), let index = cursor.integer() else { return false }
         if cursor.skip(" crashed with "), cursor.firstIndex(of: "Thread State") != nil {
@@ -138,6 +142,7 @@ struct AppleCrashTextParser {
         let crashed = cursor.skip(" Crashed")
         guard cursor.skip(":") else { return false }
         let name = cursor.restTrimmed
+        try limits.addThread()
         threads.append(PendingThread(index: index, name: name.isEmpty ? nil : name, crashed: crashed))
         section = .thread
         return true
@@ -153,16 +158,17 @@ struct AppleCrashTextParser {
     }
 
     /// `(0x1a2b 0x3c4d …)`, possibly over several lines.
-    mutating func consumeExceptionList(_ line: TextLine) {
+    mutating func consumeExceptionList(_ line: TextLine) throws(ReportParseError) {
         var text = Substring(line.restTrimmed)
         if text.hasPrefix("(") { text = text.dropFirst() }
         let closed = text.hasSuffix(")")
         if closed { text = text.dropLast() }
         for token in text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," }) {
             if let address = Address(parsing: token), token.hasPrefix("0x") {
+                try limits.add(inThread: AppleCrashTextFormat.lastExceptionThreadIndex)
                 threads[threads.count - 1].frames.append(PendingFrame(imageName: nil, address: address.value))
             } else {
-                warnings.append("line \(line.number): not an address in Last Exception Backtrace: \(token)")
+                warnings.append("line \(line.number): not an address in Last Exception Backtrace: \(token.prefix(120))")
             }
         }
         if closed { section = .root }
@@ -222,7 +228,7 @@ struct AppleCrashTextParser {
             let start = startHex.value, let end = endHex.value
         else { return nil }
         guard end >= start else {
-            warnings.append("line \(line.number): binary image ends before it starts: \(line.restTrimmed)")
+            warnings.append("line \(line.number): binary image ends before it starts: \(line.trimmed.excerpt)")
             return nil
         }
         var middle = line.string(line.trimming(cursor.position..<open))
@@ -277,7 +283,7 @@ struct AppleCrashTextParser {
         }
         return RawReport(
             format: format, kind: .crash, platform: platform, arch: arch, app: app, os: header["OS Version"],
-            timestamp: header["Date/Time"], exception: exception, images: images, threads: rawThreads, warnings: warnings)
+            timestamp: header["Date/Time"], exception: exception, images: images, threads: rawThreads, warnings: warnings.all)
     }
 
     var arch: String? {

@@ -27,7 +27,7 @@ public struct AppleIPSFormat: ReportFormat {
             throw .invalidReport(format: id, reason: "bug_type \(type) is not a crash report (309)")
         }
         let body = try ExactJSON.decode(IPSBody.self, from: Data(data[data.index(after: newline)...]), format: id)
-        var warnings: [String] = []
+        var warnings = WarningLog()
         let images = (body.usedImages ?? []).enumerated().map { i, image in
             let name = image.name ?? image.path.map(ReportText.basename) ?? "???"
             return BinaryImage(
@@ -44,7 +44,10 @@ public struct AppleIPSFormat: ReportFormat {
                     return RawFrame(address: Address(frame.imageOffset), kind: kind)
                 }
                 let (address, overflow) = images[index].loadAddress.value.addingReportingOverflow(frame.imageOffset)
-                if overflow { warnings.append("\(context) frame \(i): base + imageOffset overflows 64 bits") }
+                if overflow {
+                    warnings.append("\(context) frame \(i): base + imageOffset overflows 64 bits; frame marked malformed")
+                    return RawFrame(address: 0, kind: kind, imageIndex: index, malformed: true)
+                }
                 return RawFrame(address: Address(address), kind: kind, imageIndex: index)
             }
         }
@@ -80,7 +83,7 @@ public struct AppleIPSFormat: ReportFormat {
             format: id, kind: .crash, platform: header.osVersion.map { $0.hasPrefix("macOS") ? "macOS" : "iOS" },
             arch: images.first?.arch ?? body.cpuType, app: app, os: body.osVersion?.train ?? header.osVersion,
             timestamp: body.captureTime ?? header.timestamp, exception: exception, images: images, threads: threads,
-            warnings: warnings)
+            warnings: warnings.all)
     }
 }
 

@@ -7,6 +7,7 @@ import ReportModel
 /// mode also accepts the trailing commas some crash reporters leave behind.
 enum ExactJSON {
     static func decode<T: Decodable>(_ type: T.Type, from data: Data, format: String) throws(ReportParseError) -> T {
+        try JSONPreflight.check(data)
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
         do {
@@ -80,6 +81,41 @@ struct JSONAddress: Decodable, Sendable {
         }
         throw DecodingError.dataCorruptedError(
             in: container, debugDescription: "expected an address: an integer from 0 to 2^64-1 or a hex string")
+    }
+}
+
+/// A frame's address: like `JSONAddress`, but a value that is no address (`1e40`, `-1`, `"zz"`)
+/// does not fail the whole report. The frame is kept, marked malformed, with a warning that
+/// quotes the value, so nothing is silently changed and nothing else is lost.
+struct JSONFrameAddress: Decodable, Sendable {
+    /// Nil when the value is not an address; `text` then says what it was.
+    let address: Address?
+    let text: String
+
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let number = try? container.decode(UInt64.self) {
+            address = Address(number)
+            text = String(number)
+        } else if let string = try? container.decode(String.self) {
+            address = Address(parsing: string)
+            text = "\"\(string.prefix(40))\""
+        } else if let number = try? container.decode(Double.self) {
+            address = nil
+            text = "\(number)"
+        } else {
+            address = nil
+            text = "a value that is neither a number nor a string"
+        }
+    }
+
+    /// The raw frame, or a malformed one plus a warning naming `context`.
+    func frame(kind: FrameKind, context: @autoclosure () -> String, warnings: inout WarningLog) -> RawFrame {
+        guard let address else {
+            warnings.append("\(context()): \(text) is not an address (0 to 2^64-1); frame marked malformed")
+            return RawFrame(address: 0, kind: kind, malformed: true)
+        }
+        return RawFrame(address: address, kind: kind)
     }
 }
 

@@ -22,6 +22,7 @@ enum JSONText {
 
     /// Parses a top-level object, turning Foundation's "around character N" into line and column.
     static func object(_ data: Data) throws(ReportParseError) -> [String: Any] {
+        try JSONPreflight.check(data)
         let value: Any
         do {
             value = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
@@ -96,8 +97,17 @@ struct JSONObject {
             guard let a = Address(parsing: s) else { throw error(key, "not a hex address: \(s)") }
             return a
         }
-        if let n = value as? NSNumber, n.int64Value >= 0 { return Address(n.uint64Value) }
-        throw error(key, "expected a hex address string")
+        // Only an integer that fits 64 bits exactly: 1e40 or -1 must not become some other address.
+        if let n = value as? NSNumber, let exact = UInt64(exactly: n) {
+            return Address(exact)
+        }
+        throw error(key, "expected a hex address string or an integer from 0 to 2^64-1, found \(describe(key))")
+    }
+
+    /// The value at `key` as a short quote for a message.
+    func describe(_ key: String) -> String {
+        guard let value = values[key] else { return "nothing" }
+        return String("\(value)".prefix(40))
     }
 
     func requiredAddress(_ key: String) throws(ReportParseError) -> Address {

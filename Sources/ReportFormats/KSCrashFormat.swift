@@ -15,7 +15,7 @@ public struct KSCrashFormat: ReportFormat {
 
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
         let report = try ExactJSON.decode(KSReport.self, from: data, format: id)
-        var warnings: [String] = []
+        var warnings = WarningLog()
         let images = (report.binaryImages ?? []).map { image in
             let path = image.name
             let name = path.map(ReportText.basename) ?? "???"
@@ -38,7 +38,8 @@ public struct KSCrashFormat: ReportFormat {
                 warnings.append("thread \(index): \(skipped) frames skipped by KSCrash")
             }
             let frames = contents.enumerated().map { i, frame in
-                RawFrame(address: frame.instructionAddr.address, kind: i == 0 ? .pc : .returnAddress)
+                frame.instructionAddr.frame(
+                    kind: i == 0 ? .pc : .returnAddress, context: "thread \(index) frame \(i)", warnings: &warnings)
             }
             threads.append(RawThread(
                 index: index, name: thread.name ?? thread.dispatchQueue, crashed: thread.crashed ?? false, frames: frames))
@@ -61,7 +62,7 @@ public struct KSCrashFormat: ReportFormat {
                     code: error.mach?.code?.text, faultAddress: error.address?.address,
                     message: error.reason ?? error.nsexception?.reason)
             },
-            images: images, threads: threads, warnings: warnings)
+            images: images, threads: threads, warnings: warnings.all)
     }
 }
 
@@ -105,7 +106,7 @@ struct KSReport: Decodable {
     }
 
     struct Frame: Decodable {
-        var instructionAddr: JSONAddress
+        var instructionAddr: JSONFrameAddress
         enum CodingKeys: String, CodingKey { case instructionAddr = "instruction_addr" }
     }
 

@@ -17,7 +17,7 @@ public struct LagReportFormat: ReportFormat {
         if let type = report.type, type != "lag" {
             throw .invalidReport(format: id, reason: "type: expected \"lag\", found \"\(type)\"")
         }
-        var warnings: [String] = []
+        var warnings = WarningLog()
         var images: [BinaryImage] = []
         for (i, image) in report.dyldImages.enumerated() {
             let name = ReportText.basename(image.name)
@@ -35,11 +35,13 @@ public struct LagReportFormat: ReportFormat {
                 arch: image.arch ?? report.arch, loadAddress: image.baseAddr.address, size: image.size, vmAddress: vmAddress))
         }
         guard !images.isEmpty else { throw .invalidReport(format: id, reason: "dyld_images: empty") }
-        let samples = (report.samples ?? []).map { sample in
+        let samples = (report.samples ?? []).enumerated().map { s, sample in
             LagSample(
                 timestamp: sample.timestamp,
                 // The first address is where the main thread was; the others are return addresses.
-                frames: sample.frames.enumerated().map { RawFrame(address: $1.address, kind: $0 == 0 ? .pc : .returnAddress) })
+                frames: sample.frames.enumerated().map { i, address in
+                    address.frame(kind: i == 0 ? .pc : .returnAddress, context: "samples[\(s)][\(i)]", warnings: &warnings)
+                })
         }
         let profile = (report.threadProfile ?? []).map { node in
             ProfileNode(
@@ -49,15 +51,13 @@ public struct LagReportFormat: ReportFormat {
         guard !samples.isEmpty || !profile.isEmpty else {
             throw .invalidReport(format: id, reason: "neither samples nor thread_profile: nothing to symbolicate")
         }
-        if let bad = profile.first(where: { $0.depth < 0 || $0.count < 0 }) {
-            throw .invalidReport(format: id, reason: "thread_profile: negative depth or count in node \(bad)")
-        }
+        try LagTree.validate(profile)
         return RawReport(
             // `dyld_images` only exist on Apple platforms; the seed's reports name no platform.
             format: id, kind: .lag, platform: report.platform ?? "iOS", arch: report.arch,
             app: report.app.map { AppInfo(name: $0.name, version: $0.version, build: $0.build) }, os: report.os,
             timestamp: report.timestamp?.text, images: images, threads: [],
-            lag: LagData(samples: samples, profile: profile), warnings: warnings)
+            lag: LagData(samples: samples, profile: profile), warnings: warnings.all)
     }
 }
 
@@ -82,16 +82,16 @@ struct LagJSON: Decodable {
     /// A sample is either a bare list of addresses or `{"timestamp", "frames"}`.
     struct Sample: Decodable {
         var timestamp: String?
-        var frames: [JSONAddress]
+        var frames: [JSONFrameAddress]
         enum CodingKeys: String, CodingKey { case timestamp, frames }
         init(from decoder: Decoder) throws {
-            if let list = try? decoder.singleValueContainer().decode([JSONAddress].self) {
+            if let list = try? decoder.singleValueContainer().decode([JSONFrameAddress].self) {
                 frames = list
                 return
             }
             let container = try decoder.container(keyedBy: CodingKeys.self)
             timestamp = try container.decodeIfPresent(JSONLooseString.self, forKey: .timestamp)?.text
-            frames = try container.decode([JSONAddress].self, forKey: .frames)
+            frames = try container.decode([JSONFrameAddress].self, forKey: .frames)
         }
     }
     struct Node: Decodable {

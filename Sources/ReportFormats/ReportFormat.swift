@@ -20,6 +20,10 @@ public enum ReportParseError: Error, Equatable, CustomStringConvertible {
     case invalidJSON(String, line: Int?, column: Int?)
     /// Well-formed, but a required field is missing or has the wrong type.
     case invalidReport(format: String, reason: String)
+    /// The bytes are not UTF-8; `offset` is the 0-based index of the first bad byte.
+    case invalidUTF8(offset: Int)
+    /// The report holds more than `ReportLimits` allows; the reason names the limit.
+    case overLimit(String)
 
     public var description: String {
         switch self {
@@ -28,6 +32,8 @@ public enum ReportParseError: Error, Equatable, CustomStringConvertible {
         case .invalidJSON(let message, let line?, let column?): "invalid JSON at line \(line), column \(column): \(message)"
         case .invalidJSON(let message, _, _): "invalid JSON: \(message)"
         case .invalidReport(let format, let reason): "malformed \(format) report: \(reason)"
+        case .invalidUTF8(let offset): "not valid UTF-8 at byte \(offset)"
+        case .overLimit(let reason): "report too large: \(reason) (limits: docs/formats.md)"
         }
     }
 }
@@ -58,7 +64,8 @@ public struct FormatRegistry: Sendable {
     /// Detects the format and parses. Unrecognised JSON is reported with its syntax error,
     /// if it has one, because "format not detected" would hide the real problem.
     public func detectAndParse(_ data: Data) throws(ReportParseError) -> RawReport {
-        if let format = detect(data) { return try format.parse(data) }
+        try Self.checkSize(data)
+        if let format = detect(data) { return try Self.checked(format.parse(data)) }
         if JSONText.looksLikeJSON(data) {
             _ = try JSONText.object(data)
             throw .formatNotDetected(
@@ -70,6 +77,111 @@ public struct FormatRegistry: Sendable {
     /// Parses bytes stored with format `id`.
     public func parse(_ data: Data, format id: String) throws(ReportParseError) -> RawReport {
         guard let format = format(id: id) else { throw .unknownFormat(id) }
-        return try format.parse(data)
+        try Self.checkSize(data)
+        return try Self.checked(format.parse(data))
+    }
+
+    static func checkSize(_ data: Data) throws(ReportParseError) {
+        guard data.count <= ReportLimits.maxReportBytes else {
+            throw .overLimit("\(data.count) bytes, over the limit of \(ReportLimits.maxReportBytes)")
+        }
+    }
+
+    /// Refuses a parsed report past `ReportLimits`; the text parsers also stop early, so this
+    /// is where the JSON formats (bounded in values before decoding) are held to the same numbers.
+    static func checked(_ report: RawReport) throws(ReportParseError) -> RawReport {
+        var counter = LimitCounter()
+        try counter.add(images: report.images.count)
+        for thread in report.threads {
+            try counter.addThread()
+            try counter.add(frames: thread.frames.count, inThread: thread.index)
+        }
+        if let lag = report.lag {
+            guard lag.samples.count <= ReportLimits.maxLagSamples else {
+                throw .overLimit("\(lag.samples.count) lag samples, over the limit of \(ReportLimits.maxLagSamples)")
+            }
+            for sample in lag.samples { try counter.add(frames: sample.frames.count, inThread: nil) }
+            try LagTree.validate(lag.profile)
+        }
+        return report
+    }
+}
+
+/// Counts what a report holds as it is parsed, so a text parser can stop at the first limit
+/// it passes instead of first building the whole oversized report.
+struct LimitCounter {
+    private(set) var images = 0
+    private(set) var threads = 0
+    private(set) var frames = 0
+    private var framesInThread = 0
+
+    mutating func add(images count: Int = 1) throws(ReportParseError) {
+        images += count
+        guard images <= ReportLimits.maxImages else {
+            throw .overLimit("more than \(ReportLimits.maxImages) images")
+        }
+    }
+
+    mutating func addThread() throws(ReportParseError) {
+        threads += 1
+        framesInThread = 0
+        guard threads <= ReportLimits.maxThreads else {
+            throw .overLimit("more than \(ReportLimits.maxThreads) threads")
+        }
+    }
+
+    /// `inThread` names the thread in the message; nil for lag samples.
+    mutating func add(frames count: Int = 1, inThread thread: Int?) throws(ReportParseError) {
+        frames += count
+        framesInThread += count
+        if let thread, framesInThread > ReportLimits.maxFramesPerThread {
+            throw .overLimit("thread \(thread) has more than \(ReportLimits.maxFramesPerThread) frames")
+        }
+        if thread == nil { framesInThread = 0 }
+        guard frames <= ReportLimits.maxFrames else {
+            throw .overLimit("more than \(ReportLimits.maxFrames) frames in all")
+        }
+    }
+}
+
+/// Parse warnings, at most `ReportLimits.maxWarnings` of them: a report of a million bad lines
+/// must not hold a million messages. The rest are counted in a last line.
+struct WarningLog {
+    private(set) var lines: [String] = []
+    private var dropped = 0
+
+    mutating func append(_ warning: String) {
+        if lines.count < ReportLimits.maxWarnings { lines.append(warning) } else { dropped += 1 }
+    }
+
+    /// The warnings kept, plus one line counting the ones that were not.
+    var all: [String] { dropped == 0 ? lines : lines + ["… and \(dropped) more warnings"] }
+}
+
+/// The lag profile tree's shape rules (docs/formats.md, "Limits").
+enum LagTree {
+    /// The tree is flattened in pre-order, so the first node is the root (depth 0) and each
+    /// node is at most one level deeper than the node before it.
+    static func validate(_ nodes: [ProfileNode]) throws(ReportParseError) {
+        guard nodes.count <= ReportLimits.maxProfileNodes else {
+            throw .overLimit("\(nodes.count) thread_profile nodes, over the limit of \(ReportLimits.maxProfileNodes)")
+        }
+        var previous = -1
+        for (i, node) in nodes.enumerated() {
+            guard node.depth >= 0, node.count >= 0 else {
+                throw .invalidReport(format: "sdk-lag", reason: "thread_profile[\(i)]: negative depth or count")
+            }
+            guard node.depth <= previous + 1 else {
+                throw .invalidReport(
+                    format: "sdk-lag",
+                    reason: i == 0
+                        ? "thread_profile[0]: depth \(node.depth); the first node is the root, at depth 0"
+                        : "thread_profile[\(i)]: depth \(node.depth) right after depth \(previous); a node is at most one level below the one before it")
+            }
+            guard node.depth <= ReportLimits.maxProfileDepth else {
+                throw .overLimit("thread_profile[\(i)] is at depth \(node.depth), over the limit of \(ReportLimits.maxProfileDepth)")
+            }
+            previous = node.depth
+        }
     }
 }

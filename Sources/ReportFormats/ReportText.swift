@@ -25,7 +25,7 @@ enum ImageIdentifier {
     /// The normalised id (lowercase hex, no dashes), or nil with a warning when `raw` is not hex
     /// of an accepted length. An all-zero id means "unknown" and is dropped silently.
     static func validated(
-        _ raw: String?, image: String, byteCounts: Set<Int>, warnings: inout [String]
+        _ raw: String?, image: String, byteCounts: Set<Int>, warnings: inout WarningLog
     ) -> String? {
         guard let raw else { return nil }
         let trimmed = raw.trimmingCharacters(in: .whitespaces)

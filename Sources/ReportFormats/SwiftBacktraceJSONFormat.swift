@@ -18,10 +18,9 @@ public struct SwiftBacktraceJSONFormat: ReportFormat {
         let kind = try root.requiredString("kind")
         guard kind == "crashReport" else { throw root.error("kind", "expected \"crashReport\", found \"\(kind)\"") }
 
-        var warnings: [String] = []
-        let images = try (root.array("images") ?? []).map { (image) throws(ReportParseError) -> BinaryImage in
-            try parseImage(image)
-        }
+        var warnings = WarningLog()
+        var images: [BinaryImage] = []
+        for image in try root.array("images") ?? [] { images.append(try parseImage(image, warnings: &warnings)) }
         guard let threadObjects = try root.array("threads") else { throw root.error("threads", "missing") }
         var threads: [RawThread] = []
         for (index, thread) in threadObjects.enumerated() {
@@ -40,10 +39,10 @@ public struct SwiftBacktraceJSONFormat: ReportFormat {
             timestamp: root.string("timestamp"),
             exception: ExceptionInfo(
                 type: description, signal: description, faultAddress: try root.address("faultAddress")),
-            images: images, threads: threads, warnings: warnings)
+            images: images, threads: threads, warnings: warnings.all)
     }
 
-    private func parseImage(_ image: JSONObject) throws(ReportParseError) -> BinaryImage {
+    private func parseImage(_ image: JSONObject, warnings: inout WarningLog) throws(ReportParseError) -> BinaryImage {
         let base = try image.requiredAddress("baseAddress")
         var size: UInt64?
         if let end = try image.address("endOfText") {
@@ -52,10 +51,12 @@ public struct SwiftBacktraceJSONFormat: ReportFormat {
         }
         let path = image.string("path")
         let name = image.string("name") ?? path.map { ($0 as NSString).lastPathComponent } ?? "?"
-        return BinaryImage(name: name, path: path, id: image.string("buildId"), loadAddress: base, size: size)
+        let id = ImageIdentifier.validated(
+            image.string("buildId"), image: name, byteCounts: ImageIdentifier.elfByteCounts, warnings: &warnings)
+        return BinaryImage(name: name, path: path, id: id, loadAddress: base, size: size)
     }
 
-    private func parseThread(_ thread: JSONObject, index: Int, warnings: inout [String]) throws(ReportParseError) -> RawThread {
+    private func parseThread(_ thread: JSONObject, index: Int, warnings: inout WarningLog) throws(ReportParseError) -> RawThread {
         var frames: [RawFrame] = []
         for frame in try thread.array("frames") ?? [] {
             let kind = try frame.requiredString("kind")
@@ -65,8 +66,13 @@ public struct SwiftBacktraceJSONFormat: ReportFormat {
                 // non-inlined entry is the real frame.
                 if frame.bool("inlined") { continue }
                 // Async resume points are return addresses into the continuation.
-                frames.append(RawFrame(
-                    address: try frame.requiredAddress("address"), kind: kind == "programCounter" ? .pc : .returnAddress))
+                let frameKind: FrameKind = kind == "programCounter" ? .pc : .returnAddress
+                if let address = try? frame.requiredAddress("address") {
+                    frames.append(RawFrame(address: address, kind: frameKind))
+                } else {
+                    warnings.append("thread \(index) frame \(frames.count): \(frame.describe("address")) is not an address; frame marked malformed")
+                    frames.append(RawFrame(address: 0, kind: frameKind, malformed: true))
+                }
             case "omittedFrames":
                 warnings.append("thread \(index): \(frame.int("count") ?? 0) frames omitted by the runtime")
             case "truncated":

@@ -23,7 +23,8 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
         var os: String?
         var threads: [RawThread] = []
         var images: [BinaryImage] = []
-        var warnings: [String] = []
+        var warnings = WarningLog()
+        var limits = LimitCounter()
 
         for line in TextLine.lines(data) {
             if let crash = Self.programCrashed(line) {
@@ -37,6 +38,7 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
                 continue
             }
             if let thread = Self.threadHeading(line) {
+                try limits.addThread()
                 threads.append(thread)
                 section = .thread
                 continue
@@ -60,18 +62,22 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
                 if line.isAtEnd { continue }
                 if let frame = Self.frame(line) {
                     // Symbolicated reports repeat an address once per inline level.
-                    if let frame { threads[threads.count - 1].frames.append(frame) }
+                    if let frame {
+                        try limits.add(inThread: threads[threads.count - 1].index)
+                        threads[threads.count - 1].frames.append(frame)
+                    }
                 } else if line.hasSuffix("...") {
                     warnings.append("thread \(threads[threads.count - 1].index): frames omitted by the runtime")
                 } else {
-                    warnings.append("line \(line.number): frame not understood: \(line.rest)")
+                    warnings.append("line \(line.number): frame not understood: \(line.excerpt)")
                 }
             case .images:
                 if line.isAtEnd { continue }
                 guard let image = Self.image(line, arch: arch, warnings: &warnings) else {
-                    warnings.append("line \(line.number): image not understood: \(line.rest)")
+                    warnings.append("line \(line.number): image not understood: \(line.excerpt)")
                     continue
                 }
+                try limits.add(images: 1)
                 images.append(image)
             }
         }
@@ -81,7 +87,7 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
         return RawReport(
             format: id, kind: .crash, platform: os.map { $0.hasPrefix("Linux") ? "Linux" : $0 }, arch: arch,
             app: images.first.map { AppInfo(name: $0.name) }, os: os, exception: exception, images: images,
-            threads: threads, warnings: warnings)
+            threads: threads, warnings: warnings.all)
     }
 
     /// `*** Program crashed: Bad pointer dereference at 0x0000000000000000 ***`.
@@ -151,7 +157,7 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
     }
 
     /// `0x7f…000–0x7f…fff 1a2b… libfoo.so   /usr/lib/libfoo.so` (an en dash between the addresses).
-    static func image(_ line: TextLine, arch: String?, warnings: inout [String]) -> BinaryImage? {
+    static func image(_ line: TextLine, arch: String?, warnings: inout WarningLog) -> BinaryImage? {
         var cursor = line
         guard let startHex = cursor.hexNumber(), cursor.skip("–"), let endHex = cursor.hexNumber(),
             let start = startHex.value, let end = endHex.value, end >= start, cursor.skipBlanks() > 0

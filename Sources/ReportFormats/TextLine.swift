@@ -63,6 +63,15 @@ struct TextLine {
         return copy.rest
     }
 
+    /// The unread rest, cut to 120 bytes, for quoting in a warning.
+    var excerpt: String {
+        let limit = 120
+        let stop = min(end, position + limit)
+        var text = string(position..<max(position, stop))
+        if stop < end { text += "…" }
+        return text
+    }
+
     func string(_ range: Range<Int>) -> String { String(decoding: bytes[range], as: UTF8.self) }
 
     /// The line from its first non-blank byte: a copy, so the caller can try more than one reading.

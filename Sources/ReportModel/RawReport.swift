@@ -60,16 +60,11 @@ public struct BinaryImage: Codable, Sendable, Hashable {
     ) {
         self.name = name
         self.path = path
-        self.id = id.map(BinaryImage.normalizeID)
+        self.id = id
         self.arch = arch
         self.loadAddress = loadAddress
         self.size = size
         self.vmAddress = vmAddress
-    }
-
-    /// Lowercase hex without dashes, braces or spaces.
-    public static func normalizeID(_ raw: String) -> String {
-        String(raw.lowercased().filter { $0.isHexDigit })
     }
 
     public func contains(_ address: UInt64) -> Bool {
@@ -85,10 +80,14 @@ public struct RawFrame: Codable, Sendable, Hashable {
     public var kind: FrameKind
     /// The image the report itself attributes the frame to, when it does.
     public var imageIndex: Int?
-    public init(address: Address, kind: FrameKind, imageIndex: Int? = nil) {
+    /// True when the report's address for this frame could not be read (it is then 0, and the
+    /// parser said why in a warning): the frame is shown as `malformed`, never looked up.
+    public var malformed: Bool?
+    public init(address: Address, kind: FrameKind, imageIndex: Int? = nil, malformed: Bool? = nil) {
         self.address = address
         self.kind = kind
         self.imageIndex = imageIndex
+        self.malformed = malformed
     }
 }
 

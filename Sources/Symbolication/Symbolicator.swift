@@ -98,6 +98,11 @@ public final class Symbolicator {
             var frames: [SymbolicatedFrame] = []
             for (index, raw) in raws.enumerated() {
                 total += 1
+                // The parser could not read this frame's address and said why in a warning.
+                if raw.malformed == true {
+                    frames.append(SymbolicatedFrame(index: index, address: raw.address, kind: raw.kind, status: .malformed))
+                    continue
+                }
                 let attributed = raw.imageIndex.flatMap { report.images.indices.contains($0) ? $0 : nil }
                 let arch = attributed.flatMap { report.images[$0].arch } ?? report.arch
                 let address = PointerAuthentication.strip(raw.address.value, arch: arch, platform: report.platform ?? report.os)

@@ -1,0 +1,27 @@
+/// How much one report may hold. Past any of these a report is refused when it is parsed, with
+/// the limit in the message, so that memory stays proportional to the input and a job that cannot
+/// succeed never reaches a worker. The numbers and their reasons are in docs/formats.md ("Limits").
+public enum ReportLimits {
+    /// Decompressed bytes of one report.
+    public static let maxReportBytes = 64 << 20
+    /// Apple reports list up to about a thousand images.
+    public static let maxImages = 10_000
+    public static let maxThreads = 10_000
+    /// Deep recursion on an 8 MiB stack reaches about 100,000 frames; Apple and the Swift
+    /// runtime truncate far below this.
+    public static let maxFramesPerThread = 131_072
+    /// Every thread's frames plus every lag sample's frames together.
+    public static let maxFrames = 262_144
+    /// The SDK keeps the last 30 samples; a generous multiple of that.
+    public static let maxLagSamples = 10_000
+    public static let maxProfileNodes = 100_000
+    /// A profile tree deeper than this is not a call stack any renderer could show.
+    public static let maxProfileDepth = 4_096
+    /// Parse warnings kept per report; the rest are counted in one last line.
+    public static let maxWarnings = 200
+    /// JSON values (objects, arrays, numbers, strings) in a JSON report, counted before it is
+    /// decoded: the decoders hold each value as an object, so this bounds their memory.
+    public static let maxJSONValues = 4_000_000
+    /// JSON nesting; real reports nest fewer than 20 levels, and the decoders recurse.
+    public static let maxJSONDepth = 100
+}

@@ -17,7 +17,7 @@ enum GroupLedger {
             arguments: [reportId])
         let version: String = member?["version"] ?? ""
         let seen: Int64 = member?["received_at"] ?? 0
-        if let old { try leave(db, reportId: reportId, fingerprint: old, version: version) }
+        if let old { try leave(db, fingerprint: old, versions: [version: 1]) }
         if let new { try join(db, reportId: reportId, group: new, app: member?["app"], version: version, seen: seen) }
     }
 
@@ -47,16 +47,22 @@ enum GroupLedger {
             arguments: [group.fingerprint, version])
     }
 
-    private static func leave(_ db: Database, reportId: Int64, fingerprint: String, version: String) throws {
-        try db.execute(
-            sql: "UPDATE group_versions SET count = count - 1 WHERE fingerprint = ? AND version = ?",
-            arguments: [fingerprint, version])
+    /// Reports leave group `fingerprint`: `versions` counts them per app version. Their result
+    /// rows must already be gone or carry their new fingerprint.
+    private static func leave(_ db: Database, fingerprint: String, versions: [String: Int]) throws {
+        for (version, n) in versions {
+            try db.execute(
+                sql: "UPDATE group_versions SET count = count - ? WHERE fingerprint = ? AND version = ?",
+                arguments: [n, fingerprint, version])
+        }
         try db.execute(
             sql: "DELETE FROM group_versions WHERE fingerprint = ? AND count <= 0", arguments: [fingerprint])
-        try db.execute(sql: "UPDATE groups SET count = count - 1 WHERE fingerprint = ?", arguments: [fingerprint])
+        try db.execute(
+            sql: "UPDATE groups SET count = count - ? WHERE fingerprint = ?",
+            arguments: [versions.values.reduce(0, +), fingerprint])
         try db.execute(sql: "DELETE FROM groups WHERE fingerprint = ? AND count <= 0", arguments: [fingerprint])
-        // First/last seen and the representative may have been this report: recompute them
-        // from the members that remain (the result row already carries its new fingerprint).
+        // First/last seen and the representative may have been among the leavers: recompute
+        // them from the members that remain.
         try db.execute(
             sql: """
                 UPDATE groups SET
@@ -64,12 +70,39 @@ enum GroupLedger {
                                   WHERE s.fingerprint = groups.fingerprint),
                     last_seen = (SELECT MAX(r.received_at) FROM results s JOIN reports r ON r.id = s.report_id
                                  WHERE s.fingerprint = groups.fingerprint),
-                    representative_report_id = CASE WHEN representative_report_id = ?
-                        THEN (SELECT MIN(report_id) FROM results WHERE fingerprint = groups.fingerprint)
-                        ELSE representative_report_id END
+                    representative_report_id = CASE
+                        WHEN EXISTS (SELECT 1 FROM results WHERE report_id = groups.representative_report_id
+                                     AND fingerprint = groups.fingerprint)
+                        THEN representative_report_id
+                        ELSE (SELECT MIN(report_id) FROM results WHERE fingerprint = groups.fingerprint) END
                 WHERE fingerprint = ?
                 """,
-            arguments: [reportId, fingerprint])
+            arguments: [fingerprint])
+    }
+
+    /// Takes reports out of their groups and deletes their results (retention). One pass per
+    /// group, however many of its members leave. Returns the fingerprints that lost members.
+    static func removeResults(_ db: Database, reportIds: [Int64]) throws -> [String] {
+        guard !reportIds.isEmpty else { return [] }
+        let marks = databaseQuestionMarks(count: reportIds.count)
+        var leaving: [String: [String: Int]] = [:]
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT s.fingerprint, COALESCE(r.version, '') AS version, COUNT(*) AS n
+                FROM results s JOIN reports r ON r.id = s.report_id
+                WHERE s.report_id IN (\(marks)) AND s.fingerprint IS NOT NULL
+                GROUP BY s.fingerprint, version
+                """,
+            arguments: StatementArguments(reportIds))
+        {
+            leaving[row["fingerprint"], default: [:]][row["version"]] = row["n"]
+        }
+        try db.execute(sql: "DELETE FROM results WHERE report_id IN (\(marks))", arguments: StatementArguments(reportIds))
+        for (fingerprint, versions) in leaving.sorted(by: { $0.key < $1.key }) {
+            try leave(db, fingerprint: fingerprint, versions: versions)
+        }
+        return leaving.keys.sorted()
     }
 
     private static func refreshTitle(_ db: Database, _ group: GroupAssignment) throws {

@@ -37,12 +37,27 @@ public final class JobDatabase: Sendable {
         // SQLITE_BUSY without waiting on busy_timeout, and (b) GRDB's migrator picks the pending
         // migrations before taking the write lock, so both would run "CREATE TABLE".
         pool = try Self.withExclusiveLock(path + "-open.lock") {
+            try Self.createWithIncrementalVacuum(path)
             let pool = try DatabasePool(path: path, configuration: config)
             if try !pool.read({ try Schema.migrator.hasCompletedMigrations($0) }) {
                 try Schema.migrator.migrate(pool)
             }
             return pool
         }
+    }
+
+    /// A new database is created with `auto_vacuum = INCREMENTAL`, so `prune` can hand freed
+    /// pages back to the file system without rewriting it. The mode must be recorded before
+    /// the file turns to WAL (which `DatabasePool` does on open), hence this separate step.
+    private static func createWithIncrementalVacuum(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) != 0 || info.st_size == 0 else { return }
+        let queue = try DatabaseQueue(path: path)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            try db.execute(sql: "VACUUM")
+        }
+        try queue.close()
     }
 
     private static func withExclusiveLock<T>(_ lockPath: String, _ body: () throws -> T) throws -> T {
@@ -120,6 +135,28 @@ public final class JobDatabase: Sendable {
     /// Claims the best runnable job with one `UPDATE … RETURNING`, so two claimers can never
     /// take the same row. Returns nil when nothing is runnable now.
     public func claim(leaseMs: Int64) throws -> ClaimedJob? {
+        while true {
+            guard let job = try claimOne(leaseMs: leaseMs) else { return nil }
+            switch job {
+            case .success(let claimed):
+                return claimed
+            case .failure(let unreadable):
+                // Unreadable stored bytes stay unreadable: fail the job now instead of
+                // handing the error to the caller on every attempt, and claim the next one.
+                _ = try fail(
+                    jobId: unreadable.jobId, token: unreadable.token, failure: .permanent(unreadable.error.description),
+                    policy: RetryPolicy())
+            }
+        }
+    }
+
+    private struct UnreadableJob: Error {
+        var jobId: Int64
+        var token: Int64
+        var error: JobQueueError
+    }
+
+    private func claimOne(leaseMs: Int64) throws -> Result<ClaimedJob, UnreadableJob>? {
         let token = Int64.random(in: 1...Int64.max)
         let claimed: (Row, Row)? = try immediate { db in
             let now = clock()
@@ -142,20 +179,21 @@ public final class JobDatabase: Sendable {
             return (job, report)
         }
         guard let (job, report) = claimed else { return nil }
-        let raw = try inflateStored(reportId: job["report_id"], report)
-        return ClaimedJob(
+        let raw: Data
+        do { raw = try inflateStored(reportId: job["report_id"], report) } catch {
+            return .failure(UnreadableJob(jobId: job["id"], token: job["lease_token"], error: error))
+        }
+        return .success(ClaimedJob(
             jobId: job["id"], reportId: job["report_id"], attempts: job["attempts"],
             leaseToken: job["lease_token"], leaseExpiresAt: job["lease_expires_at"],
-            format: report["format"], raw: raw)
+            format: report["format"], raw: raw))
     }
 
-    private func inflateStored(reportId: Int64, _ row: Row) throws -> Data {
-        let compressed: Data = row["raw"]
-        let size: Int = row["raw_size"]
+    private func inflateStored(reportId: Int64, _ row: Row) throws(JobQueueError) -> Data {
         do {
-            return try Zlib.inflate(compressed, limit: max(size, 1))
+            return try Zlib.inflate(row["raw"], limit: max(row["raw_size"], 1))
         } catch {
-            throw JobQueueError.corruptStoredReport(reportId: reportId, error.description)
+            throw .corruptStoredReport(reportId: reportId, error.description)
         }
     }
 
@@ -178,6 +216,8 @@ public final class JobDatabase: Sendable {
     /// Stores the result and marks the job done in one transaction; a stale token changes
     /// nothing and throws, so a job recovered from a slow worker can never complete twice.
     public func complete(jobId: Int64, token: Int64, result: JobResult) throws {
+        // Compressed before the write lock is taken: it is the slow part.
+        let compressed = Zlib.compress(result.symbolicatedJSON)
         try immediate { db in
             let now = clock()
             guard let reportId = try Int64.fetchOne(
@@ -195,14 +235,16 @@ public final class JobDatabase: Sendable {
                 db, sql: "SELECT fingerprint FROM results WHERE report_id = ?", arguments: [reportId])
             try db.execute(
                 sql: """
-                    INSERT INTO results (report_id, symbolicated, status, missing_build_ids, fingerprint, completed_at)
-                    VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT INTO results (report_id, symbolicated, symbolicated_size, status, missing_build_ids,
+                                         fingerprint, completed_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (report_id) DO UPDATE SET
-                        symbolicated = excluded.symbolicated, status = excluded.status,
+                        symbolicated = excluded.symbolicated, symbolicated_size = excluded.symbolicated_size,
+                        status = excluded.status,
                         missing_build_ids = excluded.missing_build_ids, fingerprint = excluded.fingerprint,
                         completed_at = excluded.completed_at
                     """,
-                arguments: [reportId, String(decoding: result.symbolicatedJSON, as: UTF8.self), result.status,
+                arguments: [reportId, compressed, result.symbolicatedJSON.count, result.status,
                             missing, result.group?.fingerprint, now])
             try GroupLedger.move(db, reportId: reportId, from: previous, to: result.group)
             try GroupLedger.recordMissing(db, reportId: reportId, images: result.missingImages)
@@ -351,19 +393,25 @@ public final class JobDatabase: Sendable {
     }
 
     public func result(reportId: Int64) throws -> StoredResult? {
-        try pool.read { db in
-            guard let row = try Row.fetchOne(
+        let row: Row? = try pool.read { db in
+            try Row.fetchOne(
                 db,
-                sql: "SELECT report_id, symbolicated, status, missing_build_ids, fingerprint FROM results WHERE report_id = ?",
+                sql: """
+                    SELECT report_id, symbolicated, symbolicated_size, status, missing_build_ids, fingerprint
+                    FROM results WHERE report_id = ?
+                    """,
                 arguments: [reportId])
-            else { return nil }
-            let missingJSON: String = row["missing_build_ids"]
-            let missing = (try? JSONDecoder().decode([String].self, from: Data(missingJSON.utf8))) ?? []
-            let json: String = row["symbolicated"]
-            return StoredResult(
-                reportId: row["report_id"], symbolicatedJSON: Data(json.utf8), status: row["status"],
-                missingBuildIds: missing, fingerprint: row["fingerprint"])
         }
+        guard let row else { return nil }
+        let missingJSON: String = row["missing_build_ids"]
+        let missing = (try? JSONDecoder().decode([String].self, from: Data(missingJSON.utf8))) ?? []
+        let json: Data
+        do { json = try Zlib.inflate(row["symbolicated"], limit: max(row["symbolicated_size"], 1)) } catch {
+            throw JobQueueError.corruptStoredResult(reportId: reportId, error.description)
+        }
+        return StoredResult(
+            reportId: row["report_id"], symbolicatedJSON: json, status: row["status"],
+            missingBuildIds: missing, fingerprint: row["fingerprint"])
     }
 
     public func report(id: Int64) throws -> StoredReport? {

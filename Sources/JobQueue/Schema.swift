@@ -1,3 +1,5 @@
+import Compression
+import Foundation
 import GRDB
 
 /// Versioned schema. Never edit a registered migration: add a new one.
@@ -80,6 +82,45 @@ enum Schema {
                     CREATE INDEX missing_symbols_build_id ON missing_symbols (build_id);
                     INSERT OR IGNORE INTO missing_symbols (report_id, build_id)
                         SELECT results.report_id, json_each.value FROM results, json_each(results.missing_build_ids);
+                    """)
+        }
+        migrator.registerMigration("v3: compressed results") { db in
+            // A symbolicated report is ~40x larger as JSON than its compressed raw bytes, so
+            // results are stored zlib-compressed, with their size to cap inflation on read.
+            // SQLite cannot change a column's type in place: rebuild the table and move the rows.
+            try db.execute(
+                sql: """
+                    CREATE TABLE results_v3 (
+                        report_id INTEGER NOT NULL UNIQUE REFERENCES reports(id) ON DELETE CASCADE,
+                        symbolicated BLOB NOT NULL,         -- zlib-compressed SymbolicatedReport JSON
+                        symbolicated_size INTEGER NOT NULL, -- decompressed size, caps inflation on read
+                        status TEXT NOT NULL,               -- complete | partial | unsymbolicated
+                        missing_build_ids TEXT NOT NULL,    -- JSON array
+                        fingerprint TEXT,
+                        completed_at INTEGER NOT NULL
+                    )
+                    """)
+            let insert = try db.makeStatement(
+                sql: """
+                    INSERT INTO results_v3 (report_id, symbolicated, symbolicated_size, status, missing_build_ids,
+                                            fingerprint, completed_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """)
+            // A cursor, so a large database is converted one row at a time, not loaded whole.
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT report_id, symbolicated, status, missing_build_ids, fingerprint, completed_at FROM results")
+            while let row = try rows.next() {
+                let json: Data = row["symbolicated"]
+                try insert.execute(arguments: [
+                    row["report_id"], Zlib.compress(json), json.count, row["status"], row["missing_build_ids"],
+                    row["fingerprint"], row["completed_at"],
+                ])
+            }
+            try db.execute(
+                sql: """
+                    DROP TABLE results;
+                    ALTER TABLE results_v3 RENAME TO results;
+                    CREATE INDEX results_fingerprint ON results (fingerprint);
                     """)
         }
         return migrator

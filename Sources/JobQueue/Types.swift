@@ -197,6 +197,7 @@ public enum JobQueueError: Error, Equatable, CustomStringConvertible {
     case staleLease(jobId: Int64)
     case reportNotFound(Int64)
     case corruptStoredReport(reportId: Int64, String)
+    case corruptStoredResult(reportId: Int64, String)
     case lockUnavailable(String, String)
 
     public var description: String {
@@ -204,6 +205,7 @@ public enum JobQueueError: Error, Equatable, CustomStringConvertible {
         case .staleLease(let id): "job \(id): lease token is stale (job was recovered or finished elsewhere)"
         case .reportNotFound(let id): "no report with id \(id)"
         case .corruptStoredReport(let id, let why): "report \(id): stored bytes are unreadable: \(why)"
+        case .corruptStoredResult(let id, let why): "report \(id): stored result is unreadable: \(why)"
         case .lockUnavailable(let path, let why): "cannot lock \(path) to open the database: \(why)"
         }
     }

@@ -33,6 +33,9 @@ public final class Dispatcher: @unchecked Sendable {
             logger.notice("recovered expired leases", metadata: ["requeued": "\(recovered.requeued)", "failed": "\(recovered.failed)"])
         }
         logger.info("master started", metadata: ["workers": "\(config.workers)", "db": "\(db.path)", "once": "\(config.once)"])
+        // The first pass runs before any worker, so the one full VACUUM an older database
+        // needs to switch to incremental auto-vacuum holds up no job of ours.
+        var nextRetention = runRetention(reclaim: .convertIfNeeded)
 
         let errors = ErrorBox()
         let group = DispatchGroup()
@@ -55,6 +58,9 @@ public final class Dispatcher: @unchecked Sendable {
         let recoveryInterval = max(0.5, config.leaseSeconds / 2)
         while group.wait(timeout: .now() + recoveryInterval) == .timedOut {
             if stop.isSet { continue }
+            if let due = nextRetention, Date() >= due {
+                nextRetention = runRetention(reclaim: .incrementalOnly)
+            }
             do {
                 let r = try db.recoverExpiredLeases(maxAttempts: config.retry.maxAttempts)
                 if r.requeued + r.failed > 0 {
@@ -67,6 +73,30 @@ public final class Dispatcher: @unchecked Sendable {
         signalSources.forEach { $0.cancel() }
         logger.info("master stopped")
         if let error = errors.first { throw error }
+    }
+
+    /// One retention pass (`--retain`), logged; returns when the next is due, nil without
+    /// retention. A failed pass is logged and tried again at the next interval: retention
+    /// must never stop the queue.
+    private func runRetention(reclaim: ReclaimPolicy) -> Date? {
+        guard let retainMs = config.retainMs else { return nil }
+        let next = Date().addingTimeInterval(config.retentionIntervalSeconds)
+        let started = DispatchTime.now()
+        do {
+            let o = try db.prune(PruneRequest(receivedBefore: db.now() - retainMs, reclaim: reclaim))
+            let ms = (DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
+            logger.notice(
+                "retention: pruned reports older than \(formatDuration(milliseconds: retainMs))",
+                metadata: [
+                    "reports": "\(o.reportsDeleted)", "jobs": "\(o.jobsDeleted)", "results": "\(o.resultsDeleted)",
+                    "groupsDeleted": "\(o.groupsDeleted)", "groupsUpdated": "\(o.groupsUpdated)",
+                    "keptActive": "\(o.keptActive)", "vacuum": "\(o.vacuum.rawValue)",
+                    "bytesBefore": "\(o.bytesBefore)", "bytesAfter": "\(o.bytesAfter)", "ms": "\(ms)",
+                ])
+        } catch {
+            logger.error("retention failed", metadata: ["error": "\(error)"])
+        }
+        return next
     }
 
     private func installStopSignals() {
@@ -83,6 +113,14 @@ public final class Dispatcher: @unchecked Sendable {
             signalSources.append(source)
         }
     }
+}
+
+/// `90d`, `36h`, `15m` or `20s`: the largest unit that divides the duration.
+func formatDuration(milliseconds ms: Int64) -> String {
+    for (unit, size) in [("d", Int64(86_400_000)), ("h", 3_600_000), ("m", 60_000), ("s", 1000)] where ms % size == 0 {
+        return "\(ms / size)\(unit)"
+    }
+    return "\(ms)ms"
 }
 
 private final class ErrorBox: @unchecked Sendable {

@@ -9,22 +9,56 @@ import Foundation
 public enum FrameError: Error, Equatable, CustomStringConvertible {
     /// The peer closed its end (for a worker: it exited or crashed).
     case endOfStream
+    /// A frame of this many bytes is over the limit (`Framing.maxFrame`).
     case tooLarge(Int)
     case io(String, errno: Int32)
 
     public var description: String {
         switch self {
         case .endOfStream: "end of stream"
-        case .tooLarge(let n): "frame of \(n) bytes exceeds the limit"
+        case .tooLarge(let n): "frame of \(n) bytes exceeds the limit of \(Framing.describe(bytes: Framing.maxFrame))"
         case .io(let op, let e): "\(op) failed: \(String(cString: strerror(e)))"
         }
+    }
+}
+
+/// `STACKLINE_MAX_FRAME_BYTES` is not a frame size the protocol can carry.
+public struct FrameLimitError: Error, CustomStringConvertible {
+    public var value: String
+    public var description: String {
+        "\(Framing.limitVariable)=\(value) is not a whole number of bytes between \(Framing.minimumMaxFrame) and \(UInt32.max)"
     }
 }
 
 /// Frames are a 4-byte big-endian length followed by that many bytes of JSON.
 public enum Framing {
     /// Raw reports are capped at 64 MiB decompressed; base64 and the envelope fit in 128 MiB.
-    public static let maxFrame = 128 << 20
+    public static let defaultMaxFrame = 128 << 20
+    /// Environment variable that overrides the frame limit. The master and its workers must
+    /// agree on it; workers inherit the master's environment, so setting it there is enough.
+    public static let limitVariable = "STACKLINE_MAX_FRAME_BYTES"
+    /// Room for the small failure reply a worker sends instead of a reply over the limit.
+    public static let minimumMaxFrame: UInt32 = 1024
+
+    /// The frame limit of this process: `STACKLINE_MAX_FRAME_BYTES`, else 128 MiB. An
+    /// unusable value falls back to the default here; `configuredMaxFrame` names it, and
+    /// `stackline master` and the worker check it at start.
+    public static let maxFrame = (try? configuredMaxFrame()) ?? defaultMaxFrame
+
+    /// The limit `environment` asks for.
+    public static func configuredMaxFrame(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(FrameLimitError) -> Int {
+        guard let value = environment[limitVariable], !value.isEmpty else { return defaultMaxFrame }
+        // The length prefix is 32 bits: nothing larger can be framed.
+        guard let n = UInt32(value), n >= minimumMaxFrame else { throw FrameLimitError(value: value) }
+        return Int(n)
+    }
+
+    /// "128 MiB" for whole mebibytes, else "N bytes": limits read as they were set.
+    public static func describe(bytes: Int) -> String {
+        bytes >= 1 << 20 && bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes) bytes"
+    }
 
     /// Writes one frame, retrying short writes and EINTR.
     public static func write(_ payload: Data, to fd: Int32) throws(FrameError) {

@@ -17,11 +17,16 @@ public struct MasterConfiguration: Sendable {
     public var workerArguments: [String]
     /// Sleep between claims when nothing is runnable.
     public var idlePollSeconds: Double
+    /// Automatic retention: prune reports older than this many milliseconds at start and every
+    /// `retentionIntervalSeconds`; nil keeps everything.
+    public var retainMs: Int64?
+    public var retentionIntervalSeconds: Double
 
     public init(
         workers: Int, once: Bool = false, jobTimeout: Double = 60, retry: RetryPolicy = RetryPolicy(),
         leaseSeconds: Double = 30, drainSeconds: Double = 20, workerExecutable: String,
-        workerArguments: [String] = [], idlePollSeconds: Double = 0.1
+        workerArguments: [String] = [], idlePollSeconds: Double = 0.1, retainMs: Int64? = nil,
+        retentionIntervalSeconds: Double = 3600
     ) {
         self.workers = workers
         self.once = once
@@ -32,6 +37,8 @@ public struct MasterConfiguration: Sendable {
         self.workerExecutable = workerExecutable
         self.workerArguments = workerArguments
         self.idlePollSeconds = idlePollSeconds
+        self.retainMs = retainMs
+        self.retentionIntervalSeconds = retentionIntervalSeconds
     }
 
     /// `STACKLINE_WORKER`, else `stackline-worker` next to the running executable.

@@ -11,6 +11,9 @@ public enum WorkerExit: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .exited(let status): "worker exited with status \(status)"
+        // The kernel's OOM killer (and a cgroup's memory limit) kills with SIGKILL, and the
+        // master never does so during a job without saying why, so that is the likely cause.
+        case .signaled(SIGKILL): "worker killed by SIGKILL (signal 9, out of memory?)"
         case .signaled(let sig): "worker crashed (signal \(sig)\(signalName(sig).map { ": \($0)" } ?? ""))"
         }
     }

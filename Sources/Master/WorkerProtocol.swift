@@ -31,6 +31,9 @@ public struct JobReply: Codable, Sendable {
         case inputError
         /// Something in the worker went wrong: retried.
         case internalError
+        /// The job can never succeed for a reason other than parsing, e.g. its reply would be
+        /// over the frame limit: failed at once with `message`, never retried.
+        case permanentError
     }
 
     public var kind: Kind

@@ -96,6 +96,12 @@ final class WorkerSlot: @unchecked Sendable {
         }
         do {
             try worker.send(payload)
+        } catch .tooLarge(let size) {
+            // Checked before a byte is written, so the worker's stream is still in sync. The
+            // same report makes the same frame on every attempt: fail once.
+            try fail(job, .permanent(
+                "report is \(size) bytes as a job frame, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"), log)
+            return
         } catch {
             try workerDied(job, log)
             return
@@ -113,6 +119,13 @@ final class WorkerSlot: @unchecked Sendable {
             let frame: Data?
             do {
                 frame = try worker.reader.read(timeoutMs: waitMs)
+            } catch .tooLarge(let size) {
+                // The worker checks its reply against the same limit, so this is a worker with
+                // another limit; the reply is as large on every attempt, and the stream is lost.
+                _ = killWorker()
+                try fail(job, .permanent(
+                    "worker reply is \(size) bytes, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"), log)
+                return
             } catch {
                 try workerDied(job, log)
                 return
@@ -123,8 +136,8 @@ final class WorkerSlot: @unchecked Sendable {
             }
             let now = Date()
             if now >= jobDeadline {
-                let exit = killWorker()
-                log.warning("job timed out; worker killed", metadata: ["exit": "\(exit.map { "\($0)" } ?? "-")"])
+                _ = killWorker()
+                log.warning("job timed out; worker killed")
                 try fail(job, .retryable("timed out after \(formatSeconds(config.jobTimeout)) (worker killed)"), log)
                 return
             }
@@ -210,6 +223,8 @@ final class WorkerSlot: @unchecked Sendable {
             try fail(job, .permanent("input error: \(reply.message ?? "unparseable report")"), log)
         case .internalError:
             try fail(job, .retryable("worker error: \(reply.message ?? "unknown")"), log)
+        case .permanentError:
+            try fail(job, .permanent(reply.message ?? "worker error that cannot be retried"), log)
         }
     }
 

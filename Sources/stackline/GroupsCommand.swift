@@ -92,7 +92,10 @@ struct SinceDate: ExpressibleByArgument {
     init?(argument: String) {
         let units: [Character: Int64] = ["s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000]
         if let unit = argument.last.flatMap({ units[$0] }), let n = Int64(argument.dropLast()), n >= 0 {
-            value = .ago(milliseconds: n * unit)
+            // 10^15 days does not fit in milliseconds: refuse it rather than trap.
+            let (ms, overflow) = n.multipliedReportingOverflow(by: unit)
+            guard !overflow else { return nil }
+            value = .ago(milliseconds: ms)
             return
         }
         let day = DateFormatter()

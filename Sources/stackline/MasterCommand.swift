@@ -41,6 +41,12 @@ struct MasterCommand: ParsableCommand {
     @Option(help: "Grouping rules file for the workers (default: $STACKLINE_GROUPING_RULES or the built-in rules).")
     var groupingRules: String?
 
+    @Option(help: "Automatic retention: prune reports received longer ago than this (30m, 24h, 90d, 2w) at start and every --retain-interval, as `stackline prune` does.")
+    var retain: SinceDate?
+
+    @Option(help: "Seconds between two --retain passes.")
+    var retainInterval: Double = 3600
+
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
@@ -51,6 +57,12 @@ struct MasterCommand: ParsableCommand {
             throw ValidationError("--job-timeout and --lease must be positive; --retry-delay and --drain not negative")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        if let retain, retain.duration == nil {
+            throw ValidationError("--retain takes a duration such as 90d, not a date")
+        }
+        guard retainInterval > 0 else { throw ValidationError("--retain-interval must be positive") }
+        // Workers inherit the limit: a bad value must stop the master, not every worker.
+        do { _ = try Framing.configuredMaxFrame() } catch { throw ValidationError(error.description) }
     }
 
     func run() throws {
@@ -73,12 +85,20 @@ struct MasterCommand: ParsableCommand {
             workers: workers, once: once, jobTimeout: jobTimeout,
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelayMs: Int64(retryDelay * 1000)),
             leaseSeconds: lease, drainSeconds: drain,
-            workerExecutable: MasterConfiguration.locateWorker(), workerArguments: ["--symbols", store])
+            workerExecutable: MasterConfiguration.locateWorker(), workerArguments: ["--symbols", store],
+            retainMs: retain?.duration, retentionIntervalSeconds: retainInterval)
         guard FileManager.default.isExecutableFile(atPath: config.workerExecutable) else {
             printError("stackline master: no worker executable at \(config.workerExecutable) (set STACKLINE_WORKER)")
             throw ExitCode(1)
         }
         let db = try database.open()
         try Dispatcher(db: db, config: config, logger: logger).run()
+    }
+}
+
+extension SinceDate {
+    /// The length of a duration argument (`90d`); nil for an absolute date.
+    var duration: Int64? {
+        if case .ago(let ms) = value { ms } else { nil }
     }
 }

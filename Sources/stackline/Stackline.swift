@@ -15,5 +15,6 @@ struct Stackline: ParsableCommand {
             GroupsCommand.self,
             GroupCommand.self,
             ParseCommand.self,
+            PruneCommand.self,
         ])
 }

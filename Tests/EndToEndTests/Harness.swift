@@ -9,6 +9,8 @@ final class Harness {
     let dbPath: String
     let symbolsPath: String
     private var masters: [MasterProcess] = []
+    /// Added to every process this harness starts (e.g. a smaller frame limit).
+    var extraEnvironment: [String: String] = [:]
 
     init() throws {
         dir = try TempDirectory("e2e")
@@ -29,6 +31,7 @@ final class Harness {
 
     var environment: [String: String] {
         ["STACKLINE_DB": dbPath, "STACKLINE_TEST_HOOKS": "1", "STACKLINE_WORKER": TestPaths.worker]
+            .merging(extraEnvironment) { $1 }
     }
 
     func database() throws -> JobDatabase { try JobDatabase(path: dbPath) }

@@ -36,6 +36,11 @@ struct StacklineWorker: ParsableCommand {
             logger.error("\(error.description)")
             throw ExitCode(2)
         }
+        do { _ = try Framing.configuredMaxFrame() } catch {
+            // The master checks this too; a worker started by hand must not guess.
+            logger.error("\(error.description)")
+            throw ExitCode(2)
+        }
         let worker = JobRunner(
             symbolicator: Symbolicator(store: SymbolStoreDirectory(root: root), cacheCapacity: cacheCapacity),
             grouper: Grouper(rules: rules),
@@ -57,9 +62,9 @@ struct StacklineWorker: ParsableCommand {
                 throw ExitCode(2)
             }
             guard let frame else { continue }
-            let reply = worker.handle(frame)
+            let reply = worker.replyFrame(for: frame)
             do {
-                try Framing.write(try JSONEncoder().encode(reply), to: replies)
+                try Framing.write(reply, to: replies)
             } catch {
                 // The master is gone or the pipe broke: nothing left to serve.
                 logger.error("cannot write reply", metadata: ["error": "\(error)"])
@@ -94,6 +99,27 @@ final class JobRunner {
         self.hooks = hooks
     }
 
+    /// The encoded reply to one job frame, always under the frame limit: a result too large
+    /// to send becomes a permanent failure naming its size, since every attempt would make
+    /// the same reply (and a worker that cannot send it would only exit and be retried).
+    func replyFrame(for frame: Data) -> Data {
+        let reply = handle(frame)
+        let encoded: Data
+        do { encoded = try JSONEncoder().encode(reply) } catch {
+            return Self.encode(JobReply(kind: .internalError, jobId: reply.jobId, message: "cannot encode reply: \(error)"))
+        }
+        guard encoded.count > Framing.maxFrame else { return encoded }
+        let what = reply.kind == .result ? "symbolicated report" : "reply"
+        return Self.encode(JobReply(
+            kind: .permanentError, jobId: reply.jobId,
+            message: "\(what) is \(encoded.count) bytes, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"))
+    }
+
+    /// Encodes a reply of a few fields; their JSON cannot fail to encode.
+    private static func encode(_ reply: JobReply) -> Data {
+        (try? JSONEncoder().encode(reply)) ?? Data(#"{"kind":"internalError","jobId":-1}"#.utf8)
+    }
+
     func handle(_ frame: Data) -> JobReply {
         let request: JobRequest
         do { request = try JSONDecoder().decode(JobRequest.self, from: frame) } catch {
@@ -116,6 +142,7 @@ struct TestHooks {
     static let sleepFirstAttempt = "STACKLINE_TEST_HOOK_SLEEP_FIRST_ATTEMPT"
     static let hang = "STACKLINE_TEST_HOOK_HANG"
     static let segfault = "STACKLINE_TEST_HOOK_SEGV"
+    static let sigkill = "STACKLINE_TEST_HOOK_SIGKILL"
 
     let enabled: Bool
     let logger: Logger
@@ -133,6 +160,11 @@ struct TestHooks {
             // Default disposition, so the Swift backtracer does not intercept the signal.
             signal(SIGSEGV, SIG_DFL)
             raise(SIGSEGV)
+        }
+        if text.contains(Self.sigkill) {
+            // What the kernel's OOM killer does to a worker that allocates too much.
+            logger.warning("test hook: killing myself with SIGKILL", metadata: ["report": "\(request.reportId)"])
+            raise(SIGKILL)
         }
         if text.contains(Self.sleepFirstAttempt) && request.attempt == 1 || text.contains(Self.hang) {
             logger.warning(

@@ -62,6 +62,8 @@ final class MappedFile {
 public struct RegularFileError: Error, Equatable, CustomStringConvertible {
     public let path: String
     public let reason: String
+    /// What the path is instead, when it opened but is not a regular file ("a FIFO").
+    public var kind: String? = nil
     public var description: String { "\(path): \(reason)" }
 }
 
@@ -92,7 +94,8 @@ public final class RegularFile {
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
             close(fd)
-            throw RegularFileError(path: path, reason: "not a regular file (\(Self.kind(mode: st.st_mode)))")
+            let kind = Self.kind(mode: st.st_mode)
+            throw RegularFileError(path: path, reason: "not a regular file (\(kind))", kind: kind)
         }
         self.path = path
         descriptor = fd

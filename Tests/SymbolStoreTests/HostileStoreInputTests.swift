@@ -235,6 +235,36 @@ import Testing
         #expect(scene.storedIDs.isEmpty)
     }
 
+    /// A deflate stream that announces a 65,535-byte stored block and ends after 3: ZIPFoundation
+    /// 0.9.20's own reader spins forever on it at the end of the archive (weichsel/ZIPFoundation#389).
+    @Test func zipWhoseDeflateStreamNeverEndsIsRefused() throws {
+        let scene = try Scene("zip-unended")
+        defer { scene.root.remove() }
+        let zip = scene.file("unended.zip")
+        let script = """
+            import struct, sys, zlib
+            data = b"abc"
+            comp = bytes([0x01, 0xFF, 0xFF, 0x00, 0x00]) + data
+            name = b"unended.debug"
+            crc = zlib.crc32(data)
+            local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0, crc, len(comp), len(data), len(name), 0) + name
+            central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0x031E, 20, 0, 8, 0, 0, crc, len(comp), len(data),
+                                  len(name), 0, 0, 0, 0, 0o100644 << 16, 0) + name
+            end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central), len(local) + len(comp), 0)
+            open(sys.argv[1], "wb").write(local + comp + central + end)
+            """
+        try runChecked("python3", ["-c", script, zip])
+        // The oracle finds the stream broken too.
+        let tested = try runProcess(try findTool("unzip"), ["-t", zip])
+        #expect(tested.status != 0 && tested.stdout.contains("unended.debug"), "\(tested.summary)")
+
+        let out = try scene.add([zip])
+        try scene.expectContained(out)
+        #expect(out.status == 1)
+        #expect(out.stderr.contains("entry 'unended.debug' is corrupt: its deflate stream does not end within its 8 compressed bytes"), "\(out.stderr)")
+        #expect(scene.storedIDs.isEmpty)
+    }
+
     @Test func nestedZipIsNotUnpackedAndTheRestIsStored() throws {
         let scene = try Scene("zip-nested")
         defer { scene.root.remove() }

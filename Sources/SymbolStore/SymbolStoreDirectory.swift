@@ -17,6 +17,7 @@ public enum StoreError: Error, CustomStringConvertible {
     case symbolicLink(path: String)
     /// An archive inside an archive: never unpacked.
     case nestedArchive(path: String, archive: String)
+    /// A directory nested deeper than a walk goes.
     case tooDeep(path: String, limit: Int)
 
     public var description: String {

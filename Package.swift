@@ -12,6 +12,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
         // libdw + libelf (+ zlib for compressed sections): the only place their C headers enter.
@@ -28,18 +29,19 @@ let package = Package(
             linkerSettings: [.linkedLibrary("stdc++")]
         ),
         // zlib: gzip input on submit (streamed, size-capped) and compressed raw bytes in the DB.
+        // Not named CZlib: ZIPFoundation ships a module of that name.
         .systemLibrary(
-            name: "CZlib",
+            name: "StacklineZlib",
             path: "Sources/CZlib",
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
-        .target(name: "Compression", dependencies: ["CZlib"]),
+        .target(name: "Compression", dependencies: ["StacklineZlib"]),
         .target(name: "ReportModel"),
         .target(name: "Hashing"),
         .target(name: "Grouping", dependencies: ["ReportModel", "Hashing"]),
         .target(name: "DebugInfo", dependencies: ["CElfUtils"]),
-        .target(name: "SymbolStore", dependencies: ["DebugInfo"]),
+        .target(name: "SymbolStore", dependencies: ["DebugInfo", .product(name: "ZIPFoundation", package: "ZIPFoundation")]),
         .target(
             name: "Symbolication",
             dependencies: ["DebugInfo", "SymbolStore", "ReportModel", "CDemangle"]

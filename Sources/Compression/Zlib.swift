@@ -1,4 +1,4 @@
-import CZlib
+import StacklineZlib
 import Foundation
 
 /// Why a compressed buffer could not be inflated.
@@ -72,7 +72,7 @@ public enum Zlib {
                     stream.avail_in = uInt(remaining)
                     stream.next_out = outBuf.baseAddress
                     stream.avail_out = uInt(chunk)
-                    let rc = CZlib.inflate(&stream, Z_NO_FLUSH)
+                    let rc = StacklineZlib.inflate(&stream, Z_NO_FLUSH)
                     return (rc, chunk - Int(stream.avail_out), remaining - Int(stream.avail_in))
                 }
             }

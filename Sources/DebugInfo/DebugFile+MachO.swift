@@ -4,8 +4,16 @@ extension DebugFile {
     /// `symbolsFrom` is a Mach-O file whose slice with the same UUID supplies symbols when
     /// this one has none.
     public convenience init(machO path: String, arch: String? = nil, uuid: String? = nil, symbolsFrom companion: String? = nil) throws(MachOError) {
+        let input: RegularFile
+        do { input = try RegularFile(path: path) } catch { throw .unreadable(path: path, reason: error.reason) }
+        try self.init(machO: input, arch: arch, uuid: uuid, symbolsFrom: companion.flatMap { try? RegularFile(path: $0) })
+    }
+
+    /// `init(machO:arch:uuid:symbolsFrom:)` on files already open.
+    public convenience init(machO input: RegularFile, arch: String? = nil, uuid: String? = nil, symbolsFrom companion: RegularFile? = nil) throws(MachOError) {
+        let path = input.path
         let slice: MachOSlice
-        let file = try MachOFile(path: path)
+        let file = try MachOFile(file: input)
         if let uuid {
             guard let s = file.slice(uuid: uuid) else {
                 throw .noSuchArch(path: path, arch: "UUID \(uuid)", available: file.slices.map { "\($0.arch) \($0.uuid)" })
@@ -15,7 +23,7 @@ extension DebugFile {
             slice = try file.slice(arch: arch)
         }
         let header = MachOElfImage.headerSize(for: slice)
-        let image = try MappedFile(path: path, headroom: header)
+        let image = try MappedFile(file: input, headroom: header)
         // The file was parsed from an earlier mapping: its offsets hold only for the same bytes.
         guard UInt64(image.fileSize) == file.fileSize, let again = try? MachOFile(path: path, bytes: image.contents),
             again.slices == file.slices
@@ -24,8 +32,8 @@ extension DebugFile {
         image.region.copyBytes(from: bytes)
 
         var symbols = SymbolTable(machO: slice, file: ByteReader(bytes: image.contents, bigEndian: false))
-        if symbols.isEmpty, let companion, let other = try? MachOFile(path: companion),
-            let match = other.slice(uuid: slice.uuid), let mapped = try? MappedFile(path: companion)
+        if symbols.isEmpty, let companion, let other = try? MachOFile(file: companion),
+            let match = other.slice(uuid: slice.uuid), let mapped = try? MappedFile(file: companion)
         {
             symbols = SymbolTable(machO: match, file: ByteReader(bytes: mapped.contents, bigEndian: false))
         }
@@ -39,13 +47,22 @@ extension DebugFile {
 
     /// Opens an ELF file or a Mach-O file (see `init(machO:arch:uuid:symbolsFrom:)`), by its magic number.
     public static func open(path: String, arch: String? = nil, uuid: String? = nil, symbolsFrom companion: String? = nil) throws(DebugFileError) -> DebugFile {
-        switch ObjectFormat.of(path: path) {
+        let file: RegularFile
+        do { file = try RegularFile(path: path) } catch { throw .elf(.unreadable(path: path, reason: error.reason)) }
+        return try open(file: file, arch: arch, uuid: uuid, symbolsFrom: companion.flatMap { try? RegularFile(path: $0) })
+    }
+
+    /// `open(path:arch:uuid:symbolsFrom:)` on files already open. An ELF companion lends its
+    /// symbols only when its build-id is the debug file's.
+    public static func open(file: RegularFile, arch: String? = nil, uuid: String? = nil, symbolsFrom companion: RegularFile? = nil) throws(DebugFileError) -> DebugFile {
+        switch ObjectFormat.of(file: file) {
         case .machO, .fatMachO:
-            do { return try DebugFile(machO: path, arch: arch, uuid: uuid, symbolsFrom: companion) } catch { throw .machO(error) }
+            do { return try DebugFile(machO: file, arch: arch, uuid: uuid, symbolsFrom: companion) } catch { throw .machO(error) }
         default:
             do {
-                let elf = try ElfFile(path: path)
-                let other = elf.hasSymbolTable ? nil : companion.flatMap { try? ElfFile(path: $0) }
+                let elf = try ElfFile(file: file)
+                let other = elf.hasSymbolTable ? nil
+                    : companion.flatMap { try? ElfFile(file: $0) }.flatMap { $0.buildID == elf.buildID ? $0 : nil }
                 return try DebugFile(elf: elf, symbolsFrom: other)
             } catch { throw .elf(error) }
         }

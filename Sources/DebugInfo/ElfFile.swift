@@ -77,20 +77,22 @@ public final class ElfFile {
     private static let libelfReady: Bool = elf_version(UInt32(EV_CURRENT)) != UInt32(EV_NONE)
 
     public convenience init(path: String) throws(ElfError) {
+        let file: RegularFile
+        do { file = try RegularFile(path: path) } catch { throw .unreadable(path: path, reason: error.reason) }
+        try self.init(file: file)
+    }
+
+    /// Reads the file `file` has open (through a descriptor of its own: `file` may be closed).
+    public convenience init(file: RegularFile) throws(ElfError) {
         _ = Self.libelfReady
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw .unreadable(path: path, reason: String(cString: strerror(errno)))
-        }
+        let path = file.path
+        let fd = fcntl(file.descriptor, F_DUPFD_CLOEXEC, 0)
+        guard fd >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
         var st = stat()
         guard fstat(fd, &st) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
             throw .unreadable(path: path, reason: reason)
-        }
-        guard (st.st_mode & S_IFMT) == S_IFREG else {
-            close(fd)
-            throw .unreadable(path: path, reason: "not a regular file")
         }
         guard let elf = elf_begin(fd, ELF_C_READ_MMAP, nil) else {
             close(fd)

@@ -15,6 +15,12 @@ public struct MachOFile: Sendable {
         try self.init(path: path, bytes: mapped.contents)
     }
 
+    /// Parses the file `file` has open.
+    public init(file: RegularFile) throws(MachOError) {
+        let mapped = try MappedFile(file: file)
+        try self.init(path: file.path, bytes: mapped.contents)
+    }
+
     init(path: String, bytes: UnsafeRawBufferPointer) throws(MachOError) {
         self.path = path
         fileSize = UInt64(bytes.count)

@@ -4,11 +4,15 @@ import Foundation
 public enum ObjectFormat: Sendable, Equatable {
     case elf, machO, fatMachO, zip, other
 
+    /// The format of the regular file at `path`; `.other` for anything unreadable (a FIFO
+    /// is not waited on).
     public static func of(path: String) -> ObjectFormat {
-        guard let handle = fopen(path, "rb") else { return .other }
-        defer { fclose(handle) }
-        var magic = [UInt8](repeating: 0, count: 4)
-        guard fread(&magic, 1, 4, handle) == 4 else { return .other }
+        guard let file = try? RegularFile(path: path) else { return .other }
+        return of(file: file)
+    }
+
+    public static func of(file: RegularFile) -> ObjectFormat {
+        guard let magic = try? file.read(at: 0, count: 4), magic.count == 4 else { return .other }
         switch (magic[0], magic[1], magic[2], magic[3]) {
         case (0x7f, 0x45, 0x4c, 0x46): return .elf
         case (0xcf, 0xfa, 0xed, 0xfe), (0xce, 0xfa, 0xed, 0xfe), (0xfe, 0xed, 0xfa, 0xcf), (0xfe, 0xed, 0xfa, 0xce):

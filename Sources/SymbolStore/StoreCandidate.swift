@@ -14,34 +14,37 @@ struct StoreCandidate {
     /// Holds runnable code: fills the store's executable role.
     var isImage: Bool
     var format: String
-    var source: String
+    /// The open input; its path is where the file came from.
+    var file: RegularFile
+    var source: String { file.path }
     /// The bytes to store: the whole file, or one slice of it.
     var range: Range<UInt64>?
 
-    /// Validates `path` (every DWARF unit header is read: a file libdw cannot walk is refused
+    /// Validates `file` (every DWARF unit header is read: a file libdw cannot walk is refused
     /// now, not at crash time) and describes what it would store. A fat file yields one
-    /// candidate per slice, or fails as a whole.
-    static func identify(path: String) throws(StoreError) -> [StoreCandidate] {
+    /// candidate per slice, or fails as a whole. `file.path` names it in messages and `source`.
+    static func identify(file: RegularFile) throws(StoreError) -> [StoreCandidate] {
+        let path = file.path
         let name = (path as NSString).lastPathComponent
-        switch ObjectFormat.of(path: path) {
+        switch ObjectFormat.of(file: file) {
         case .machO, .fatMachO:
-            let file: MachOFile
-            do { file = try MachOFile(path: path) } catch { throw .rejectedMachO(error) }
+            let machO: MachOFile
+            do { machO = try MachOFile(file: file) } catch { throw .rejectedMachO(error) }
             var out: [StoreCandidate] = []
-            for slice in file.slices {
+            for slice in machO.slices {
                 let debug: DebugFile
-                do { debug = try DebugFile(machO: path, uuid: slice.uuid) } catch { throw .rejectedMachO(error) }
+                do { debug = try DebugFile(machO: file, uuid: slice.uuid) } catch { throw .rejectedMachO(error) }
                 out.append(StoreCandidate(
                     id: slice.uuid, name: name, arch: slice.arch, kind: slice.kindDescription, size: slice.size,
                     hasDWARF: debug.elf.hasDWARF, hasSymbolTable: debug.symbolCount > 0, isImage: slice.isImage,
-                    format: "mach-o", source: path,
-                    range: file.isFat ? slice.offset..<slice.offset + slice.size : nil))
+                    format: "mach-o", file: file,
+                    range: machO.isFat ? slice.offset..<slice.offset + slice.size : nil))
             }
             return out
         default:
             let elf: ElfFile
             do {
-                elf = try ElfFile(path: path)
+                elf = try ElfFile(file: file)
                 _ = try DebugFile(elf: elf)
             } catch {
                 throw .rejected(error)
@@ -50,37 +53,14 @@ struct StoreCandidate {
             return [StoreCandidate(
                 id: id, name: name, arch: elf.architecture, kind: elf.kindDescription, size: elf.fileSize,
                 hasDWARF: elf.hasDWARF, hasSymbolTable: elf.hasSymbolTable,
-                isImage: !elf.isDebugOnly && !elf.loadSegments.isEmpty, format: "elf", source: path, range: nil)]
+                isImage: !elf.isDebugOnly && !elf.loadSegments.isEmpty, format: "elf", file: file, range: nil)]
         }
     }
 
-    /// Writes the bytes to store to `destination`: a fat file's slice becomes a thin file
-    /// of its own, so a worker maps only the architecture it needs.
+    /// Writes the bytes to store to `destination`, a name that must not exist yet, copied
+    /// from the descriptor that was validated: a fat file's slice becomes a thin file of its
+    /// own, so a worker maps only the architecture it needs.
     func write(to destination: String) throws(StoreError) {
-        guard let range else {
-            do {
-                try FileManager.default.copyItem(atPath: source, toPath: destination)
-            } catch {
-                throw .io(path: source, reason: "cannot copy into the store: \(error.localizedDescription)")
-            }
-            return
-        }
-        guard let input = FileHandle(forReadingAtPath: source) else {
-            throw .io(path: source, reason: "cannot open: \(String(cString: strerror(errno)))")
-        }
-        defer { try? input.close() }
-        do {
-            try input.seek(toOffset: range.lowerBound)
-            guard let bytes = try input.read(upToCount: Int(range.count)), bytes.count == range.count else {
-                throw StoreError.io(path: source, reason: "slice at \(range.lowerBound) is cut short")
-            }
-            guard FileManager.default.createFile(atPath: destination, contents: bytes) else {
-                throw StoreError.io(path: destination, reason: "cannot write the slice")
-            }
-        } catch let e as StoreError {
-            throw e
-        } catch {
-            throw .io(path: source, reason: "cannot read the slice: \(error.localizedDescription)")
-        }
+        try NewFile(path: destination).copy(from: file, range: range)
     }
 }

@@ -11,6 +11,14 @@ public enum StoreError: Error, CustomStringConvertible {
     case rejectedMachO(MachOError)
     case multipleSlices(path: String, count: Int)
     case archive(path: String, reason: String)
+    /// A FIFO, device, socket or directory where a file was expected.
+    case notRegularFile(path: String, kind: String)
+    /// A link met inside a directory, bundle or archive: never followed.
+    case symbolicLink(path: String)
+    /// An archive inside an archive: never unpacked.
+    case nestedArchive(path: String, archive: String)
+    /// A directory nested deeper than a walk goes.
+    case tooDeep(path: String, limit: Int)
 
     public var description: String {
         switch self {
@@ -22,6 +30,11 @@ public enum StoreError: Error, CustomStringConvertible {
         case .io(let p, let r): return "\(p): \(r)"
         case .notFound(let id): return "no debug file for build-id \(id) in the store"
         case .invalidBuildID(let id): return "not a build-id (expected hex digits): \(id)"
+        case .notRegularFile(let p, let k): return "\(p): not a regular file (\(k)); only regular files are stored"
+        case .symbolicLink(let p): return "\(p): symbolic link inside a directory, bundle or archive, not followed (add its target by name)"
+        case .nestedArchive(let p, let a):
+            return "\(p): nested archive \((p as NSString).lastPathComponent) inside \((a as NSString).lastPathComponent) is not unpacked; unzip it first"
+        case .tooDeep(let p, let n): return "\(p): directories nested more than \(n) deep are not walked"
         }
     }
 }
@@ -155,7 +168,7 @@ public struct SymbolStoreDirectory: Sendable {
     /// file: content goes to a temporary file that is renamed into place, under a
     /// per-build-id lock.
     public func add(path: String) throws(StoreError) -> AddOutcome {
-        let candidates = try StoreCandidate.identify(path: path)
+        let candidates = try StoreCandidate.identify(file: try Self.open(path))
         guard candidates.count == 1 else { throw .multipleSlices(path: path, count: candidates.count) }
         return try store(candidates[0])
     }
@@ -164,9 +177,22 @@ public struct SymbolStoreDirectory: Sendable {
     /// slice becomes an entry under its own UUID. A fat file with one bad slice is refused
     /// whole, before anything is written.
     public func addFile(path: String) throws(StoreError) -> [AddOutcome] {
+        try addFile(try Self.open(path))
+    }
+
+    private func addFile(_ file: RegularFile) throws(StoreError) -> [AddOutcome] {
         var outcomes: [AddOutcome] = []
-        for candidate in try StoreCandidate.identify(path: path) { outcomes.append(try store(candidate)) }
+        for candidate in try StoreCandidate.identify(file: file) { outcomes.append(try store(candidate)) }
         return outcomes
+    }
+
+    /// Opens a path the user named, following links the way `cp` does; the file is then read
+    /// only through this descriptor.
+    private static func open(_ path: String) throws(StoreError) -> RegularFile {
+        do { return try RegularFile(path: path) } catch {
+            if let kind = error.kind { throw .notRegularFile(path: path, kind: kind) }
+            throw .rejected(.unreadable(path: path, reason: error.reason))
+        }
     }
 
     private func store(_ c: StoreCandidate) throws(StoreError) -> AddOutcome {
@@ -174,7 +200,10 @@ public struct SymbolStoreDirectory: Sendable {
         let base = self.base(id)
         try makeDirectory((base as NSString).deletingLastPathComponent)
         return try withLock(base + ".lock") { () throws(StoreError) -> AddOutcome in
-            let previous = entry(buildID: id)
+            // A stored file that is gone, not a regular file or another build's is no previous
+            // entry: adding the right file again repairs it.
+            var previous = Self.holds(base + ".debug", id: id) ? entry(buildID: id) : nil
+            if let exe = previous?.executablePath, !Self.holds(exe, id: id) { previous?.executablePath = nil }
             var candidate = StoredDebugFile(
                 buildId: id, name: c.name, arch: c.arch,
                 kind: c.kind, size: c.size, hasDWARF: c.hasDWARF,
@@ -201,33 +230,104 @@ public struct SymbolStoreDirectory: Sendable {
     /// Adds `path`: a file, a directory walked for files (inside a `.dSYM` bundle only its
     /// `Contents/Resources/DWARF` files), or a zip archive of those, reporting each stored
     /// entry or refusal and continuing past refusals. A fat file reports one result per slice.
+    ///
+    /// `path` itself is followed if it is a link, as `cp` would; inside it, links are refused,
+    /// never followed, and so are FIFOs, devices and sockets. Every file is read from the
+    /// descriptor that was checked to be a regular file.
     public func addTree(path: String) -> [(path: String, result: Result<AddOutcome, StoreError>)] {
-        addTree(path: path, label: path)
+        guard let resolved = realpath(path, nil) else {
+            return [(path, .failure(.rejected(.unreadable(path: path, reason: String(cString: strerror(errno))))))]
+        }
+        let real = String(cString: resolved)
+        free(resolved)
+        let fd = Foundation.open(real, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            return [(path, .failure(.rejected(.unreadable(path: path, reason: RegularFile.openFailure(errno)))))]
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            return [(path, .failure(.rejected(.unreadable(path: path, reason: reason))))]
+        }
+        if (st.st_mode & S_IFMT) == S_IFDIR {
+            defer { close(fd) }
+            var results: Results = []
+            walk(directory: fd, label: path, relative: (real as NSString).lastPathComponent, depth: 0, archive: nil, into: &results)
+            return results
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG, let file = try? RegularFile(adopting: fd, path: path) else {
+            close(fd)
+            return [(path, .failure(.notRegularFile(path: path, kind: RegularFile.kind(mode: st.st_mode))))]
+        }
+        return addOne(file, archive: nil)
     }
 
-    private func addTree(path: String, label: String) -> [(path: String, result: Result<AddOutcome, StoreError>)] {
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
-            return [(label, .failure(.rejected(.unreadable(path: path, reason: "no such file or directory"))))]
+    typealias Results = [(path: String, result: Result<AddOutcome, StoreError>)]
+
+    /// Deeper than any real bundle; a limit keeps open descriptors bounded.
+    static let maximumDepth = 64
+
+    /// Walks the directory `fd` has open, in name order, through descriptors only: a name
+    /// swapped for a link during the walk is refused by `O_NOFOLLOW`, not followed.
+    private func walk(directory fd: Int32, label: String, relative: String, depth: Int, archive: String?, into results: inout Results) {
+        var names: [String] = []
+        let listing = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        guard listing >= 0, let dir = fdopendir(listing) else {
+            if listing >= 0 { close(listing) }
+            results.append((label, .failure(.rejected(.unreadable(path: label, reason: String(cString: strerror(errno)))))))
+            return
         }
-        guard isDir.boolValue else { return addOne(path: path, label: label) }
-        var results: [(path: String, result: Result<AddOutcome, StoreError>)] = []
-        let walker = FileManager.default.enumerator(atPath: path)
-        let top = (path as NSString).lastPathComponent
-        var files: [String] = []
-        while let rel = walker?.nextObject() as? String {
-            let full = path + "/" + rel
-            var dir: ObjCBool = false
-            if FileManager.default.fileExists(atPath: full, isDirectory: &dir), !dir.boolValue,
-                Self.mayHoldDebugInfo(relativePath: top + "/" + rel)
-            {
-                files.append(rel)
+        while let item = readdir(dir) {
+            let name = withUnsafeBytes(of: item.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        closedir(dir)
+        for name in names.sorted() {
+            let path = label + "/" + name
+            let rel = relative + "/" + name
+            var st = stat()
+            guard fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
+                results.append((path, .failure(.rejected(.unreadable(path: path, reason: String(cString: strerror(errno)))))))
+                continue
+            }
+            let type = st.st_mode & S_IFMT
+            if type == S_IFDIR {
+                guard depth < Self.maximumDepth else {
+                    results.append((path, .failure(.tooDeep(path: path, limit: Self.maximumDepth))))
+                    continue
+                }
+                let sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+                guard sub >= 0 else {
+                    results.append((path, .failure(.rejected(.unreadable(path: path, reason: RegularFile.openFailure(errno))))))
+                    continue
+                }
+                walk(directory: sub, label: path, relative: rel, depth: depth + 1, archive: archive, into: &results)
+                close(sub)
+                continue
+            }
+            guard Self.mayHoldDebugInfo(relativePath: rel) else { continue }
+            if type == S_IFLNK {
+                results.append((path, .failure(.symbolicLink(path: path))))
+                continue
+            }
+            guard type == S_IFREG else {
+                results.append((path, .failure(.notRegularFile(path: path, kind: RegularFile.kind(mode: st.st_mode)))))
+                continue
+            }
+            let opened = openat(fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard opened >= 0 else {
+                results.append((path, .failure(.rejected(.unreadable(path: path, reason: RegularFile.openFailure(errno))))))
+                continue
+            }
+            do throws(RegularFileError) {
+                results += addOne(try RegularFile(adopting: opened, path: path), archive: archive)
+            } catch {
+                // The name was swapped between fstatat and openat.
+                results.append((path, .failure(error.kind.map { .notRegularFile(path: path, kind: $0) }
+                    ?? .rejected(.unreadable(path: path, reason: error.reason)))))
             }
         }
-        for rel in files.sorted() {
-            results += addOne(path: path + "/" + rel, label: label + "/" + rel)
-        }
-        return results
     }
 
     /// Files a directory walk skips: a dSYM bundle's Info.plist and relocation maps (its
@@ -240,21 +340,50 @@ public struct SymbolStoreDirectory: Sendable {
         return inside.count == 4 && inside.prefix(3).elementsEqual(["Contents", "Resources", "DWARF"])
     }
 
-    private func addOne(path: String, label: String) -> [(path: String, result: Result<AddOutcome, StoreError>)] {
-        if ObjectFormat.of(path: path) == .zip {
+    /// One regular file: stored, or unpacked and walked if it is a zip (`archive` names the
+    /// zip it came out of: archives in archives are not unpacked).
+    private func addOne(_ file: RegularFile, archive: String?) -> Results {
+        let label = file.path
+        if ObjectFormat.of(file: file) == .zip {
+            if let archive { return [(label, .failure(.nestedArchive(path: label, archive: archive)))] }
             let scratch: String
-            do { scratch = try ZipArchive.extract(path) } catch { return [(label, .failure(error))] }
+            do { scratch = try ZipArchive.extract(file) } catch { return [(label, .failure(error))] }
             defer { try? FileManager.default.removeItem(atPath: scratch) }
-            return addTree(path: scratch, label: label)
+            let fd = Foundation.open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else {
+                return [(label, .failure(.archive(path: label, reason: "cannot open the unpacked copy: \(String(cString: strerror(errno)))")))]
+            }
+            defer { close(fd) }
+            var results: Results = []
+            walk(directory: fd, label: label, relative: (scratch as NSString).lastPathComponent, depth: 0, archive: label, into: &results)
+            return results
         }
         do {
-            let outcomes = try addFile(path: path)
+            let outcomes = try addFile(file)
             let many = outcomes.count > 1
             return outcomes.map { outcome in
                 (many ? "\(label) (\(outcome.entry.arch))" : label, .success(outcome))
             }
         } catch {
             return [(label, .failure(error))]
+        }
+    }
+
+    /// True when `path` is a regular file (not a link to one) whose build-id or UUID is `id`:
+    /// what the store put there, not something swapped in since.
+    static func holds(_ path: String, id: String) -> Bool {
+        guard let file = try? RegularFile(path: path, followingLinks: false) else { return false }
+        return identity(of: file) == id
+    }
+
+    /// The build-id of an ELF file, or the UUID of a thin Mach-O file.
+    public static func identity(of file: RegularFile) -> String? {
+        switch ObjectFormat.of(file: file) {
+        case .machO:
+            guard let machO = try? MachOFile(file: file), machO.slices.count == 1 else { return nil }
+            return machO.slices[0].uuid
+        case .elf: return (try? ElfFile(file: file))?.buildID
+        default: return nil
         }
     }
 
@@ -298,7 +427,7 @@ public struct SymbolStoreDirectory: Sendable {
     }
 
     private func withLock<T>(_ lockPath: String, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = Foundation.open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .io(path: lockPath, reason: String(cString: strerror(errno))) }
         defer { close(fd) }
         flock(fd, LOCK_EX)

@@ -1,39 +1,66 @@
+import DebugInfo
 import Foundation
+import ZIPFoundation
 
-/// Unpacks zip archives (dSYM uploads, the way Xcode archives them) with the system `unzip`
-/// tool, a well-kept inflater, run as a subprocess.
+/// Unpacks zip archives (dSYM uploads, the way Xcode archives them) in-process with
+/// ZIPFoundation, streaming each entry into a fresh private temporary directory.
+///
+/// Nothing an archive declares is trusted: the bytes actually written are counted and the
+/// unpacking stops at the cap; only regular files and directories are made (a symbolic link
+/// entry, an absolute path or a `..` component refuses the whole archive before anything is
+/// written); archives inside the archive are left packed (the store refuses them).
 enum ZipArchive {
-    /// Optional cap on what one archive may unpack to, in bytes (besides the free disk space).
+    /// Optional cap on what one archive may unpack to, in bytes (the free space caps it too).
     static let limitVariable = "STACKLINE_UNZIP_MAX_BYTES"
+    /// The cap without the variable: more than any real set of dSYMs, less than a disk.
+    static let defaultLimit: UInt64 = 16 << 30
+    /// More entries than a real dSYM upload has; past it, empty entries would exhaust inodes.
+    static let maximumEntries = 100_000
 
-    /// Extracts `archive` into a new temporary directory and returns it; the caller removes it.
-    /// An archive that declares more uncompressed bytes than the temporary directory's free
-    /// space is refused before anything is written (a zip bomb must not fill the disk).
-    static func extract(_ archive: String) throws(StoreError) -> String {
-        guard let unzip = ["/usr/bin/unzip", "/bin/unzip", "/usr/local/bin/unzip"].first(where: FileManager.default.isExecutableFile)
-        else { throw .archive(path: archive, reason: "the unzip tool is not installed (scripts/install-deps.sh)") }
+    /// The most an archive may unpack to, and how to say so.
+    struct Limit {
+        var bytes: UInt64
+        var name: String
+    }
+
+    /// Extracts the archive `input` has open into a new temporary directory and returns it;
+    /// the caller removes it. On failure nothing is left behind.
+    static func extract(_ input: RegularFile) throws(StoreError) -> String {
+        let label = input.path
         let temporary = NSTemporaryDirectory()
-        // -Zt: one summary line, "N files, X bytes uncompressed, Y bytes compressed: Z%".
-        let summary = try run(unzip, ["-Zt", archive], archive: archive)
-        let words = summary.split(separator: " ")
-        if let i = words.firstIndex(of: "uncompressed,"), i >= 2, let declared = UInt64(words[i - 2]) {
-            let free = (try? FileManager.default.attributesOfFileSystem(forPath: temporary)[.systemFreeSize] as? NSNumber)?
-                .uint64Value ?? .max
-            guard declared < free else {
-                throw .archive(path: archive, reason: "it would unpack to \(declared) bytes, more than the \(free) bytes free in \(temporary)")
-            }
-            if let limit = ProcessInfo.processInfo.environment[limitVariable].flatMap({ UInt64($0) }), declared > limit {
-                throw .archive(path: archive, reason: "it would unpack to \(declared) bytes, more than \(limitVariable)=\(limit)")
-            }
+        let limit = try limit(temporary: temporary, archive: label)
+        let archive: Archive
+        do {
+            archive = try Archive(url: URL(fileURLWithPath: descriptorPath(input.descriptor)), accessMode: .read)
+        } catch {
+            throw .archive(path: label, reason: "not a readable zip archive (\(error))")
         }
+
+        // Every entry is checked before anything is written, so a hostile archive leaves nothing.
+        var entries: [(entry: Entry, parts: [String])] = []
+        var declared: UInt64 = 0
+        for entry in archive {
+            guard entries.count < maximumEntries else {
+                throw .archive(path: label, reason: "it has more than \(maximumEntries) entries")
+            }
+            guard let parts = try check(entry, archive: label) else { continue }
+            declared = declared.addingReportingOverflow(entry.uncompressedSize).overflow ? .max : declared + entry.uncompressedSize
+            entries.append((entry, parts))
+        }
+        guard declared <= limit.bytes else {
+            throw .archive(path: label, reason: "it would unpack to \(declared) bytes, more than \(limit.name)")
+        }
+
         var template = Array((temporary + "/stackline-unzip.XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
-            throw .archive(path: archive, reason: "cannot make a temporary directory: \(String(cString: strerror(errno)))")
+            throw .archive(path: label, reason: "cannot make a temporary directory: \(String(cString: strerror(errno)))")
         }
         let directory = String(cString: made)
         do {
-            // -qq: quiet; -o: no prompts (a prompt would wait on stdin forever).
-            _ = try run(unzip, ["-qq", "-o", archive, "-d", directory], archive: archive)
+            var written: UInt64 = 0
+            for (entry, parts) in entries {
+                try unpack(entry, parts: parts, into: directory, archive: archive, input: input, limit: limit, written: &written)
+            }
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
             throw error
@@ -41,29 +68,156 @@ enum ZipArchive {
         return directory
     }
 
-    /// Runs unzip; its standard output, or its first error line as the refusal reason.
-    private static func run(_ unzip: String, _ arguments: [String], archive: String) throws(StoreError) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: unzip)
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = errors
+    /// The entry's path components, nil for an entry that names the archive's root; throws
+    /// for an entry that must not be unpacked.
+    private static func check(_ entry: Entry, archive: String) throws(StoreError) -> [String]? {
+        let name = entry.path
+        func refuse(_ why: String) -> StoreError {
+            .archive(path: archive, reason: "entry \(quoted(name)) \(why); nothing was unpacked")
+        }
+        if entry.type == .symlink { throw refuse("is a symbolic link (links in archives are neither created nor followed)") }
+        if name.hasPrefix("/") || name.hasPrefix("\\") { throw refuse("has an absolute path") }
+        if name.contains("\0") { throw refuse("has a NUL byte in its name") }
+        let parts = name.split(separator: "/").map(String.init).filter { $0 != "." }
+        if parts.contains("..") { throw refuse("climbs out of the archive with '..'") }
+        return parts.isEmpty ? nil : parts
+    }
+
+    private struct Overflow: Error {}
+    private struct StreamOverrun: Error {}
+
+    private static func unpack(
+        _ entry: Entry, parts: [String], into directory: String, archive: Archive, input: RegularFile, limit: Limit,
+        written: inout UInt64
+    ) throws(StoreError) {
+        let label = input.path
+        let isDirectory = entry.type == .directory
+        var parent = directory
+        for part in isDirectory ? parts[...] : parts.dropLast() {
+            parent += "/" + part
+            try makeDirectory(parent, archive: label)
+        }
+        if isDirectory { return }
+        let output = try NewFile(path: parent + "/" + parts.last!)
+        var failure: StoreError?
+        // Counts what is actually written, whatever the entry declares.
+        let consumer: Consumer = { data in
+            guard written + UInt64(data.count) <= limit.bytes else { throw Overflow() }
+            do throws(StoreError) {
+                try output.write(data)
+            } catch {
+                failure = error
+                throw error
+            }
+            written += UInt64(data.count)
+        }
+        let checksum: CRC32
         do {
-            try process.run()
+            if entry.isCompressed {
+                guard let start = dataOffset(of: entry, in: input) else {
+                    throw StoreError.archive(path: label, reason: "entry \(quoted(entry.path)): its local header is missing or unreadable")
+                }
+                checksum = try inflate(entry, at: start, from: input, consumer: consumer)
+            } else {
+                // Stored entries are read for exactly their declared size: bounded.
+                checksum = try archive.extract(entry, bufferSize: chunkSize, skipCRC32: false, consumer: consumer)
+            }
+        } catch is Overflow {
+            throw .archive(
+                path: label,
+                reason: "it unpacked past \(limit.bytes) bytes (\(limit.name)) at entry \(quoted(entry.path)), which declares \(entry.uncompressedSize) bytes")
+        } catch is StreamOverrun {
+            throw .archive(path: label, reason: "entry \(quoted(entry.path)) is corrupt: its deflate stream does not end within its \(entry.compressedSize) compressed bytes")
+        } catch let error as StoreError {
+            throw error
         } catch {
-            throw .archive(path: archive, reason: "cannot run \(unzip): \(error.localizedDescription)")
+            if let failure { throw failure }
+            throw .archive(path: label, reason: "entry \(quoted(entry.path)) cannot be unpacked: \(error)")
         }
-        // Small outputs (a summary line, quiet extraction), so reading one pipe after the other cannot deadlock.
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            let line = (message + text).split(separator: "\n").first.map(String.init) ?? "exit status \(process.terminationStatus)"
-            throw .archive(path: archive, reason: "unzip failed: \(line)")
+        guard checksum == entry.checksum else {
+            throw .archive(path: label, reason: "entry \(quoted(entry.path)) is corrupt: CRC-32 \(String(checksum, radix: 16)), the archive says \(String(entry.checksum, radix: 16))")
         }
-        return text
+    }
+
+    private static let chunkSize = 1 << 16
+
+    /// Inflates a compressed entry with ZIPFoundation's decoder, fed by a provider that stops
+    /// at the entry's compressed size. ZIPFoundation's own reader (0.9.20, weichsel/ZIPFoundation#389)
+    /// reads on to the end of the archive and then spins forever when a deflate stream does not
+    /// end; its decoder also tells zlib every chunk is full-sized, so chunks are padded to size
+    /// (zeros, which end a corrupt stream in an error rather than more output).
+    private static func inflate(_ entry: Entry, at start: UInt64, from input: RegularFile, consumer: Consumer) throws -> CRC32 {
+        let size = entry.compressedSize
+        var consumed: UInt64 = 0
+        return try Data.decompress(size: Int64(clamping: size), bufferSize: chunkSize, skipCRC32: false, provider: { _, count in
+            guard consumed < size else { throw StreamOverrun() }
+            var bytes = try input.read(at: start + consumed, count: Int(min(UInt64(count), size - consumed)))
+            guard !bytes.isEmpty else { throw StreamOverrun() }
+            consumed += UInt64(bytes.count)
+            bytes += [UInt8](repeating: 0, count: max(0, count - bytes.count))
+            return Data(bytes)
+        }, consumer: consumer)
+    }
+
+    /// Where an entry's data starts. ZIPFoundation keeps the local header's offset internal,
+    /// so it is read from the entry's stored central-directory fields, and the header itself
+    /// from the archive; nil when either cannot be read.
+    private static func dataOffset(of entry: Entry, in input: RegularFile) -> UInt64? {
+        guard let record = Mirror(reflecting: entry).descendant("centralDirectoryStructure") else { return nil }
+        let fields = Mirror(reflecting: record)
+        guard var offset = (fields.descendant("relativeOffsetOfLocalHeader") as? UInt32).map(UInt64.init) else { return nil }
+        if offset == 0xFFFF_FFFF {
+            guard let wide = fields.descendant("zip64ExtendedInformation", "some", "relativeOffsetOfLocalHeader") as? UInt64
+            else { return nil }
+            offset = wide
+        }
+        guard let header = try? input.read(at: offset, count: 30), header.count == 30,
+            header[0..<4].elementsEqual([0x50, 0x4b, 0x03, 0x04])
+        else { return nil }
+        let nameLength = UInt64(header[26]) | UInt64(header[27]) << 8
+        let extraLength = UInt64(header[28]) | UInt64(header[29]) << 8
+        return offset + 30 + nameLength + extraLength
+    }
+
+    /// Makes `path` unless it is already a directory; the temporary directory is private and
+    /// holds nothing but what `unpack` made, so an existing non-directory is a clash of names.
+    private static func makeDirectory(_ path: String, archive: String) throws(StoreError) {
+        if mkdir(path, 0o755) == 0 { return }
+        let code = errno
+        var st = stat()
+        guard code == EEXIST, lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw .archive(path: archive, reason: "cannot make directory \(path): \(String(cString: strerror(code)))")
+        }
+    }
+
+    /// STACKLINE_UNZIP_MAX_BYTES or the default cap, and never more than the free space.
+    static func limit(temporary: String, archive: String) throws(StoreError) -> Limit {
+        var limit = Limit(bytes: defaultLimit, name: "the default cap of \(defaultLimit >> 30) GiB (\(limitVariable) sets another)")
+        if let text = ProcessInfo.processInfo.environment[limitVariable] {
+            guard let bytes = UInt64(text) else {
+                throw .archive(path: archive, reason: "\(limitVariable)=\(text) is not a byte count")
+            }
+            limit = Limit(bytes: bytes, name: "\(limitVariable)=\(bytes)")
+        }
+        var fs = statvfs()
+        if statvfs(temporary, &fs) == 0 {
+            let free = UInt64(fs.f_bavail) &* UInt64(fs.f_frsize)
+            if free < limit.bytes { limit = Limit(bytes: free, name: "the \(free) bytes free in \(temporary)") }
+        }
+        return limit
+    }
+
+    /// A name for the file `fd` has open, for a library that opens by name: the same open
+    /// file, whatever its original path names by now.
+    private static func descriptorPath(_ fd: Int32) -> String {
+        #if os(Linux)
+            return "/proc/self/fd/\(fd)"
+        #else
+            return "/dev/fd/\(fd)"
+        #endif
+    }
+
+    private static func quoted(_ name: String) -> String {
+        "'" + name.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined() + "'"
     }
 }

@@ -6,12 +6,16 @@ public enum LookupError: Error, CustomStringConvertible, Equatable {
     case missingDebugFile(buildID: String)
     case unusableDebugFile(buildID: String, reason: String)
     case invalidBuildID(String)
+    /// The stored file is not the one stored for this build-id (replaced since): never used.
+    case mismatchedDebugFile(buildID: String, found: String?)
 
     public var description: String {
         switch self {
         case .missingDebugFile(let id): return "no debug file for build-id \(id) in the store"
         case .unusableDebugFile(let id, let r): return "debug file for build-id \(id) is unusable: \(r)"
         case .invalidBuildID(let id): return "not a build-id (expected hex digits): \(id)"
+        case .mismatchedDebugFile(let id, let found):
+            return "debug file stored for build-id \(id) has \(found.map { "build-id \($0)" } ?? "no build-id"): it was replaced after it was stored; not used (add the right file again)"
         }
     }
 }
@@ -40,13 +44,22 @@ public final class DebugFileCache {
             return hit
         }
         guard let path = store.debugFilePath(buildID: id) else { throw .missingDebugFile(buildID: id) }
+        // The store holds only regular files: a link there was not put there by the store.
+        let stored: RegularFile
+        do { stored = try RegularFile(path: path, followingLinks: false) } catch {
+            throw .unusableDebugFile(buildID: id, reason: error.description)
+        }
+        let companion = store.executablePath(buildID: id).flatMap { try? RegularFile(path: $0, followingLinks: false) }
         let file: DebugFile
         do {
             // The executable supplies symbols when the debug file has none (it is only read then).
-            file = try DebugFile.open(path: path, uuid: nil, symbolsFrom: store.executablePath(buildID: id))
+            file = try DebugFile.open(file: stored, uuid: nil, symbolsFrom: companion)
         } catch {
             throw .unusableDebugFile(buildID: id, reason: error.description)
         }
+        // Checked on the opened file itself: the path may name another file by now.
+        let found = file.machO?.uuid ?? file.elf.buildID
+        guard found == id else { throw .mismatchedDebugFile(buildID: id, found: found) }
         files[id] = file
         order.append(id)
         if order.count > capacity { files[order.removeFirst()] = nil }

@@ -39,6 +39,9 @@ public final class Symbolicator {
             if case .unusable? = state, let id = report.images[i].id, !id.isEmpty {
                 warnings.append("image \(report.images[i].name): debug file for \(id) could not be used")
             }
+            if case .replaced(_, let reason)? = state {
+                warnings.append("image \(report.images[i].name): \(reason)")
+            }
         }
         let (resolved, total) = (context.resolved, context.total)
         let status: ReportStatus = resolved == total && total > 0 ? .complete : (resolved == 0 ? .unsymbolicated : .partial)
@@ -54,6 +57,8 @@ public final class Symbolicator {
         case loaded(DebugFile)
         case missing(String)
         case unusable
+        /// The stored file is another build's: counted as missing, with a warning saying why.
+        case replaced(String, reason: String)
     }
 
     /// Resolves frame lists of one report, counting what resolved and which build ids were missing.
@@ -84,7 +89,11 @@ public final class Symbolicator {
                 do throws(LookupError) {
                     state = .loaded(try cache.file(buildID: id))
                 } catch {
-                    if case .missingDebugFile(let id) = error { state = .missing(id) } else { state = .unusable }
+                    switch error {
+                    case .missingDebugFile(let id): state = .missing(id)
+                    case .mismatchedDebugFile(let id, _): state = .replaced(id, reason: error.description)
+                    default: state = .unusable
+                    }
                 }
             } else {
                 state = .unusable
@@ -117,7 +126,7 @@ public final class Symbolicator {
                     index: index, address: raw.address, kind: raw.kind, image: image.name,
                     imageOffset: relative, status: .missingDebugFile)
                 switch state(ofImage: imageIndex) {
-                case .missing(let id):
+                case .missing(let id), .replaced(let id, _):
                     if !missing.contains(id) { missing.append(id) }
                     frames.append(base)
                 case .unusable:

@@ -1,0 +1,54 @@
+import DebugInfo
+import Foundation
+
+/// A file the store creates itself: never an existing name, never through a symbolic link.
+/// Both the store's files and an unpacked archive's are written through here.
+final class NewFile {
+    let path: String
+    let descriptor: Int32
+    private(set) var written: UInt64 = 0
+
+    init(path: String) throws(StoreError) {
+        self.path = path
+        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw .io(path: path, reason: "cannot create: \(RegularFile.openFailure(errno))") }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Writes the first `count` bytes of `bytes` (all of them when nil).
+    func write<Bytes: ContiguousBytes>(_ bytes: Bytes, count: Int? = nil) throws(StoreError) {
+        let failure: Int32? = bytes.withUnsafeBytes { all in
+            let total = count ?? all.count
+            var done = 0
+            while done < total {
+                let n = Foundation.write(descriptor, all.baseAddress! + done, total - done)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return n < 0 ? errno : ENOSPC }
+                done += n
+            }
+            written += UInt64(done)
+            return nil
+        }
+        if let failure { throw .io(path: path, reason: "cannot write: \(String(cString: strerror(failure)))") }
+    }
+
+    /// Copies `range` of `source` (all of it when nil) from its open descriptor.
+    func copy(from source: RegularFile, range: Range<UInt64>? = nil) throws(StoreError) {
+        var offset = range?.lowerBound ?? 0
+        let end = range?.upperBound ?? .max
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while offset < end {
+            let want = Int(min(UInt64(buffer.count), end - offset))
+            let n = buffer.withUnsafeMutableBytes { pread(source.descriptor, $0.baseAddress!, want, off_t(offset)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw .io(path: source.path, reason: "cannot read: \(String(cString: strerror(errno)))") }
+            if n == 0 {
+                guard range == nil else { throw .io(path: source.path, reason: "slice at \(range!.lowerBound) is cut short") }
+                break
+            }
+            try write(buffer, count: n)
+            offset += UInt64(n)
+        }
+    }
+}

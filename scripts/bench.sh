@@ -114,6 +114,10 @@ BEGIN {
   printf "first lookup (1 address, includes process start and index build): stackline %.3f s, llvm-symbolizer %.3f s, eu-addr2line %.3f s\n", slf, llf, euf
 }'
 
+echo
+echo "== scripts/bench-parse.sh =="
+bash "$root/scripts/bench-parse.sh"
+
 # Hook for the job-queue benchmark (written separately).
 if [ -f "$root/scripts/bench-queue.sh" ]; then
   echo

@@ -19,6 +19,8 @@ public struct AppleIPSFormat: ReportFormat {
     }
 
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
+        // Checked on the whole file first, so a bad byte's offset counts from the file's start.
+        if let offset = JSONPreflight.firstInvalidUTF8(in: data) { throw .invalidUTF8(offset: offset) }
         guard let newline = data.firstIndex(of: 0x0a) else {
             throw .invalidReport(format: id, reason: "only a header line; the report body is missing")
         }

@@ -100,7 +100,8 @@ struct JSONFrameAddress: Decodable, Sendable {
         } else if let string = try? container.decode(String.self) {
             address = Address(parsing: string)
             text = "\"\(string.prefix(40))\""
-        } else if let number = try? container.decode(Double.self) {
+        } else if let number = try? container.decode(Decimal.self) {
+            // Decimal keeps the digits as written (a Double would print 1.8446744073709552e+19).
             address = nil
             text = "\(number)"
         } else {

@@ -26,19 +26,8 @@ struct TextLine {
     }
 
     /// Every line of `data`, split at `\n`; a `\r` before it and trailing blanks are dropped.
-    static func lines(_ data: Data) -> [TextLine] {
-        let bytes = [UInt8](data)
-        var lines: [TextLine] = []
-        var start = 0
-        var number = 1
-        while start <= bytes.count {
-            let newline = bytes[start...].firstIndex(of: 0x0a) ?? bytes.count
-            lines.append(TextLine(bytes: bytes, start: start, end: newline, number: number))
-            number += 1
-            start = newline + 1
-        }
-        return lines
-    }
+    /// Lazy: a report of millions of empty lines must not become millions of values at once.
+    static func lines(_ data: Data) -> TextLines { TextLines(bytes: [UInt8](data)) }
 
     static func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
     /// Blanks plus the other ASCII whitespace that a line can end with.
@@ -171,5 +160,23 @@ struct TextLine {
         while lower < upper, Self.isBlank(bytes[lower]) { lower += 1 }
         while upper > lower, Self.isBlank(bytes[upper - 1]) { upper -= 1 }
         return lower..<upper
+    }
+}
+
+/// The lines of a report, produced one at a time.
+struct TextLines: Sequence, IteratorProtocol {
+    let bytes: [UInt8]
+    private var start = 0
+    private var number = 1
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    mutating func next() -> TextLine? {
+        guard start <= bytes.count else { return nil }
+        let newline = bytes[start...].firstIndex(of: 0x0a) ?? bytes.count
+        let line = TextLine(bytes: bytes, start: start, end: newline, number: number)
+        number += 1
+        start = newline + 1
+        return line
     }
 }

@@ -20,6 +20,9 @@ struct ParseCommand: ParsableCommand {
     @Flag(help: "Print JSON: {format, kind, images, threads: [{index, name, crashed, frames: [{address, kind}]}], lag, warnings}.")
     var json = false
 
+    @Flag(help: "Print one line of counts (format, images, threads, frames, warnings) instead of the report.")
+    var summary = false
+
     @Option(help: "Largest accepted report after decompression, in bytes.")
     var maxSize = Zlib.defaultLimit
 
@@ -35,6 +38,12 @@ struct ParseCommand: ParsableCommand {
         } catch let error as ReportParseError {
             throw fail("stackline parse: \(input): \(error)")
         }
+        if summary {
+            let frames = report.threads.reduce(0) { $0 + $1.frames.count }
+                + (report.lag?.samples.reduce(0) { $0 + $1.frames.count } ?? 0)
+            print("\(report.format): \(report.images.count) images, \(report.threads.count) threads, \(frames) frames, \(report.warnings.count) warnings")
+            return
+        }
         print(json ? try ParsedReportJSON.render(report) : ParsedReportText.render(report))
     }
 }
@@ -45,6 +54,8 @@ struct ParsedReportJSON: Encodable {
         var address: Address
         var kind: FrameKind
         var imageIndex: Int?
+        /// The report's address for this frame could not be read (a warning says why).
+        var malformed: Bool?
     }
     struct Thread: Encodable {
         var index: Int
@@ -70,7 +81,7 @@ struct ParsedReportJSON: Encodable {
             threads: report.threads.map { thread in
                 Thread(
                     index: thread.index, name: thread.name, crashed: thread.crashed,
-                    frames: thread.frames.map { Frame(address: $0.address, kind: $0.kind, imageIndex: $0.imageIndex) })
+                    frames: thread.frames.map { Frame(address: $0.address, kind: $0.kind, imageIndex: $0.imageIndex, malformed: $0.malformed) })
             }, lag: report.lag, warnings: report.warnings)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

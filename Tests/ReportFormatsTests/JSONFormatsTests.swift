@@ -80,7 +80,10 @@ func stringValues(of key: String, in text: String) throws -> [String] {
         }
         let tooBig = String(decoding: data, as: UTF8.self).replacingOccurrences(
             of: "\"instruction_addr\": 940935", with: "\"instruction_addr\": 18446744073709551616")
-        #expect(throws: ReportParseError.self) { try KSCrashFormat().parse(Data(tooBig.utf8)) }
+        // An address past 2^64-1 is kept as a malformed frame with a warning quoting it (issue 10, item 8).
+        let parsed = try KSCrashFormat().parse(Data(tooBig.utf8))
+        #expect(parsed.threads[0].frames[0].malformed == true)
+        #expect(parsed.warnings.contains { $0.contains("18446744073709551616 is not an address") }, "\(parsed.warnings)")
         let missing = String(decoding: data, as: UTF8.self).replacingOccurrences(of: "\"image_addr\": 2117632,", with: "")
         do {
             _ = try KSCrashFormat().parse(Data(missing.utf8))

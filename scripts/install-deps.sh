@@ -6,6 +6,7 @@ packages=(
   elfutils llvm-14 lld-14                           # test oracles and fixture tools
   binutils                                          # objcopy for split debug files
   unzip zip                                         # symbols add unpacks dSYM zips; tests pack them
+  sqlite3                                           # tests check the database with plain SQL
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -109,7 +109,7 @@ struct ReportInput {
         }
         if info.st_size > limit { throw SubmitError.tooLarge(label, limit) }
         // The file may still grow while it is read: the limit applies to what is read.
-        var data = Data()
+        var data = Data(capacity: Int(info.st_size) + 1)
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }

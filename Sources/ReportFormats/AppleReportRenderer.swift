@@ -5,9 +5,11 @@ import ReportModel
 /// header, `Thread N Crashed:` blocks whose frame lines keep `idx  image  0xADDR` and carry
 /// `function + offset (file:line)` (one line per inline level, innermost first, same index and
 /// address), then `Binary Images:`. Frames that did not resolve keep Apple's `0xLOAD + offset`.
+/// Every line goes through `TerminalText.escape`, like the text renderer's.
 public enum AppleReportRenderer {
     public static func render(_ report: SymbolicatedReport) -> String {
         var out: [String] = []
+        let images = ImagesByName(report.images)
         func field(_ key: String, _ value: String?) {
             guard let value, !value.isEmpty else { return }
             out.append((key + ":").padding(toLength: 23, withPad: " ", startingAt: 0) + value)
@@ -32,7 +34,7 @@ public enum AppleReportRenderer {
         if let crashed = report.threads.first(where: { $0.crashed }) { field("Crashed Thread", String(crashed.index)) }
         if !report.missingBuildIds.isEmpty { field("Missing Debug Files", report.missingBuildIds.joined(separator: ", ")) }
 
-        let width = max(30, (report.images.map(\.name.count).max() ?? 0) + 1)
+        let width = max(30, (report.images.map { TerminalText.escape($0.name).count }.max() ?? 0) + 1)
         for thread in report.threads {
             out.append("")
             if thread.index < 0 {
@@ -41,26 +43,26 @@ public enum AppleReportRenderer {
                 if let name = thread.name { out.append("Thread \(thread.index) name:  \(name)") }
                 out.append("Thread \(thread.index)\(thread.crashed ? " Crashed" : ""):")
             }
-            out += thread.frames.map { frameLine($0, report: report, width: width) }
+            out += thread.frames.map { frameLine($0, images: images, width: width) }
         }
         if let lag = report.lag {
             for (i, sample) in lag.samples.enumerated() {
                 out.append("")
                 out.append("Main Thread Sample \(i)\(sample.timestamp.map { " (\($0))" } ?? ""):")
-                out += sample.frames.map { frameLine($0, report: report, width: width) }
+                out += sample.frames.map { frameLine($0, images: images, width: width) }
             }
             if !lag.profile.isEmpty {
                 out.append("")
                 out.append("Thread Profile:")
             }
             for node in lag.profile {
-                let indent = String(repeating: "  ", count: node.node.depth)
+                let indent = TextReportRenderer.profileIndent(depth: node.node.depth)
                 let costs = "count \(node.node.count), \(formatCost(node.node.costTime)) ms"
                 guard let level = node.frames.last else {
                     out.append("\(indent)\(node.node.methodId.map { "method #\($0)" } ?? "???")  [\(costs)]")
                     continue
                 }
-                out.append("\(indent)\(hex(level.address.value)) \(describe(level, report: report))  [\(costs)]")
+                out.append("\(indent)\(hex(level.address.value)) \(describe(level, images: images))  [\(costs)]")
             }
         }
         out.append("")
@@ -76,18 +78,30 @@ public enum AppleReportRenderer {
             out.append(line)
         }
         for warning in report.warnings { out.append("warning: \(warning)") }
-        return out.joined(separator: "\n")
+        return out.map(TerminalText.escape).joined(separator: "\n")
     }
 
-    static func frameLine(_ f: SymbolicatedFrame, report: SymbolicatedReport, width: Int) -> String {
-        let image = f.image ?? "???"
+    static func frameLine(_ f: SymbolicatedFrame, images: ImagesByName, width: Int) -> String {
+        let image = TerminalText.escape(f.image ?? "???")
         return String(f.index).padding(toLength: 4, withPad: " ", startingAt: 0)
             + image.padding(toLength: width, withPad: " ", startingAt: 0) + "\t" + hex(f.address.value) + " "
-            + describe(f, report: report)
+            + describe(f, images: images)
+    }
+
+    /// The report's images by name, built once per report: unresolved frames (every profile
+    /// node of a lag report without its debug file) each look up their image.
+    struct ImagesByName {
+        private let byName: [String: [BinaryImage]]
+        init(_ images: [BinaryImage]) { byName = Dictionary(grouping: images, by: \.name) }
+        /// The image of that name containing `address`, else the first of that name.
+        func image(named name: String, containing address: UInt64) -> BinaryImage? {
+            guard let candidates = byName[name] else { return nil }
+            return candidates.first { $0.contains(address) } ?? candidates.first
+        }
     }
 
     /// `function + offset (file:line)`, or Apple's unsymbolicated `0xLOAD + offset`.
-    static func describe(_ f: SymbolicatedFrame, report: SymbolicatedReport) -> String {
+    static func describe(_ f: SymbolicatedFrame, images: ImagesByName) -> String {
         if let function = f.function ?? f.symbol {
             var text = function
             if let offset = f.offset, !f.inlined { text += " + \(offset)" }
@@ -96,9 +110,7 @@ public enum AppleReportRenderer {
             }
             return text
         }
-        if let name = f.image, let image = report.images.first(where: { $0.name == name && $0.contains(f.address.value) })
-            ?? report.images.first(where: { $0.name == name })
-        {
+        if let name = f.image, let image = images.image(named: name, containing: f.address.value) {
             return "\(hex(image.loadAddress.value, pad: false)) + \(f.address.value &- image.loadAddress.value)"
         }
         return "0x0 + 0"

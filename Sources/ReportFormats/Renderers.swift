@@ -77,7 +77,9 @@ public enum JSONReportRenderer {
     }
 }
 
-/// Renders a symbolicated report as text: one line per frame and inline level.
+/// Renders a symbolicated report as text: one line per frame and inline level. Every line is
+/// passed through `TerminalText.escape`, so names from reports cannot drive the terminal or
+/// forge lines.
 public enum TextReportRenderer {
     public static func render(_ report: SymbolicatedReport) -> String {
         var out: [String] = []
@@ -104,19 +106,31 @@ public enum TextReportRenderer {
                 if f.image == nil { f.image = report.images.first { $0.contains(frame.address.value) }?.name }
                 return f
             }
-            let imageWidth = max(8, frames.map { ($0.image ?? "???").count }.max() ?? 0)
+            let imageWidth = max(8, frames.map { imageColumn($0).count }.max() ?? 0)
             for frame in frames { out.append(line(frame, imageWidth: imageWidth)) }
         }
         if let lag = report.lag { out += lagLines(lag, report: report) }
         for warning in report.warnings { out.append("warning: \(warning)") }
-        return out.joined(separator: "\n")
+        return out.map(TerminalText.escape).joined(separator: "\n")
+    }
+
+    /// Profile trees are indented two spaces per level down to this depth. Deeper nodes keep
+    /// that indentation and print their depth instead, so the output grows linearly with the
+    /// number of nodes whatever depth a report claims.
+    public static let maxProfileIndent = 32
+
+    /// The indentation of a profile node at `depth`: `depth` × two spaces up to
+    /// `maxProfileIndent`, beyond that (or for a negative depth) the cap and `[depth N] `.
+    public static func profileIndent(depth: Int) -> String {
+        if (0...maxProfileIndent).contains(depth) { return String(repeating: "  ", count: depth) }
+        return String(repeating: "  ", count: depth < 0 ? 0 : maxProfileIndent) + "[depth \(depth)] "
     }
 
     /// Lag reports: each main-thread sample like a thread, then the profile tree indented by depth.
     static func lagLines(_ lag: SymbolicatedLag, report: SymbolicatedReport) -> [String] {
         var out: [String] = []
         let all = lag.samples.flatMap(\.frames) + lag.profile.flatMap(\.frames)
-        let imageWidth = max(8, all.map { ($0.image ?? "???").count }.max() ?? 0)
+        let imageWidth = max(8, all.map { imageColumn($0).count }.max() ?? 0)
         for (i, sample) in lag.samples.enumerated() {
             out.append("")
             out.append("Sample \(i)\(sample.timestamp.map { " at \($0)" } ?? ""):")
@@ -127,7 +141,7 @@ public enum TextReportRenderer {
             out.append("Thread profile (depth, count, cost):")
         }
         for node in lag.profile {
-            let indent = String(repeating: "  ", count: node.node.depth)
+            let indent = profileIndent(depth: node.node.depth)
             let costs = "[\(node.node.count)x, \(node.node.costTime) ms]"
             guard !node.frames.isEmpty else {
                 out.append("\(indent)\(node.node.methodId.map { "method #\($0)" } ?? "???") \(costs)")
@@ -142,7 +156,7 @@ public enum TextReportRenderer {
 
     static func line(_ f: SymbolicatedFrame, imageWidth: Int) -> String {
         let index = f.inlined ? "" : String(f.index)
-        let image = f.image ?? "???"
+        let image = imageColumn(f)
         var text = index.padding(toLength: 4, withPad: " ", startingAt: 0)
             + image.padding(toLength: imageWidth + 1, withPad: " ", startingAt: 0)
             + hex(f.address)
@@ -162,6 +176,9 @@ public enum TextReportRenderer {
         }
         return text
     }
+
+    /// The image name as printed, escaped before the column width is measured.
+    static func imageColumn(_ f: SymbolicatedFrame) -> String { TerminalText.escape(f.image ?? "???") }
 
     /// `0x` and 16 hex digits, the width of every address column.
     public static func hex(_ a: Address) -> String {

@@ -46,16 +46,17 @@ struct GroupCommand: ParsableCommand {
             return
         }
         let dates = ISO8601DateFormatter()
-        print(g.title)
-        print("Fingerprint: \(g.fingerprint)  (\(g.kind), grouping rules v\(g.rulesVersion))")
-        if let app = g.app { print("App: \(app)") }
-        print("Reports: \(g.count)  first seen \(dates.string(from: g.firstSeen))  last seen \(dates.string(from: g.lastSeen))")
+        // Titles, app names, versions and frames come from reports: every line is escaped.
+        printLine(g.title)
+        printLine("Fingerprint: \(g.fingerprint)  (\(g.kind), grouping rules v\(g.rulesVersion))")
+        if let app = g.app { printLine("App: \(app)") }
+        printLine("Reports: \(g.count)  first seen \(dates.string(from: g.firstSeen))  last seen \(dates.string(from: g.lastSeen))")
         print("By version:")
         for (version, count) in g.versions.sorted(by: { ($0.value, $1.key) > ($1.value, $0.key) }) {
-            print("  \(pad(version.isEmpty ? "(none)" : version, 20))\(count)")
+            printLine("  \(pad(version.isEmpty ? "(none)" : version, 20))\(count)")
         }
         print("Grouped by:")
-        for frame in g.frames { print("  \(frame)") }
+        for frame in g.frames { printLine("  \(frame)") }
         print("Latest reports: \(detail.latestReportIds.map(String.init).joined(separator: ", "))")
         if let representative, let id = g.representativeReportId {
             print("")

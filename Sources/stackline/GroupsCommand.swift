@@ -47,7 +47,7 @@ struct GroupsCommand: ParsableCommand {
         }
         print(pad("COUNT", 7) + pad("KIND", 6) + pad("FINGERPRINT", 18) + pad("LAST SEEN", 21) + "TITLE")
         for g in groups {
-            print(
+            printLine(
                 pad(String(g.count), 7) + pad(g.kind, 6) + pad(String(g.fingerprint.prefix(16)), 18)
                     + pad(ISO8601DateFormatter().string(from: g.lastSeen), 21) + g.title)
         }

@@ -129,10 +129,11 @@ struct LookupOutput {
         } else if frames.isEmpty {
             buffer.append(contentsOf: "??\n??:0:0\n\n".utf8)
         } else {
+            // Names come from the debug file, which whoever uploaded it controls.
             for f in frames {
-                buffer.append(contentsOf: (f.function ?? "??").utf8)
+                buffer.append(contentsOf: TerminalText.escape(f.function ?? "??").utf8)
                 buffer.append(UInt8(ascii: "\n"))
-                buffer.append(contentsOf: "\(f.file ?? "??"):\(f.line ?? 0):\(f.column ?? 0)\n".utf8)
+                buffer.append(contentsOf: "\(TerminalText.escape(f.file ?? "??")):\(f.line ?? 0):\(f.column ?? 0)\n".utf8)
             }
             buffer.append(UInt8(ascii: "\n"))
         }

@@ -29,7 +29,7 @@ struct ParseCommand: ParsableCommand {
     func run() throws {
         let report: RawReport
         do {
-            let item = try ReportInput.expand([input])
+            let item = ReportInput.expand([input])
             guard item.count == 1 else { throw fail("stackline parse: \(input): give one file, not a directory") }
             let data = try item[0].load(limit: maxSize)
             report = try FormatRegistry.standard.detectAndParse(data)
@@ -89,7 +89,7 @@ struct ParsedReportJSON: Encodable {
     }
 }
 
-/// The `parse` text view: one line per image and per frame.
+/// The `parse` text view: one line per image and per frame, every line terminal-safe.
 enum ParsedReportText {
     static func render(_ report: RawReport) -> String {
         var out: [String] = []
@@ -124,18 +124,18 @@ enum ParsedReportText {
             }
             if !lag.profile.isEmpty { out.append("profile (\(lag.profile.count) nodes):") }
             for node in lag.profile {
-                let indent = String(repeating: "  ", count: node.depth + 1)
+                let indent = "  " + TextReportRenderer.profileIndent(depth: node.depth)
                 let what = node.address.map(hex) ?? node.methodId.map { "method #\($0)" } ?? "?"
                 out.append("\(indent)\(what)  count \(node.count)  \(node.costTime) ms")
             }
         }
         for warning in report.warnings { out.append("warning: \(warning)") }
-        return out.joined(separator: "\n")
+        return out.map(TerminalText.escape).joined(separator: "\n")
     }
 
     static func frames(_ frames: [RawFrame], report: RawReport) -> [String] {
         frames.enumerated().map { i, frame in
-            let image = frame.imageIndex.map { report.images[$0].name }
+            let image = frame.imageIndex.flatMap { report.images.indices.contains($0) ? report.images[$0].name : nil }
                 ?? report.images.first { $0.contains(frame.address.value) }?.name ?? "???"
             return "  \(String(i).padding(toLength: 4, withPad: " ", startingAt: 0))\(hex(frame.address.value))  \(frame.kind == .pc ? "pc" : "ra")  \(image)"
         }

@@ -34,7 +34,8 @@ struct ReportCommand: ParsableCommand {
             if output == .text, let fingerprint = result.fingerprint,
                 let group = try? db.group(fingerprint: fingerprint)?.summary
             {
-                print("\nGroup: \(group.fingerprint)  \(group.title)  (\(group.count) report\(group.count == 1 ? "" : "s"))")
+                print("")
+                printLine("Group: \(group.fingerprint)  \(group.title)  (\(group.count) report\(group.count == 1 ? "" : "s"))")
             }
             return
         }

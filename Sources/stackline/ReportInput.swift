@@ -3,38 +3,74 @@ import Foundation
 import ReportFormats
 import ReportModel
 
-/// One input of `submit`: a file, or stdin for `-`.
+/// One input of `submit` or `parse`: a file, stdin for `-`, or an entry of a directory that
+/// was refused while listing it (reported in its turn, like a file that fails to load).
 struct ReportInput {
-    let label: String
-    let path: String?
+    enum Source {
+        case standardInput
+        /// `followSymlink`: true for a path the user named (like `cat`), false for a directory's entries.
+        case file(path: String, followSymlink: Bool)
+        case refused(SubmitError)
+    }
 
-    /// Files and `-` as given; directories expand to their regular files, recursively, sorted.
-    static func expand(_ arguments: [String]) throws -> [ReportInput] {
+    let label: String
+    let source: Source
+
+    /// Files and `-` as given; directories expand to the files inside, recursively, sorted.
+    /// Inside a directory, symbolic links are not followed (neither to files nor to
+    /// directories), so a walk never leaves the directory; they come back as refused inputs.
+    static func expand(_ arguments: [String]) -> [ReportInput] {
         var inputs: [ReportInput] = []
-        let fm = FileManager.default
         for argument in arguments {
             if argument == "-" {
-                inputs.append(ReportInput(label: "-", path: nil))
+                inputs.append(ReportInput(label: "-", source: .standardInput))
                 continue
             }
-            var isDir: ObjCBool = false
-            guard fm.fileExists(atPath: argument, isDirectory: &isDir) else {
-                throw SubmitError.unreadable(argument, "no such file or directory")
+            var info = stat()
+            if stat(argument, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+                inputs += walk(argument)
+            } else {
+                // Anything else, missing files included: loading it says what is wrong.
+                inputs.append(ReportInput(label: argument, source: .file(path: argument, followSymlink: true)))
             }
-            if !isDir.boolValue {
-                inputs.append(ReportInput(label: argument, path: argument))
-                continue
-            }
-            let files = (fm.enumerator(atPath: argument)?.compactMap { $0 as? String } ?? [])
-                .map { (argument as NSString).appendingPathComponent($0) }
-                .filter { path in
-                    var dir: ObjCBool = false
-                    return fm.fileExists(atPath: path, isDirectory: &dir) && !dir.boolValue
-                }
-                .sorted()
-            inputs += files.map { ReportInput(label: $0, path: $0) }
         }
         return inputs
+    }
+
+    /// Every non-directory entry under `root`, without following symbolic links. Iterative, so
+    /// a deeply nested tree cannot exhaust the stack.
+    private static func walk(_ root: String) -> [ReportInput] {
+        var found: [ReportInput] = []
+        var pending = [root]
+        while let directory = pending.popLast() {
+            let names: [String]
+            do {
+                names = try FileManager.default.contentsOfDirectory(atPath: directory)
+            } catch {
+                found.append(ReportInput(
+                    label: directory, source: .refused(.unreadable(directory, "cannot list the directory"))))
+                continue
+            }
+            for name in names {
+                let path = (directory as NSString).appendingPathComponent(name)
+                var info = stat()
+                guard lstat(path, &info) == 0 else {
+                    found.append(ReportInput(label: path, source: .refused(.unreadable(path, lastErrorText()))))
+                    continue
+                }
+                switch info.st_mode & S_IFMT {
+                case S_IFDIR:
+                    pending.append(path)
+                case S_IFLNK:
+                    found.append(ReportInput(label: path, source: .refused(.unreadable(
+                        path, "a symbolic link inside a directory is not followed (name the file itself to submit it)"))))
+                default:
+                    // FIFOs, sockets and devices too: `load` refuses them by type, without blocking.
+                    found.append(ReportInput(label: path, source: .file(path: path, followSymlink: false)))
+                }
+            }
+        }
+        return found.sorted { $0.label < $1.label }
     }
 
     /// Reads stdin in chunks and stops past `limit`, so an endless pipe cannot exhaust memory.
@@ -49,20 +85,54 @@ struct ReportInput {
         }
     }
 
+    /// A regular file's bytes, at most `limit` of them. Opened non-blocking, so a FIFO or
+    /// device cannot hang the batch, then checked on the open descriptor itself (no window in
+    /// which the path could be swapped for something else between the check and the read).
+    private static func readRegularFile(_ path: String, followSymlink: Bool, limit: Int, label: String) throws -> Data {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (followSymlink ? 0 : O_NOFOLLOW))
+        guard fd >= 0 else {
+            let why = errno
+            if why == ELOOP && !followSymlink {
+                throw SubmitError.unreadable(label, "a symbolic link inside a directory is not followed")
+            }
+            var info = stat()
+            if why == ENOENT, lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK {
+                throw SubmitError.unreadable(label, "a symbolic link to a missing file")
+            }
+            throw SubmitError.unreadable(label, String(cString: strerror(why)))
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw SubmitError.unreadable(label, lastErrorText()) }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw SubmitError.unreadable(label, "not a regular file (\(fileKind(info.st_mode)))")
+        }
+        if info.st_size > limit { throw SubmitError.tooLarge(label, limit) }
+        // The file may still grow while it is read: the limit applies to what is read.
+        var data = Data(capacity: Int(info.st_size) + 1)
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n == 0 { return data }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw SubmitError.unreadable(label, lastErrorText())
+            }
+            data.append(contentsOf: chunk[0..<n])
+            if data.count > limit { throw SubmitError.tooLarge(label, limit) }
+        }
+    }
+
     /// The report's bytes, gunzipped when they start with the gzip magic; never more than `limit`.
     func load(limit: Int) throws -> Data {
         let data: Data
-        if let path {
-            let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-            if let size = attributes?[.size] as? Int, size > limit {
-                throw SubmitError.tooLarge(label, limit)
-            }
-            guard let contents = FileManager.default.contents(atPath: path) else {
-                throw SubmitError.unreadable(label, "cannot read")
-            }
-            data = contents
-        } else {
+        switch source {
+        case .standardInput:
             data = try Self.readStandardInput(limit: limit, label: label)
+        case .file(let path, let followSymlink):
+            data = try Self.readRegularFile(path, followSymlink: followSymlink, limit: limit, label: label)
+        case .refused(let error):
+            throw error
         }
         guard Zlib.isGzip(data) else {
             guard data.count <= limit else { throw SubmitError.tooLarge(label, limit) }
@@ -73,6 +143,22 @@ struct ReportInput {
         } catch {
             throw SubmitError.badGzip(label, error)
         }
+    }
+}
+
+/// `strerror(errno)`, for messages.
+private func lastErrorText() -> String { String(cString: strerror(errno)) }
+
+/// What a non-regular file is, for the refusal.
+private func fileKind(_ mode: mode_t) -> String {
+    switch mode & S_IFMT {
+    case S_IFDIR: "a directory"
+    case S_IFIFO: "a FIFO"
+    case S_IFSOCK: "a socket"
+    case S_IFCHR: "a character device"
+    case S_IFBLK: "a block device"
+    case S_IFLNK: "a symbolic link"
+    default: "file type \(String(mode & S_IFMT, radix: 8))"
     }
 }
 

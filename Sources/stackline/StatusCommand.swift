@@ -24,13 +24,13 @@ struct StatusCommand: ParsableCommand {
             throw ExitCode(1)
         }
         print("report\t\(job.reportId)")
-        print("format\t\(job.format)")
-        print("kind\t\(job.kind)")
+        printLine("format\t\(job.format)")
+        printLine("kind\t\(job.kind)")
         print("state\t\(job.state.rawValue)")
         print("attempts\t\(job.attempts)")
         if job.state == .queued, job.runAfter > db.now() {
             print(String(format: "retry in\t%.1fs", Double(job.runAfter - db.now()) / 1000))
         }
-        if let error = job.lastError { print("last error\t\(error)") }
+        if let error = job.lastError { printLine("last error\t\(error)") }
     }
 }

@@ -12,7 +12,10 @@ struct SubmitCommand: ParsableCommand {
         abstract: "Store crash or lag reports (plain or gzip) and queue them for symbolication.",
         discussion: """
             Prints one report id per input (with its path when there are several). A report \
-            identical to one already stored prints the existing id and queues nothing.
+            identical to one already stored prints the existing id and queues nothing. An input \
+            that cannot be read or parsed is named on stderr and the batch goes on; the exit \
+            status is then 1. Only regular files are read; inside a directory, symbolic links \
+            are not followed.
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -35,7 +38,7 @@ struct SubmitCommand: ParsableCommand {
     func run() throws {
         let db = try database.open()
         let registry = FormatRegistry.standard
-        let items = try ReportInput.expand(inputs)
+        let items = ReportInput.expand(inputs)
         var submitted: [(label: String, id: Int64)] = []
         var refused = 0
 
@@ -43,12 +46,17 @@ struct SubmitCommand: ParsableCommand {
             do {
                 let outcome = try submit(item, registry: registry, db: db)
                 submitted.append((item.label, outcome.reportId))
-                print(items.count == 1 ? "\(outcome.reportId)" : "\(outcome.reportId)\t\(item.label)")
+                printLine(items.count == 1 ? "\(outcome.reportId)" : "\(outcome.reportId)\t\(item.label)")
                 if outcome.duplicate {
                     printError("\(item.label): identical to report \(outcome.reportId); nothing queued")
                 }
             } catch let error as SubmitError {
                 printError("stackline submit: \(error)")
+                refused += 1
+            } catch {
+                // Anything else one input provokes (a database error storing it, say) is that
+                // input's failure too: the batch goes on and the exit status says so at the end.
+                printError("stackline submit: \(item.label): \(error)")
                 refused += 1
             }
         }

@@ -27,7 +27,7 @@ head, images = text.split("\nBinary Images:", 1)
 first = head.index("\nThread 0")
 preamble, threads = head[:first], head[first:]
 open(out + "/small.crash", "w").write(text)
-open(out + "/large.crash", "w").write(preamble + threads * 60 + "\nBinary Images:" + images)
+open(out + "/large.crash", "w").write(preamble + threads * 500 + "\nBinary Images:" + images)
 
 # Android tombstone: 100 threads x 40 frames, the shape debuggerd writes; logcat adds its prefix.
 def tombstone(threads):

@@ -38,8 +38,8 @@ struct TombstoneParser {
     var exception: ExceptionInfo?
     var threads: [RawThread] = []
     var images: [BinaryImage] = []
-    /// Image index by "path|buildid", so each library is listed once.
-    var imageKeys: [String: Int] = [:]
+    /// Image index by mapping path and build-id, so each library is listed once.
+    var imageKeys: [ImageKey: Int] = [:]
     var inBacktrace = false
     var warnings = WarningLog()
     var limits = LimitCounter()
@@ -194,7 +194,7 @@ struct TombstoneParser {
             warnings.append("line \(line.number): frame not understood: \(line.excerpt)")
             return
         }
-        let imageIndex = try image(for: cursor.rest, lineNumber: line.number)
+        let imageIndex = try image(for: cursor)
         try limits.add(inThread: threads[threads.count - 1].index)
         threads[threads.count - 1].frames.append(RawFrame(address: Address(pc), kind: .pc, imageIndex: imageIndex))
     }
@@ -243,41 +243,51 @@ struct TombstoneParser {
     }
 
     /// `/path/lib.so (offset 0x1000) (symbol+12) (BuildId: abcd…)`: trailing parenthesised groups
-    /// are peeled off from the end; what remains is the mapping's path.
-    mutating func image(for location: String, lineNumber: Int) throws(ReportParseError) -> Int? {
-        var rest = Substring(location)
-        var buildID: String?
-        while rest.hasSuffix(")"), let open = matchingOpen(rest) {
-            let group = rest[rest.index(after: open)..<rest.index(before: rest.endIndex)]
-            if group.hasPrefix("BuildId: ") { buildID = String(group.dropFirst("BuildId: ".count)) }
-            rest = rest[..<open]
-            while rest.last == " " { rest = rest.dropLast() }
+    /// are peeled off from the end; what remains is the mapping's path. Read as bytes, and an
+    /// image already seen is found by its path and build-id bytes without making strings: this
+    /// runs once per frame.
+    mutating func image(for location: TextLine) throws(ReportParseError) -> Int? {
+        let bytes = location.bytes
+        var end = location.end
+        var buildID: Range<Int>?
+        while end > location.position, bytes[end - 1] == UInt8(ascii: ")"), let open = matchingOpen(bytes, location.position..<end) {
+            let group = TextLine(bytes: bytes, start: open + 1, end: end - 1, number: location.number)
+            if group.hasPrefix("BuildId: ") { buildID = open + 1 + "BuildId: ".utf8.count..<end - 1 }
+            end = open
+            while end > location.position, bytes[end - 1] == UInt8(ascii: " ") { end -= 1 }
         }
-        let path = String(rest)
-        guard !path.isEmpty else {
-            warnings.append("line \(lineNumber): frame without a mapping")
+        guard end > location.position else {
+            warnings.append("line \(location.number): frame without a mapping")
             return nil
         }
-        let key = path + "|" + (buildID ?? "")
+        let key = ImageKey(path: bytes[location.position..<end], buildID: buildID.map { bytes[$0] } ?? [])
         if let index = imageKeys[key] { return index }
+        let path = location.string(location.position..<end)
         // "base.apk!libfoo.so": a library stored uncompressed inside the APK.
         let file = path.split(separator: "!").last.map(String.init) ?? path
         let name = ReportText.basename(file)
-        let id = ImageIdentifier.validated(buildID, image: name, byteCounts: ImageIdentifier.elfByteCounts, warnings: &warnings)
+        let id = ImageIdentifier.validated(
+            buildID.map(location.string), image: name, byteCounts: ImageIdentifier.elfByteCounts, warnings: &warnings)
         try limits.add(images: 1)
         images.append(BinaryImage(name: name, path: path, id: id, arch: arch, loadAddress: 0, vmAddress: 0))
         imageKeys[key] = images.count - 1
         return images.count - 1
     }
 
-    /// Index of the "(" that closes with the final ")".
-    func matchingOpen(_ text: Substring) -> Substring.Index? {
+    /// An image's identity in a tombstone: its mapping's path and build-id, as bytes of the report.
+    struct ImageKey: Hashable {
+        var path: ArraySlice<UInt8>
+        var buildID: ArraySlice<UInt8>
+    }
+
+    /// Index of the "(" that closes with the final ")" of `range`.
+    func matchingOpen(_ bytes: [UInt8], _ range: Range<Int>) -> Int? {
         var depth = 0
-        var index = text.endIndex
-        while index > text.startIndex {
-            index = text.index(before: index)
-            if text[index] == ")" { depth += 1 }
-            if text[index] == "(" {
+        var index = range.upperBound
+        while index > range.lowerBound {
+            index -= 1
+            if bytes[index] == UInt8(ascii: ")") { depth += 1 }
+            if bytes[index] == UInt8(ascii: "(") {
                 depth -= 1
                 if depth == 0 { return index }
             }

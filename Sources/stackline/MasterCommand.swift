@@ -67,11 +67,7 @@ struct MasterCommand: ParsableCommand {
 
     func run() throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0, level: level) }
         let logger = Logger(label: "stackline.master")
         let store = symbols ?? ProcessInfo.processInfo.environment["STACKLINE_SYMBOLS"] ?? "symbols"
         if let groupingRules {

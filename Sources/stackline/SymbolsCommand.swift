@@ -26,13 +26,13 @@ struct SymbolsCommand: ParsableCommand {
                     switch result {
                     case .success(.stored(let e)):
                         added.append(e.buildId)
-                        print("stored   \(e.buildId)  \(e.name)  (\(Self.describe(e)))")
+                        printLine("stored   \(e.buildId)  \(e.name)  (\(Self.describe(e)))")
                     case .success(.upgraded(let e)):
                         added.append(e.buildId)
-                        print("upgraded \(e.buildId)  \(e.name)  (\(Self.describe(e)))")
+                        printLine("upgraded \(e.buildId)  \(e.name)  (\(Self.describe(e)))")
                     case .success(.kept(let e, let reason)):
                         added.append(e.buildId)
-                        print("kept     \(e.buildId)  \((file as NSString).lastPathComponent): \(reason)")
+                        printLine("kept     \(e.buildId)  \((file as NSString).lastPathComponent): \(reason)")
                     case .failure(let error):
                         refused += 1
                         printError("stackline symbols add: refused \(error)")
@@ -106,7 +106,7 @@ struct SymbolsCommand: ParsableCommand {
         func run() throws {
             do {
                 let removed = try options.store.remove(buildID: buildID)
-                print("removed  \(removed.buildId)  \(removed.name)")
+                printLine("removed  \(removed.buildId)  \(removed.name)")
             } catch {
                 throw fail("stackline symbols rm: \(error.description)")
             }

@@ -26,7 +26,7 @@ struct StacklineWorker: ParsableCommand {
     var cacheCapacity = 32
 
     func run() throws {
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0) }
         var logger = Logger(label: "stackline.worker")
         logger[metadataKey: "pid"] = "\(getpid())"
         let root = symbols ?? ProcessInfo.processInfo.environment["STACKLINE_SYMBOLS"] ?? "symbols"

@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportModel", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["JobQueue", "ReportModel", "ReportFormats", "TestSupport"]
+            dependencies: ["JobQueue", "Master", "ReportModel", "ReportFormats", "TestSupport", .product(name: "Logging", package: "swift-log")]
         ),
     ]
 )

@@ -96,6 +96,7 @@ public enum TextReportRenderer {
         if !report.missingBuildIds.isEmpty {
             out.append("Missing debug files: \(report.missingBuildIds.joined(separator: ", "))")
         }
+        let locator = ImageLocator(images: report.images)
         for thread in report.threads {
             out.append("")
             let name = thread.name.map { " \"\($0)\"" } ?? ""
@@ -103,7 +104,7 @@ public enum TextReportRenderer {
             // Frames the symbolicator could not attribute still get the image the report lists.
             let frames = thread.frames.map { frame in
                 var f = frame
-                if f.image == nil { f.image = report.images.first { $0.contains(frame.address.value) }?.name }
+                if f.image == nil { f.image = locator.image(containing: frame.address.value).map { report.images[$0].name } }
                 return f
             }
             let imageWidth = max(8, frames.map { imageColumn($0).count }.max() ?? 0)

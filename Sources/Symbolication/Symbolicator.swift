@@ -167,33 +167,3 @@ public final class Symbolicator {
         }
     }
 }
-
-/// Finds the image an absolute address belongs to.
-struct ImageLocator {
-    /// Images with a known extent, sorted by load address.
-    private let sized: [(start: UInt64, end: UInt64, index: Int)]
-    /// Images with no size: an address belongs to the nearest one below it.
-    private let unsized: [(start: UInt64, index: Int)]
-
-    init(images: [BinaryImage]) {
-        var sized: [(UInt64, UInt64, Int)] = []
-        var unsized: [(UInt64, Int)] = []
-        for (i, image) in images.enumerated() {
-            if let size = image.size, size > 0 {
-                sized.append((image.loadAddress.value, image.loadAddress.value &+ size, i))
-            } else {
-                unsized.append((image.loadAddress.value, i))
-            }
-        }
-        self.sized = sized.sorted { $0.0 < $1.0 }
-        self.unsized = unsized.sorted { $0.0 < $1.0 }
-    }
-
-    func image(containing address: UInt64) -> Int? {
-        if let hit = sized.last(where: { $0.start <= address && address < $0.end }) { return hit.index }
-        // Only fall back to an unsized image when no sized image starts between it and the address.
-        guard let below = unsized.last(where: { $0.start <= address }) else { return nil }
-        if sized.contains(where: { $0.start > below.start && $0.start <= address }) { return nil }
-        return below.index
-    }
-}

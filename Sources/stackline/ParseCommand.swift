@@ -112,15 +112,16 @@ enum ParsedReportText {
             if let path = image.path { line += "  \(path)" }
             out.append(line)
         }
+        let locator = ImageLocator(images: report.images)
         for thread in report.threads {
             let name = thread.name.map { " \"\($0)\"" } ?? ""
             out.append("thread \(thread.index)\(name)\(thread.crashed ? " crashed" : ""):")
-            out += frames(thread.frames, report: report)
+            out += frames(thread.frames, report: report, locator: locator)
         }
         if let lag = report.lag {
             for (i, sample) in lag.samples.enumerated() {
                 out.append("sample \(i)\(sample.timestamp.map { " at \($0)" } ?? ""):")
-                out += frames(sample.frames, report: report)
+                out += frames(sample.frames, report: report, locator: locator)
             }
             if !lag.profile.isEmpty { out.append("profile (\(lag.profile.count) nodes):") }
             for node in lag.profile {
@@ -133,10 +134,10 @@ enum ParsedReportText {
         return out.map(TerminalText.escape).joined(separator: "\n")
     }
 
-    static func frames(_ frames: [RawFrame], report: RawReport) -> [String] {
+    static func frames(_ frames: [RawFrame], report: RawReport, locator: ImageLocator) -> [String] {
         frames.enumerated().map { i, frame in
             let image = frame.imageIndex.flatMap { report.images.indices.contains($0) ? report.images[$0].name : nil }
-                ?? report.images.first { $0.contains(frame.address.value) }?.name ?? "???"
+                ?? locator.image(containing: frame.address.value).map { report.images[$0].name } ?? "???"
             return "  \(String(i).padding(toLength: 4, withPad: " ", startingAt: 0))\(hex(frame.address.value))  \(frame.kind == .pc ? "pc" : "ra")  \(image)"
         }
     }

@@ -14,73 +14,101 @@ public struct SwiftBacktraceJSONFormat: ReportFormat {
     }
 
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
-        let root = JSONObject(format: id, path: "", values: try JSONText.object(data))
-        let kind = try root.requiredString("kind")
-        guard kind == "crashReport" else { throw root.error("kind", "expected \"crashReport\", found \"\(kind)\"") }
-
+        // JSONDecoder into structs, not JSONSerialization: its NSDictionary per frame took
+        // 60 times the report's size in memory.
+        let report = try ExactJSON.decode(SwiftBacktraceJSON.self, from: data, format: id)
+        guard report.kind == "crashReport" else {
+            throw .invalidReport(format: id, reason: "kind: expected \"crashReport\", found \"\(report.kind.prefix(40))\"")
+        }
         var warnings = WarningLog()
         var images: [BinaryImage] = []
-        for image in try root.array("images") ?? [] { images.append(try parseImage(image, warnings: &warnings)) }
-        guard let threadObjects = try root.array("threads") else { throw root.error("threads", "missing") }
-        var threads: [RawThread] = []
-        for (index, thread) in threadObjects.enumerated() {
-            threads.append(try parseThread(thread, index: index, warnings: &warnings))
+        for (i, image) in (report.images ?? []).enumerated() {
+            let base = image.baseAddress.address
+            var size: UInt64?
+            if let end = image.endOfText?.address {
+                guard end >= base else {
+                    throw .invalidReport(format: id, reason: "images[\(i)].endOfText: lies before baseAddress")
+                }
+                size = end.value - base.value
+            }
+            let name = image.name ?? image.path.map(ReportText.basename) ?? "?"
+            let buildID = ImageIdentifier.validated(
+                image.buildId, image: name, byteCounts: ImageIdentifier.elfByteCounts, warnings: &warnings)
+            images.append(BinaryImage(name: name, path: image.path, id: buildID, loadAddress: base, size: size))
         }
-        if let omitted = root.int("omittedImages"), omitted > 0 {
+        var threads: [RawThread] = []
+        for (index, thread) in report.threads.enumerated() {
+            threads.append(parseThread(thread, index: index, warnings: &warnings))
+        }
+        if let omitted = report.omittedImages, omitted > 0 {
             // The runtime lists only images that frames point into; the rest are counted.
             warnings.append("\(omitted) images not listed by the runtime")
         }
-
-        let description = root.string("description")
         return RawReport(
-            format: id, kind: .crash, platform: root.string("platform"), arch: root.string("architecture"),
+            format: id, kind: .crash, platform: report.platform, arch: report.architecture,
             // The runtime lists the main executable first.
-            app: images.first.map { AppInfo(name: $0.name) }, os: root.string("platform"),
-            timestamp: root.string("timestamp"),
+            app: images.first.map { AppInfo(name: $0.name) }, os: report.platform,
+            timestamp: report.timestamp,
             exception: ExceptionInfo(
-                type: description, signal: description, faultAddress: try root.address("faultAddress")),
+                type: report.description, signal: report.description, faultAddress: report.faultAddress?.address),
             images: images, threads: threads, warnings: warnings.all)
     }
 
-    private func parseImage(_ image: JSONObject, warnings: inout WarningLog) throws(ReportParseError) -> BinaryImage {
-        let base = try image.requiredAddress("baseAddress")
-        var size: UInt64?
-        if let end = try image.address("endOfText") {
-            guard end >= base else { throw image.error("endOfText", "lies before baseAddress") }
-            size = end.value - base.value
-        }
-        let path = image.string("path")
-        let name = image.string("name") ?? path.map { ($0 as NSString).lastPathComponent } ?? "?"
-        let id = ImageIdentifier.validated(
-            image.string("buildId"), image: name, byteCounts: ImageIdentifier.elfByteCounts, warnings: &warnings)
-        return BinaryImage(name: name, path: path, id: id, loadAddress: base, size: size)
-    }
-
-    private func parseThread(_ thread: JSONObject, index: Int, warnings: inout WarningLog) throws(ReportParseError) -> RawThread {
+    private func parseThread(_ thread: SwiftBacktraceJSON.Thread, index: Int, warnings: inout WarningLog) -> RawThread {
         var frames: [RawFrame] = []
-        for frame in try thread.array("frames") ?? [] {
-            let kind = try frame.requiredString("kind")
-            switch kind {
+        for frame in thread.frames ?? [] {
+            switch frame.kind {
             case "programCounter", "returnAddress", "asyncResumePoint":
                 // A symbolicated report repeats an address once per inline level; the
                 // non-inlined entry is the real frame.
-                if frame.bool("inlined") { continue }
+                if frame.inlined == true { continue }
                 // Async resume points are return addresses into the continuation.
-                let frameKind: FrameKind = kind == "programCounter" ? .pc : .returnAddress
-                if let address = try? frame.requiredAddress("address") {
-                    frames.append(RawFrame(address: address, kind: frameKind))
+                let kind: FrameKind = frame.kind == "programCounter" ? .pc : .returnAddress
+                if let address = frame.address {
+                    frames.append(address.frame(kind: kind, context: "thread \(index) frame \(frames.count)", warnings: &warnings))
                 } else {
-                    warnings.append("thread \(index) frame \(frames.count): \(frame.describe("address")) is not an address; frame marked malformed")
-                    frames.append(RawFrame(address: 0, kind: frameKind, malformed: true))
+                    warnings.append("thread \(index) frame \(frames.count): no address; frame marked malformed")
+                    frames.append(RawFrame(address: 0, kind: kind, malformed: true))
                 }
             case "omittedFrames":
-                warnings.append("thread \(index): \(frame.int("count") ?? 0) frames omitted by the runtime")
+                warnings.append("thread \(index): \(frame.count ?? 0) frames omitted by the runtime")
             case "truncated":
                 warnings.append("thread \(index): backtrace truncated by the runtime")
             default:
-                warnings.append("thread \(index): unknown frame kind '\(kind)' skipped")
+                warnings.append("thread \(index): unknown frame kind '\(frame.kind.prefix(40))' skipped")
             }
         }
-        return RawThread(index: index, name: thread.string("name"), crashed: thread.bool("crashed"), frames: frames)
+        return RawThread(index: index, name: thread.name, crashed: thread.crashed ?? false, frames: frames)
     }
+}
+
+/// The fields of the runtime's JSON report that Stackline reads.
+struct SwiftBacktraceJSON: Decodable {
+    struct Image: Decodable {
+        var name: String?
+        var path: String?
+        var buildId: String?
+        var baseAddress: JSONAddress
+        var endOfText: JSONAddress?
+    }
+    struct Frame: Decodable {
+        var kind: String
+        var address: JSONFrameAddress?
+        var inlined: Bool?
+        var count: Int?
+    }
+    struct Thread: Decodable {
+        var name: String?
+        var crashed: Bool?
+        var frames: [Frame]?
+    }
+    var kind: String
+    var description: String?
+    var platform: String?
+    var architecture: String?
+    var timestamp: String?
+    var faultAddress: JSONAddress?
+    var omittedImages: Int?
+    var images: [Image]?
+    var threads: [Thread]
 }

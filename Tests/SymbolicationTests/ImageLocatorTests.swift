@@ -1,4 +1,5 @@
 import ReportModel
+import TestSupport
 import Testing
 
 /// `ImageLocator` answers by binary search; a plain scan of every image with the documented
@@ -21,7 +22,7 @@ import Testing
 
     @Test(arguments: 1...40)
     func agreesWithAScanOfEveryImage(seed: UInt64) {
-        var random = SplitMix(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let images = (0..<Int(random.next() % 60 + 1)).map { i in
             let size = random.next() % 4 == 0 ? nil : random.next() % 0x3000
             return BinaryImage(name: "i\(i)", loadAddress: Address(random.next() % 0x40000), size: size)
@@ -31,18 +32,5 @@ import Testing
             let address = random.next() % 0x48000
             #expect(locator.image(containing: address) == scan(images, address), "address \(address)")
         }
-    }
-}
-
-/// A small deterministic generator, so a failure reproduces.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

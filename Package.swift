@@ -7,6 +7,9 @@ let package = Package(
     products: [
         .executable(name: "stackline", targets: ["stackline"]),
         .executable(name: "stackline-worker", targets: ["stackline-worker"]),
+        // Plain build: replays inputs through a fuzz target. Built by scripts/fuzz.sh with
+        // -sanitize=fuzzer and -DSTACKLINE_LIBFUZZER: the libFuzzer harness (docs/fuzzing.md).
+        .executable(name: "stackline-fuzz", targets: ["stackline-fuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -76,6 +79,11 @@ let package = Package(
             ],
             path: "Workers/stackline-worker"
         ),
+        // One function per fuzz target: the parsers, the debug-file readers, zip ingest, frames.
+        .target(name: "FuzzTargets", dependencies: ["ReportFormats", "ReportModel", "DebugInfo", "SymbolStore", "Master"]),
+        // libFuzzer's driver entry point, declared for the -sanitize=fuzzer build only.
+        .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
+        .executableTarget(name: "stackline-fuzz", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/stackline-fuzz"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "TestSupport"]),
         .testTarget(name: "SymbolStoreTests", dependencies: ["SymbolStore", "DebugInfo", "TestSupport"]),

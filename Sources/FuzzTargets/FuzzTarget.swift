@@ -1,0 +1,62 @@
+import Foundation
+import ReportFormats
+
+/// A property a fuzz target checks after the code under test returned. The libFuzzer harness
+/// aborts on it, so libFuzzer keeps the input as a crash; the replayer exits non-zero.
+public struct FuzzFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// One input path of Stackline that hostile bytes reach, run on one input.
+///
+/// Each target feeds the bytes to the real entry point (a parser, the debug-file readers
+/// `symbols add` uses, the zip ingest, the worker's frame decoder). Input errors are the
+/// expected outcome for most inputs and are swallowed; a crash, a hang, runaway memory or a
+/// `FuzzFailure` is a finding.
+public struct FuzzTarget: Sendable {
+    public let name: String
+    public let summary: String
+    let body: @Sendable (Data) throws(FuzzFailure) -> String
+
+    /// Runs the input; returns what became of it ("refused: …", "parsed: …") for the replayer to print.
+    @discardableResult
+    public func run(_ data: Data) throws(FuzzFailure) -> String { try body(data) }
+
+    /// STACKLINE_FUZZ_VALID_UTF8_ONLY=1: the report targets (and the frame target's reports) skip report bytes that are not valid UTF-8. A known
+    /// crash on such bytes (the JSON5 decoder, issue 10 defect 1) otherwise ends every
+    /// run of the JSON targets within seconds and hides everything behind it.
+    static let validUTF8Only = ProcessInfo.processInfo.environment["STACKLINE_FUZZ_VALID_UTF8_ONLY"] == "1"
+
+    static func isValidUTF8(_ data: Data) -> Bool { String(validating: data, as: UTF8.self) != nil }
+
+    /// Every target: one per report format (from `FormatRegistry.standard`, so a new format
+    /// gets one), then format detection, the debug-file readers, the zip ingest and the frames.
+    public static let all: [FuzzTarget] =
+        FormatRegistry.standard.formats.map { format in
+            FuzzTarget(name: format.id, summary: "\(format.id) parse") { data throws(FuzzFailure) in
+                try ReportTargets.parse(data, as: format)
+            }
+        } + [
+            FuzzTarget(name: "detect-and-parse", summary: "FormatRegistry.standard.detectAndParse") { data throws(FuzzFailure) in
+                try ReportTargets.detectAndParse(data)
+            },
+            FuzzTarget(name: "elf", summary: "ElfFile + DebugFile as symbols add opens them, then lookups") { data throws(FuzzFailure) in
+                try DebugFileTargets.elf(data)
+            },
+            FuzzTarget(name: "mach-o", summary: "MachOFile + DebugFile per slice as symbols add opens them, then lookups") { data throws(FuzzFailure) in
+                try DebugFileTargets.machO(data)
+            },
+            FuzzTarget(name: "zip", summary: "symbols add of a zip archive into a scratch store") { data throws(FuzzFailure) in
+                try ZipTarget.ingest(data)
+            },
+            FuzzTarget(name: "frame", summary: "the worker's FrameReader on its input, each frame decoded as a JobRequest and parsed") { data throws(FuzzFailure) in
+                try FrameTarget.decode(data)
+            },
+        ]
+
+    public static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
+
+    /// Removes the files the targets wrote for their inputs (a libFuzzer run leaves them to TMPDIR).
+    public static func removeScratchFiles() { Scratch.shared.removeAll() }
+}

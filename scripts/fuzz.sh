@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harness and runs fuzz targets one after another (docs/fuzzing.md).
+#
+#   scripts/fuzz.sh [--smoke] [TARGET...]      (no TARGET: every target)
+#
+# FUZZ_SECONDS   seconds per target (default 60; --smoke: 3)
+# FUZZ_NICE      niceness of the fuzzer processes (default 10)
+#
+# Everything goes under .build-fuzz/:
+#   release/stackline-fuzz   the harness (-sanitize=fuzzer)
+#   seeds/{elf,zip}          seeds built from the test fixtures (the rest are read in place)
+#   corpus/TARGET            the corpus libFuzzer grows; kept across runs (not by --smoke)
+#   crashes/TARGET           crash-*, timeout-*, oom-* inputs: copy them to Tests/Fixtures/fuzz-crashes/TARGET
+#   logs/TARGET.log          libFuzzer's output, final stats included
+# Exits 1 if any target left a crash, timeout or out-of-memory input.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+smoke=0
+if [ "${1:-}" = "--smoke" ]; then smoke=1; shift; fi
+seconds="${FUZZ_SECONDS:-$([ $smoke = 1 ] && echo 3 || echo 60)}"
+niceness="${FUZZ_NICE:-10}"
+out=.build-fuzz
+swift="${SWIFT:-swift}"
+
+# SwiftPM links every executable with --defsym main=…, which gold cannot combine with
+# libFuzzer's own main (it fails with an internal error); lld can.
+swiftc="$(command -v swiftc)"
+lld="$(dirname "$(readlink -f "$swiftc")")/ld.lld"
+[ -x "$lld" ] || lld="$(command -v ld.lld || true)"
+if [ -z "$lld" ] || [ ! -x "$lld" ]; then
+  echo "fuzz.sh: ld.lld not found next to swiftc or on PATH" >&2
+  exit 2
+fi
+mkdir -p "$out"
+printf '{"schemaVersion": "1.0", "linker": {"path": "%s"}}\n' "$lld" >"$out/toolset.json"
+nice -n "$niceness" "$swift" build -c release --scratch-path "$out" --product stackline-fuzz \
+  --toolset "$out/toolset.json" -Xswiftc -sanitize=fuzzer -Xswiftc -DSTACKLINE_LIBFUZZER
+# Run a private copy, so a rebuild during a long run changes nothing under it.
+fuzzer="$out/stackline-fuzz.run.$$"
+cp "$out/release/stackline-fuzz" "$fuzzer"
+trap 'rm -f "$fuzzer"' EXIT
+
+# Seeds that are not files in the repository: ELF files from the accuracy fixtures' build
+# (the small ones; big seeds slow every mutation) and zips of fixtures as `symbols add` takes them.
+if [ ! -f "$out/seeds/.complete" ]; then
+  rm -rf "$out/seeds"
+  mkdir -p "$out/seeds/elf" "$out/seeds/zip" "$out/seeds/elf-build"
+  Tests/Fixtures/build-elf-fixtures.sh "$out/seeds/elf-build" >/dev/null
+  find "$out/seeds/elf-build" -maxdepth 1 -type f -size -64k ! -name '*.tsv' -exec cp {} "$out/seeds/elf/" \;
+  (cd Tests/Fixtures/macho && zip -qr "$OLDPWD/$out/seeds/zip/dylib-dsym.zip" libgeometry.dylib.dSYM \
+    && zip -qr "$OLDPWD/$out/seeds/zip/fat-dsym.zip" Sample.dSYM)
+  (cd "$out/seeds/elf" && zip -q ../zip/elf-pair.zip c-gcc-pie.debug c-gcc-pie.stripped)
+  rm -rf "$out/seeds/elf-build"
+  touch "$out/seeds/.complete"
+fi
+
+seeds_for() {
+  local f=Tests/Fixtures
+  case "$1" in
+    swift-backtrace-json | swift-backtrace-text | sdk-lag | android-tombstone | frame) echo "$f/fuzz-seeds/$1" ;;
+    kscrash) echo "$f/wild/kscrash" ;;
+    apple-ips) echo "$f/wild/ips" ;;
+    apple-crash) echo "$f/wild/apple-crash" ;;
+    detect-and-parse) echo "$f/wild $f/fuzz-seeds/swift-backtrace-json $f/fuzz-seeds/swift-backtrace-text $f/fuzz-seeds/sdk-lag $f/fuzz-seeds/android-tombstone" ;;
+    elf) echo "$out/seeds/elf" ;;
+    mach-o) echo "$f/macho" ;;
+    zip) echo "$out/seeds/zip" ;;
+    *) echo "fuzz.sh: no seeds for target $1" >&2 ;;
+  esac
+}
+
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && mapfile -t targets < <("$fuzzer" --list | cut -f1)
+
+found=0
+printf '%-22s %12s %8s %8s  %s\n' target executions seconds corpus findings
+for target in "${targets[@]}"; do
+  crashes="$out/crashes/$target"
+  corpus="$out/corpus/$target"
+  scratch="$out/tmp/$target.$$"
+  log="$out/logs/$target.log"
+  mkdir -p "$crashes" "$out/logs"
+  rm -rf "$scratch" && mkdir -p "$scratch"
+  if [ $smoke = 1 ]; then
+    # Seeds only, a fixed seed, and stop at the first finding.
+    corpus="$scratch/corpus"
+    log="$out/logs/$target.smoke.log"
+    extra=(-seed=1)
+  else
+    # Keep going past a finding (each one is saved), so one run reports every kind it meets.
+    extra=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+  fi
+  mkdir -p "$corpus"
+  before=$(find "$crashes" -type f | wc -l)
+  start=$(date +%s)
+  # The Swift runtime's backtracer would claim the crash signals before libFuzzer, which
+  # then never saves the input: turn it off.
+  # shellcheck disable=SC2046
+  SWIFT_BACKTRACE=enable=no STACKLINE_FUZZ_TARGET="$target" TMPDIR="$scratch" nice -n "$niceness" "$fuzzer" \
+    -max_total_time="$seconds" -rss_limit_mb=1024 -timeout=10 -print_final_stats=1 \
+    -artifact_prefix="$crashes/" "${extra[@]}" "$corpus" $(seeds_for "$target") >"$log" 2>&1 || true
+  # On a crash libFuzzer stops before its final stats; its last status line has the count.
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  [ -n "$runs" ] || runs=$(sed -n 's/^#\([0-9][0-9]*\).*/\1/p' "$log" | tail -1)
+  elapsed=$(($(date +%s) - start))
+  after=$(find "$crashes" -type f | wc -l)
+  new=$((after - before))
+  findings="none"
+  if [ "$new" -gt 0 ] || grep -q -E '^==[0-9]+== ERROR: libFuzzer|^SUMMARY: libFuzzer' "$log"; then
+    found=1
+    findings="$new new in $crashes/ (see $log)"
+  elif [ -z "$runs" ]; then
+    found=1
+    findings="the fuzzer did not finish (see $log)"
+  fi
+  printf '%-22s %12s %8s %8s  %s\n' "$target" "${runs:-?}" "$elapsed" "$(find "$corpus" -type f | wc -l)" "$findings"
+  rm -rf "$scratch"
+done
+exit $found

@@ -2,25 +2,14 @@ import Foundation
 import Hashing
 import ReportModel
 
-/// What a report is grouped by: a fingerprint (crashes) or lag key (hangs), made with a
-/// given rules version, plus a title for people.
-public struct GroupKey: Codable, Sendable, Hashable {
-    /// 32 lowercase hex digits (the first 128 bits of a SHA-256 over kind, rules version and frames).
-    public var fingerprint: String
-    public var kind: ReportKind
-    /// e.g. `SIGSEGV in Parser.next() — Lexer.swift`.
-    public var title: String
-    public var rulesVersion: Int
-    /// The frame signatures that decided the group, top of stack first.
-    public var frames: [String]
-
+extension GroupKey {
+    /// A key for `frames`; the fingerprint hashes kind, rules version and frames, so a rules
+    /// change can never silently merge or split groups.
     public init(kind: ReportKind, title: String, rulesVersion: Int, frames: [String]) {
-        self.kind = kind
-        self.title = title
-        self.rulesVersion = rulesVersion
-        self.frames = frames
         let text = (["stackline-group", kind.rawValue, "rules-v\(rulesVersion)"] + frames).joined(separator: "\n")
-        self.fingerprint = String(SHA256.hex(Data(text.utf8)).prefix(32))
+        self.init(
+            fingerprint: String(SHA256.hex(Data(text.utf8)).prefix(32)), kind: kind, title: title,
+            rulesVersion: rulesVersion, frames: frames)
     }
 }
 

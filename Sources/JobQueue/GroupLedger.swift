@@ -1,12 +1,13 @@
 import Foundation
 import GRDB
+import ReportModel
 
 /// Keeps `groups`, `group_versions` and `missing_symbols` exact. Runs inside the transaction
 /// that stores a result, so a report is counted in exactly one group at every commit, even
 /// when reprocessing moves it from one group to another.
 enum GroupLedger {
     /// Moves report `reportId` from group `old` (its previous result's fingerprint) to `new`.
-    static func move(_ db: Database, reportId: Int64, from old: String?, to new: GroupAssignment?) throws {
+    static func move(_ db: Database, reportId: Int64, from old: String?, to new: GroupKey?) throws {
         guard old != new?.fingerprint else {
             // Same group: counts stand; refresh what the newer rules say about it.
             if let new { try refreshTitle(db, new) }
@@ -22,7 +23,7 @@ enum GroupLedger {
     }
 
     private static func join(
-        _ db: Database, reportId: Int64, group: GroupAssignment, app: String?, version: String, seen: Int64
+        _ db: Database, reportId: Int64, group: GroupKey, app: String?, version: String, seen: Int64
     ) throws {
         let frames = String(decoding: try JSONEncoder().encode(group.frames), as: UTF8.self)
         try db.execute(
@@ -105,7 +106,7 @@ enum GroupLedger {
         return leaving.keys.sorted()
     }
 
-    private static func refreshTitle(_ db: Database, _ group: GroupAssignment) throws {
+    private static func refreshTitle(_ db: Database, _ group: GroupKey) throws {
         try db.execute(
             sql: "UPDATE groups SET title = ? WHERE fingerprint = ?", arguments: [group.title, group.fingerprint])
     }

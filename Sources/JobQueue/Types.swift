@@ -71,12 +71,12 @@ public struct JobResult: Sendable {
     public var status: String
     public var missingBuildIds: [String]
     /// The group the report belongs to; nil leaves it ungrouped.
-    public var group: GroupAssignment?
+    public var group: GroupKey?
     /// The images whose debug files were missing, with their names (for `symbols missing`).
     public var missingImages: [MissingImage]
 
     public init(
-        symbolicatedJSON: Data, status: String, missingBuildIds: [String], group: GroupAssignment? = nil,
+        symbolicatedJSON: Data, status: String, missingBuildIds: [String], group: GroupKey? = nil,
         missingImages: [MissingImage]? = nil
     ) {
         self.symbolicatedJSON = symbolicatedJSON
@@ -84,24 +84,6 @@ public struct JobResult: Sendable {
         self.missingBuildIds = missingBuildIds
         self.group = group
         self.missingImages = missingImages ?? missingBuildIds.map { MissingImage(buildId: $0, name: nil) }
-    }
-}
-
-/// A report's group as the worker computed it.
-public struct GroupAssignment: Sendable, Equatable {
-    public var fingerprint: String
-    public var kind: ReportKind
-    public var title: String
-    public var rulesVersion: Int
-    /// The frame signatures that decided the group.
-    public var frames: [String]
-
-    public init(fingerprint: String, kind: ReportKind, title: String, rulesVersion: Int, frames: [String]) {
-        self.fingerprint = fingerprint
-        self.kind = kind
-        self.title = title
-        self.rulesVersion = rulesVersion
-        self.frames = frames
     }
 }
 

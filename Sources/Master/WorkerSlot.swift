@@ -193,17 +193,12 @@ final class WorkerSlot: @unchecked Sendable {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.withoutEscapingSlashes]
             let json = try encoder.encode(report)
-            let group = reply.group.map {
-                GroupAssignment(
-                    fingerprint: $0.fingerprint, kind: $0.kind, title: $0.title, rulesVersion: $0.rulesVersion,
-                    frames: $0.frames)
-            }
             let missingImages = report.missingBuildIds.map { id in
                 MissingImage(buildId: id, name: report.images.first { $0.id == id }?.name)
             }
             let result = JobResult(
                 symbolicatedJSON: json, status: report.status.rawValue, missingBuildIds: report.missingBuildIds,
-                group: group, missingImages: missingImages)
+                group: reply.group, missingImages: missingImages)
             do {
                 try db.complete(jobId: job.jobId, token: job.leaseToken, result: result)
             } catch JobQueueError.staleLease {

@@ -8,20 +8,20 @@ import Testing
 /// The groups table against the results it summarises: every count is re-derived from the
 /// `results` rows with plain SQL after each step.
 @Suite struct GroupLedgerTests {
-    static func group(_ name: String) -> GroupAssignment {
-        GroupAssignment(fingerprint: name, kind: .crash, title: "crash in \(name)", rulesVersion: 1, frames: ["App!\(name)"])
+    static func group(_ name: String) -> GroupKey {
+        GroupKey(fingerprint: name, kind: .crash, title: "crash in \(name)", rulesVersion: 1, frames: ["App!\(name)"])
     }
 
     /// Submits a report of `version` and completes its job with `group`.
     @discardableResult
-    static func process(_ f: Fixture, _ n: Int, version: String?, group: GroupAssignment?, missing: [String] = []) throws -> Int64 {
+    static func process(_ f: Fixture, _ n: Int, version: String?, group: GroupKey?, missing: [String] = []) throws -> Int64 {
         let id = try f.db.submit(NewReport(raw: Data("report \(n)".utf8), format: "test", kind: .crash, app: "App", version: version)).reportId
         try complete(f, group: group, missing: missing)
         f.clock.advance(seconds: 60)
         return id
     }
 
-    static func complete(_ f: Fixture, group: GroupAssignment?, missing: [String] = []) throws {
+    static func complete(_ f: Fixture, group: GroupKey?, missing: [String] = []) throws {
         let job = try #require(try f.db.claim(leaseMs: 30_000))
         try f.db.complete(
             jobId: job.jobId, token: job.leaseToken,

@@ -54,10 +54,18 @@ let package = Package(
             name: "JobQueue",
             dependencies: ["ReportModel", "Compression", "Hashing", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        // The master↔worker wire format (job and reply frames, length-prefixed framing). A worker
+        // links this and never Master: it must not reach JobQueue or GRDB (Tests/ModuleGraphTests).
+        .target(name: "WorkerProtocol", dependencies: ["ReportModel"]),
+        // The escaping log handler every Stackline process logs through, master and worker alike.
+        .target(
+            name: "StacklineLogging",
+            dependencies: ["ReportModel", .product(name: "Logging", package: "swift-log")]
+        ),
         .target(
             name: "Master",
             dependencies: [
-                "JobQueue", "ReportModel", "ReportFormats", "Compression", "Grouping",
+                "JobQueue", "WorkerProtocol", "ReportModel", "ReportFormats",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -65,7 +73,7 @@ let package = Package(
             name: "stackline",
             dependencies: [
                 "DebugInfo", "SymbolStore", "Symbolication", "ReportModel", "ReportFormats",
-                "JobQueue", "Master", "Compression", "Grouping",
+                "JobQueue", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -73,14 +81,15 @@ let package = Package(
         .executableTarget(
             name: "stackline-worker",
             dependencies: [
-                "Symbolication", "SymbolStore", "ReportFormats", "ReportModel", "Master", "Grouping",
+                "Symbolication", "SymbolStore", "ReportFormats", "ReportModel", "WorkerProtocol", "StacklineLogging",
+                "Grouping",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Workers/stackline-worker"
         ),
         // One function per fuzz target: the parsers, the debug-file readers, zip ingest, frames.
-        .target(name: "FuzzTargets", dependencies: ["ReportFormats", "ReportModel", "DebugInfo", "SymbolStore", "Master"]),
+        .target(name: "FuzzTargets", dependencies: ["ReportFormats", "ReportModel", "DebugInfo", "SymbolStore", "WorkerProtocol"]),
         // libFuzzer's driver entry point, declared for the -sanitize=fuzzer build only.
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
         .executableTarget(name: "stackline-fuzz", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/stackline-fuzz"),
@@ -99,7 +108,12 @@ let package = Package(
         .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportModel", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["JobQueue", "Master", "ReportModel", "ReportFormats", "TestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "JobQueue", "StacklineLogging", "ReportModel", "ReportFormats", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
+        // Reads the target graph from `swift package describe` and the linked worker binary.
+        .testTarget(name: "ModuleGraphTests", dependencies: ["TestSupport"]),
     ]
 )

@@ -1,5 +1,5 @@
 import Foundation
-import Master
+import WorkerProtocol
 import ReportFormats
 
 /// The worker's side of the master→worker pipe: `FrameReader` on the input bytes, and each

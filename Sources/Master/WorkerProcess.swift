@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+internal import WorkerProtocol
 
 /// How a worker process ended.
 public enum WorkerExit: Sendable, Equatable, CustomStringConvertible {

@@ -4,8 +4,10 @@ import Glibc
 import Foundation
 import JobQueue
 import Logging
-import ReportFormats
-import ReportModel
+// Implementation details: none of these types appear in Master's API.
+internal import ReportFormats
+internal import ReportModel
+internal import WorkerProtocol
 
 /// One worker process and the thread that owns it: claims a job, hands it over, waits for the
 /// reply while renewing the lease, and writes the outcome. Only this thread touches its worker.

@@ -4,6 +4,8 @@ import Grouping
 import JobQueue
 import Logging
 import Master
+import StacklineLogging
+import WorkerProtocol
 
 /// `stackline master`: supervise workers and drain the queue.
 struct MasterCommand: ParsableCommand {

@@ -1,5 +1,5 @@
 import Logging
-import Master
+import StacklineLogging
 import Testing
 
 /// Failure reasons quote report text; a newline or ESC in one must not forge a log line.

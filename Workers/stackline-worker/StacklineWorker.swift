@@ -5,7 +5,8 @@ import ArgumentParser
 import Foundation
 import Grouping
 import Logging
-import Master
+import StacklineLogging
+import WorkerProtocol
 import ReportFormats
 import ReportModel
 import SymbolStore

@@ -230,22 +230,19 @@ public final class JobDatabase: Sendable {
                     """,
                 arguments: [now, jobId, token])
             else { throw JobQueueError.staleLease(jobId: jobId) }
-            let missing = String(decoding: try JSONEncoder().encode(result.missingBuildIds), as: UTF8.self)
             let previous = try String.fetchOne(
                 db, sql: "SELECT fingerprint FROM results WHERE report_id = ?", arguments: [reportId])
             try db.execute(
                 sql: """
-                    INSERT INTO results (report_id, symbolicated, symbolicated_size, status, missing_build_ids,
-                                         fingerprint, completed_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO results (report_id, symbolicated, symbolicated_size, status, fingerprint, completed_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
                     ON CONFLICT (report_id) DO UPDATE SET
                         symbolicated = excluded.symbolicated, symbolicated_size = excluded.symbolicated_size,
-                        status = excluded.status,
-                        missing_build_ids = excluded.missing_build_ids, fingerprint = excluded.fingerprint,
+                        status = excluded.status, fingerprint = excluded.fingerprint,
                         completed_at = excluded.completed_at
                     """,
                 arguments: [reportId, compressed, result.symbolicatedJSON.count, result.status,
-                            missing, result.group?.fingerprint, now])
+                            result.group?.fingerprint, now])
             try GroupLedger.move(db, reportId: reportId, from: previous, to: result.group)
             try GroupLedger.recordMissing(db, reportId: reportId, images: result.missingImages)
         }
@@ -392,26 +389,29 @@ public final class JobDatabase: Sendable {
         }
     }
 
+    /// A report's stored result, with the debug files its processing lacked (`missing_symbols`).
     public func result(reportId: Int64) throws -> StoredResult? {
-        let row: Row? = try pool.read { db in
-            try Row.fetchOne(
+        let found: (Row, [MissingImage])? = try pool.read { db in
+            guard let row = try Row.fetchOne(
                 db,
-                sql: """
-                    SELECT report_id, symbolicated, symbolicated_size, status, missing_build_ids, fingerprint
-                    FROM results WHERE report_id = ?
-                    """,
+                sql: "SELECT report_id, symbolicated, symbolicated_size, status, fingerprint FROM results WHERE report_id = ?",
                 arguments: [reportId])
+            else { return nil }
+            // rowid order is the order the result listed them in.
+            let missing = try Row.fetchAll(
+                db, sql: "SELECT build_id, image_name FROM missing_symbols WHERE report_id = ? ORDER BY rowid",
+                arguments: [reportId]
+            ).map { MissingImage(buildId: $0["build_id"], name: $0["image_name"]) }
+            return (row, missing)
         }
-        guard let row else { return nil }
-        let missingJSON: String = row["missing_build_ids"]
-        let missing = (try? JSONDecoder().decode([String].self, from: Data(missingJSON.utf8))) ?? []
+        guard let (row, missing) = found else { return nil }
         let json: Data
         do { json = try Zlib.inflate(row["symbolicated"], limit: max(row["symbolicated_size"], 1)) } catch {
             throw JobQueueError.corruptStoredResult(reportId: reportId, error.description)
         }
         return StoredResult(
             reportId: row["report_id"], symbolicatedJSON: json, status: row["status"],
-            missingBuildIds: missing, fingerprint: row["fingerprint"])
+            missingImages: missing, fingerprint: row["fingerprint"])
     }
 
     public func report(id: Int64) throws -> StoredReport? {

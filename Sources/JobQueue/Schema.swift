@@ -123,6 +123,33 @@ enum Schema {
                     CREATE INDEX results_fingerprint ON results (fingerprint);
                     """)
         }
+        migrator.registerMigration("v4: missing debug files only in missing_symbols") { db in
+            // `results.missing_build_ids` repeated what `missing_symbols` holds. Every id in the
+            // column is copied into the table first (a row already there keeps its image name;
+            // a column that is not a JSON array was unreadable and held nothing), then the table
+            // is rebuilt without the column, the v3 compressed columns unchanged.
+            try db.execute(
+                sql: """
+                    INSERT OR IGNORE INTO missing_symbols (report_id, build_id)
+                        SELECT results.report_id, json_each.value
+                        FROM results, json_each(results.missing_build_ids)
+                        WHERE json_valid(results.missing_build_ids) AND json_type(results.missing_build_ids) = 'array'
+                          AND json_each.type = 'text';
+                    CREATE TABLE results_v4 (
+                        report_id INTEGER NOT NULL UNIQUE REFERENCES reports(id) ON DELETE CASCADE,
+                        symbolicated BLOB NOT NULL,         -- zlib-compressed SymbolicatedReport JSON
+                        symbolicated_size INTEGER NOT NULL, -- decompressed size, caps inflation on read
+                        status TEXT NOT NULL,               -- complete | partial | unsymbolicated
+                        fingerprint TEXT,
+                        completed_at INTEGER NOT NULL
+                    );
+                    INSERT INTO results_v4 (report_id, symbolicated, symbolicated_size, status, fingerprint, completed_at)
+                        SELECT report_id, symbolicated, symbolicated_size, status, fingerprint, completed_at FROM results;
+                    DROP TABLE results;
+                    ALTER TABLE results_v4 RENAME TO results;
+                    CREATE INDEX results_fingerprint ON results (fingerprint);
+                    """)
+        }
         return migrator
     }
 }

@@ -69,21 +69,16 @@ public struct ClaimedJob: Sendable {
 public struct JobResult: Sendable {
     public var symbolicatedJSON: Data
     public var status: String
-    public var missingBuildIds: [String]
     /// The group the report belongs to; nil leaves it ungrouped.
     public var group: GroupKey?
-    /// The images whose debug files were missing, with their names (for `symbols missing`).
+    /// The images whose debug files were missing, in report order, with their names (for `symbols missing`).
     public var missingImages: [MissingImage]
 
-    public init(
-        symbolicatedJSON: Data, status: String, missingBuildIds: [String], group: GroupKey? = nil,
-        missingImages: [MissingImage]? = nil
-    ) {
+    public init(symbolicatedJSON: Data, status: String, group: GroupKey? = nil, missingImages: [MissingImage] = []) {
         self.symbolicatedJSON = symbolicatedJSON
         self.status = status
-        self.missingBuildIds = missingBuildIds
         self.group = group
-        self.missingImages = missingImages ?? missingBuildIds.map { MissingImage(buildId: $0, name: nil) }
+        self.missingImages = missingImages
     }
 }
 
@@ -159,8 +154,12 @@ public struct StoredResult: Sendable {
     public var reportId: Int64
     public var symbolicatedJSON: Data
     public var status: String
-    public var missingBuildIds: [String]
+    /// The debug files its processing lacked, in report order (from `missing_symbols`).
+    public var missingImages: [MissingImage]
     public var fingerprint: String?
+
+    /// The build ids of `missingImages`.
+    public var missingBuildIds: [String] { missingImages.map(\.buildId) }
 }
 
 /// A stored report, decompressed.

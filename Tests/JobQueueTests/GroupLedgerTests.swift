@@ -27,7 +27,7 @@ import Testing
             jobId: job.jobId, token: job.leaseToken,
             result: JobResult(
                 symbolicatedJSON: Data("{}".utf8), status: missing.isEmpty ? "complete" : "partial",
-                missingBuildIds: missing, group: group,
+                group: group,
                 missingImages: missing.map { MissingImage(buildId: $0, name: "Lib\($0.prefix(2))") }))
     }
 

@@ -77,7 +77,7 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         let second = try #require(try f.db.claim(leaseMs: 10_000))
         #expect(second.reportId == done.reportId)
         try f.db.complete(jobId: second.jobId, token: second.leaseToken, result: JobResult(
-            symbolicatedJSON: Data("{}".utf8), status: "complete", missingBuildIds: []))
+            symbolicatedJSON: Data("{}".utf8), status: "complete"))
         _ = try f.db.enqueueReprocessing(reportId: done.reportId)
         let third = try #require(try f.db.claim(leaseMs: 10_000))
         #expect(third.reportId == lag.reportId)
@@ -120,7 +120,7 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         #expect(second.leaseToken != first.leaseToken)
         #expect(second.attempts == 2)
 
-        let stale = JobResult(symbolicatedJSON: Data("{\"who\":\"first\"}".utf8), status: "complete", missingBuildIds: [])
+        let stale = JobResult(symbolicatedJSON: Data("{\"who\":\"first\"}".utf8), status: "complete")
         #expect(throws: JobQueueError.staleLease(jobId: first.jobId)) {
             try f.db.complete(jobId: first.jobId, token: first.leaseToken, result: stale)
         }
@@ -130,7 +130,8 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         }
 
         let good = JobResult(
-            symbolicatedJSON: Data("{\"who\":\"second\"}".utf8), status: "partial", missingBuildIds: ["abc"])
+            symbolicatedJSON: Data("{\"who\":\"second\"}".utf8), status: "partial",
+            missingImages: [MissingImage(buildId: "abc", name: nil)])
         try f.db.complete(jobId: second.jobId, token: second.leaseToken, result: good)
         let result = try #require(try f.db.result(reportId: submitted.reportId))
         #expect(String(decoding: result.symbolicatedJSON, as: UTF8.self) == "{\"who\":\"second\"}")

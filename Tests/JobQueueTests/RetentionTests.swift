@@ -32,7 +32,7 @@ import Testing
         let json = Self.resultJSON(1)
         let id = try f.db.submit(f.report(1)).reportId
         let job = try #require(try f.db.claim(leaseMs: 30_000))
-        try f.db.complete(jobId: job.jobId, token: job.leaseToken, result: JobResult(symbolicatedJSON: json, status: "unsymbolicated", missingBuildIds: []))
+        try f.db.complete(jobId: job.jobId, token: job.leaseToken, result: JobResult(symbolicatedJSON: json, status: "unsymbolicated"))
 
         let queue = try DatabaseQueue(path: f.db.path)
         let row = try #require(try queue.read {
@@ -65,7 +65,10 @@ import Testing
             for id in ids {
                 try db.execute(
                     sql: """
-                        INSERT INTO results_v2 SELECT report_id, ?, status, missing_build_ids, fingerprint, completed_at
+                        INSERT INTO results_v2
+                        SELECT report_id, ?, status,
+                               (SELECT json_group_array(build_id) FROM missing_symbols m WHERE m.report_id = results.report_id),
+                               fingerprint, completed_at
                         FROM results WHERE report_id = ?
                         """,
                     arguments: [String(decoding: Self.resultJSON(Int(id)), as: UTF8.self), id])
@@ -74,7 +77,7 @@ import Testing
                 DROP TABLE results;
                 ALTER TABLE results_v2 RENAME TO results;
                 CREATE INDEX results_fingerprint ON results (fingerprint);
-                DELETE FROM grdb_migrations WHERE identifier LIKE 'v3%';
+                DELETE FROM grdb_migrations WHERE identifier LIKE 'v3%' OR identifier LIKE 'v4%';
                 """)
         }
         try queue.close()
@@ -87,6 +90,75 @@ import Testing
         let check = try DatabaseQueue(path: f.db.path)
         let types = try check.read { try String.fetchAll($0, sql: "SELECT DISTINCT typeof(symbolicated) FROM results") }
         #expect(types == ["blob"])
+        try GroupLedgerTests.expectLedgerMatchesResults(f)
+    }
+
+    /// Each result's stored (compressed) bytes, by report id.
+    static func storedResults(_ db: Database) throws -> [Int64: Data] {
+        var out: [Int64: Data] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT report_id, symbolicated FROM results") {
+            out[row["report_id"]] = row["symbolicated"]
+        }
+        return out
+    }
+
+    @Test func migrationMovesMissingBuildIdsIntoTheTableAndDropsTheColumn() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        let a = try GroupLedgerTests.process(f, 0, version: "1.0", group: GroupLedgerTests.group("aaaa"), missing: ["ab01", "cd02"])
+        let b = try GroupLedgerTests.process(f, 1, version: "1.0", group: GroupLedgerTests.group("aaaa"), missing: ["ef03"])
+        let c = try GroupLedgerTests.process(f, 2, version: "2.0", group: GroupLedgerTests.group("bbbb"))
+        // Back to the v3 layout, with a column and a table that disagree: the table lost a row
+        // of `a`, the column of `b` names an id the table never had, and `c`'s is not JSON.
+        let column: [Int64: String] = [a: #"["ab01","cd02"]"#, b: #"["ef03","0123"]"#, c: "not json"]
+        let queue = try DatabaseQueue(path: f.db.path)
+        let stored: [Int64: Data] = try queue.writeWithoutTransaction { db in
+            try db.execute(sql: """
+                CREATE TABLE results_v3 (
+                    report_id INTEGER NOT NULL UNIQUE REFERENCES reports(id) ON DELETE CASCADE,
+                    symbolicated BLOB NOT NULL, symbolicated_size INTEGER NOT NULL, status TEXT NOT NULL,
+                    missing_build_ids TEXT NOT NULL, fingerprint TEXT, completed_at INTEGER NOT NULL);
+                """)
+            for (id, missing) in column {
+                try db.execute(
+                    sql: """
+                        INSERT INTO results_v3
+                        SELECT report_id, symbolicated, symbolicated_size, status, ?, fingerprint, completed_at
+                        FROM results WHERE report_id = ?
+                        """,
+                    arguments: [missing, id])
+            }
+            try db.execute(sql: """
+                DROP TABLE results;
+                ALTER TABLE results_v3 RENAME TO results;
+                CREATE INDEX results_fingerprint ON results (fingerprint);
+                DELETE FROM missing_symbols WHERE build_id = 'cd02';
+                DELETE FROM grdb_migrations WHERE identifier LIKE 'v4%';
+                """)
+            return try Self.storedResults(db)
+        }
+        try queue.close()
+
+        let reopened = try JobDatabase(path: f.db.path)
+        let check = try DatabaseQueue(path: f.db.path)
+        let columns = try check.read { try String.fetchAll($0, sql: "SELECT name FROM pragma_table_info('results') ORDER BY cid") }
+        let rows = try check.read { db in
+            try Row.fetchAll(db, sql: "SELECT report_id, build_id, image_name FROM missing_symbols ORDER BY report_id, build_id")
+                .map { row -> String in
+                    let id: Int64 = row["report_id"], buildId: String = row["build_id"], name: String? = row["image_name"]
+                    return "\(id) \(buildId) \(name ?? "-")"
+                }
+        }
+        let after = try check.read(Self.storedResults)
+        #expect(columns == ["report_id", "symbolicated", "symbolicated_size", "status", "fingerprint", "completed_at"])
+        // Rows already there keep their image names; ids only the column had arrive without one.
+        #expect(rows == ["\(a) ab01 Libab", "\(a) cd02 -", "\(b) 0123 -", "\(b) ef03 Libef"])
+        #expect(after == stored, "compressed results are carried over byte for byte")
+        #expect(try reopened.result(reportId: a)?.missingBuildIds == ["ab01", "cd02"])
+        #expect(try reopened.result(reportId: b)?.missingBuildIds == ["ef03", "0123"])
+        #expect(try reopened.result(reportId: c)?.missingBuildIds == [])
+        #expect(try reopened.result(reportId: c)?.symbolicatedJSON == Data("{}".utf8))
+        #expect(try reopened.missingSymbols().map(\.buildId).sorted() == ["0123", "ab01", "cd02", "ef03"])
         try GroupLedgerTests.expectLedgerMatchesResults(f)
     }
 
@@ -143,7 +215,7 @@ import Testing
                 jobId: job.jobId, token: job.leaseToken,
                 result: JobResult(
                     symbolicatedJSON: resultJSON(n), status: missing.isEmpty ? "complete" : "partial",
-                    missingBuildIds: missing, group: GroupLedgerTests.group("g\(g)"),
+                    group: GroupLedgerTests.group("g\(g)"),
                     missingImages: missing.map { MissingImage(buildId: $0, name: "Lib") }))
             if n % 17 == 3 { reprocessLater.append(id) }
         }
@@ -154,7 +226,7 @@ import Testing
             #expect(job.reportId == id)
             try f.db.complete(
                 jobId: job.jobId, token: job.leaseToken,
-                result: JobResult(symbolicatedJSON: resultJSON(Int(id)), status: "complete", missingBuildIds: [], group: GroupLedgerTests.group("moved")))
+                result: JobResult(symbolicatedJSON: resultJSON(Int(id)), status: "complete", group: GroupLedgerTests.group("moved")))
         }
         // Reprocessing queued and never run: these reports must survive a prune.
         for id in reprocessLater {

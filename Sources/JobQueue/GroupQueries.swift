@@ -24,7 +24,7 @@ public struct GroupFilter: Sendable {
 /// One group as the queries show it.
 public struct GroupSummary: Sendable, Codable, Equatable {
     public var fingerprint: String
-    public var kind: String
+    public var kind: ReportKind
     public var title: String
     /// Reports counted under the filter (all reports when unfiltered).
     public var count: Int
@@ -121,7 +121,7 @@ extension JobDatabase {
         }
         let framesJSON: String = row["frames"]
         return GroupSummary(
-            fingerprint: fingerprint, kind: row["kind"], title: row["title"], count: row["n"],
+            fingerprint: fingerprint, kind: try row.stored("kind"), title: row["title"], count: row["n"],
             firstSeen: Date(milliseconds: row["first"]), lastSeen: Date(milliseconds: row["last"]),
             versions: versions, rulesVersion: row["rules_version"], app: row["app"],
             representativeReportId: row["representative_report_id"],

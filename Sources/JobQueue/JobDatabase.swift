@@ -241,7 +241,7 @@ public final class JobDatabase: Sendable {
                         status = excluded.status, fingerprint = excluded.fingerprint,
                         completed_at = excluded.completed_at
                     """,
-                arguments: [reportId, compressed, result.symbolicatedJSON.count, result.status,
+                arguments: [reportId, compressed, result.symbolicatedJSON.count, result.status.rawValue,
                             result.group?.fingerprint, now])
             try GroupLedger.move(db, reportId: reportId, from: previous, to: result.group)
             try GroupLedger.recordMissing(db, reportId: reportId, images: result.missingImages)
@@ -366,7 +366,7 @@ public final class JobDatabase: Sendable {
             return JobStatus(
                 jobId: row["id"], reportId: row["report_id"], state: JobState(rawValue: row["state"]) ?? .failed,
                 attempts: row["attempts"], lastError: row["last_error"], runAfter: row["run_after"],
-                updatedAt: row["updated_at"], format: row["format"], kind: row["kind"])
+                updatedAt: row["updated_at"], format: row["format"], kind: try row.stored("kind"))
         }
     }
 
@@ -410,7 +410,7 @@ public final class JobDatabase: Sendable {
             throw JobQueueError.corruptStoredResult(reportId: reportId, error.description)
         }
         return StoredResult(
-            reportId: row["report_id"], symbolicatedJSON: json, status: row["status"],
+            reportId: row["report_id"], symbolicatedJSON: json, status: try row.stored("status"),
             missingImages: missing, fingerprint: row["fingerprint"])
     }
 
@@ -422,7 +422,7 @@ public final class JobDatabase: Sendable {
         }
         guard let row else { return nil }
         return StoredReport(
-            id: row["id"], format: row["format"], kind: row["kind"], digest: row["digest"],
+            id: row["id"], format: row["format"], kind: try row.stored("kind"), digest: row["digest"],
             raw: try inflateStored(reportId: id, row), receivedAt: row["received_at"])
     }
 }

@@ -68,13 +68,13 @@ public struct ClaimedJob: Sendable {
 /// What a finished job stores.
 public struct JobResult: Sendable {
     public var symbolicatedJSON: Data
-    public var status: String
+    public var status: ReportStatus
     /// The group the report belongs to; nil leaves it ungrouped.
     public var group: GroupKey?
     /// The images whose debug files were missing, in report order, with their names (for `symbols missing`).
     public var missingImages: [MissingImage]
 
-    public init(symbolicatedJSON: Data, status: String, group: GroupKey? = nil, missingImages: [MissingImage] = []) {
+    public init(symbolicatedJSON: Data, status: ReportStatus, group: GroupKey? = nil, missingImages: [MissingImage] = []) {
         self.symbolicatedJSON = symbolicatedJSON
         self.status = status
         self.group = group
@@ -146,14 +146,14 @@ public struct JobStatus: Sendable {
     public var runAfter: Int64
     public var updatedAt: Int64
     public var format: String
-    public var kind: String
+    public var kind: ReportKind
 }
 
 /// A finished job's stored result.
 public struct StoredResult: Sendable {
     public var reportId: Int64
     public var symbolicatedJSON: Data
-    public var status: String
+    public var status: ReportStatus
     /// The debug files its processing lacked, in report order (from `missing_symbols`).
     public var missingImages: [MissingImage]
     public var fingerprint: String?
@@ -166,7 +166,7 @@ public struct StoredResult: Sendable {
 public struct StoredReport: Sendable {
     public var id: Int64
     public var format: String
-    public var kind: String
+    public var kind: ReportKind
     public var digest: String
     public var raw: Data
     public var receivedAt: Int64
@@ -180,6 +180,8 @@ public enum JobQueueError: Error, Equatable, CustomStringConvertible {
     case corruptStoredReport(reportId: Int64, String)
     case corruptStoredResult(reportId: Int64, String)
     case lockUnavailable(String, String)
+    /// A stored column holds a value none of its enum's cases has (a damaged or foreign database).
+    case unknownStoredValue(column: String, value: String)
 
     public var description: String {
         switch self {
@@ -188,6 +190,7 @@ public enum JobQueueError: Error, Equatable, CustomStringConvertible {
         case .corruptStoredReport(let id, let why): "report \(id): stored bytes are unreadable: \(why)"
         case .corruptStoredResult(let id, let why): "report \(id): stored result is unreadable: \(why)"
         case .lockUnavailable(let path, let why): "cannot lock \(path) to open the database: \(why)"
+        case .unknownStoredValue(let column, let value): "stored \(column) \(value) is not a value this version knows"
         }
     }
 }

@@ -199,7 +199,7 @@ final class WorkerSlot: @unchecked Sendable {
                 MissingImage(buildId: id, name: report.images.first { $0.id == id }?.name)
             }
             let result = JobResult(
-                symbolicatedJSON: json, status: report.status.rawValue, group: reply.group, missingImages: missingImages)
+                symbolicatedJSON: json, status: report.status, group: reply.group, missingImages: missingImages)
             do {
                 try db.complete(jobId: job.jobId, token: job.leaseToken, result: result)
             } catch JobQueueError.staleLease {

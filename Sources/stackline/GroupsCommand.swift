@@ -48,7 +48,7 @@ struct GroupsCommand: ParsableCommand {
         print(pad("COUNT", 7) + pad("KIND", 6) + pad("FINGERPRINT", 18) + pad("LAST SEEN", 21) + "TITLE")
         for g in groups {
             printLine(
-                pad(String(g.count), 7) + pad(g.kind, 6) + pad(String(g.fingerprint.prefix(16)), 18)
+                pad(String(g.count), 7) + pad(g.kind.rawValue, 6) + pad(String(g.fingerprint.prefix(16)), 18)
                     + pad(ISO8601DateFormatter().string(from: g.lastSeen), 21) + g.title)
         }
     }
@@ -68,7 +68,7 @@ struct GroupJSON: Encodable {
 
     init(_ g: GroupSummary) {
         fingerprint = g.fingerprint
-        kind = g.kind
+        kind = g.kind.rawValue
         title = g.title
         count = g.count
         firstSeen = g.firstSeen

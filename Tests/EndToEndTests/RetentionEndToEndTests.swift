@@ -66,7 +66,7 @@ func databaseFileBytes(_ path: String) -> Int {
                 jobId: job.jobId, token: job.leaseToken,
                 result: JobResult(
                     symbolicatedJSON: Data(#"{"frames":[\#(frames.joined(separator: ","))]}"#.utf8),
-                    status: missing.isEmpty ? "complete" : "partial",
+                    status: missing.isEmpty ? .complete : .partial,
                     group: GroupKey(fingerprint: "group\(k)", kind: .crash, title: "crash \(k)", rulesVersion: 1, frames: ["E2E!f\(k)"]),
                     missingImages: missing.map { MissingImage(buildId: $0, name: "libfeed.so") }))
         }

@@ -26,7 +26,7 @@ import Testing
         try f.db.complete(
             jobId: job.jobId, token: job.leaseToken,
             result: JobResult(
-                symbolicatedJSON: Data("{}".utf8), status: missing.isEmpty ? "complete" : "partial",
+                symbolicatedJSON: Data("{}".utf8), status: missing.isEmpty ? .complete : .partial,
                 group: group,
                 missingImages: missing.map { MissingImage(buildId: $0, name: "Lib\($0.prefix(2))") }))
     }

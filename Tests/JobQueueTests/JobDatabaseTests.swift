@@ -77,7 +77,7 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         let second = try #require(try f.db.claim(leaseMs: 10_000))
         #expect(second.reportId == done.reportId)
         try f.db.complete(jobId: second.jobId, token: second.leaseToken, result: JobResult(
-            symbolicatedJSON: Data("{}".utf8), status: "complete"))
+            symbolicatedJSON: Data("{}".utf8), status: .complete))
         _ = try f.db.enqueueReprocessing(reportId: done.reportId)
         let third = try #require(try f.db.claim(leaseMs: 10_000))
         #expect(third.reportId == lag.reportId)
@@ -120,7 +120,7 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         #expect(second.leaseToken != first.leaseToken)
         #expect(second.attempts == 2)
 
-        let stale = JobResult(symbolicatedJSON: Data("{\"who\":\"first\"}".utf8), status: "complete")
+        let stale = JobResult(symbolicatedJSON: Data("{\"who\":\"first\"}".utf8), status: .complete)
         #expect(throws: JobQueueError.staleLease(jobId: first.jobId)) {
             try f.db.complete(jobId: first.jobId, token: first.leaseToken, result: stale)
         }
@@ -130,13 +130,13 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         }
 
         let good = JobResult(
-            symbolicatedJSON: Data("{\"who\":\"second\"}".utf8), status: "partial",
+            symbolicatedJSON: Data("{\"who\":\"second\"}".utf8), status: .partial,
             missingImages: [MissingImage(buildId: "abc", name: nil)])
         try f.db.complete(jobId: second.jobId, token: second.leaseToken, result: good)
         let result = try #require(try f.db.result(reportId: submitted.reportId))
         #expect(String(decoding: result.symbolicatedJSON, as: UTF8.self) == "{\"who\":\"second\"}")
         #expect(result.missingBuildIds == ["abc"])
-        #expect(result.status == "partial")
+        #expect(result.status == .partial)
         #expect(try f.db.jobStatus(reportId: submitted.reportId)?.state == .done)
         // A second completion with the (now cleared) token is refused as well.
         #expect(throws: JobQueueError.staleLease(jobId: second.jobId)) {
@@ -269,5 +269,40 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
             let out = try runProcess("/usr/bin/sha256sum", [path])
             #expect(SHA256.hex(data) == String(out.stdout.prefix(64)), "size \(size)")
         }
+    }
+}
+
+/// Kinds, states and statuses come out of the queue as the enums they were stored from, checked
+/// against the text plain SQL reads; a value no case has is a typed error, not a crash.
+@Suite struct StoredEnumTests {
+    @Test func storedTextComesBackAsItsEnum() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        let crash = try GroupLedgerTests.process(f, 1, version: "1.0", group: GroupLedgerTests.group("aaaa"), missing: ["ab01"])
+        let lag = try f.db.submit(f.report(2, kind: .lag)).reportId
+        let queue = try DatabaseQueue(path: f.db.path)
+        let text = try queue.read { db in
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT (SELECT kind FROM reports WHERE id = ?1) || ' ' || (SELECT status FROM results WHERE report_id = ?1)
+                        || ' ' || (SELECT kind FROM groups) || ' ' || (SELECT kind FROM reports WHERE id = ?2)
+                    """,
+                arguments: [crash, lag])
+        }
+        #expect(text == ["crash partial crash lag"])
+        #expect(try f.db.report(id: crash)?.kind == .crash)
+        #expect(try f.db.report(id: lag)?.kind == .lag)
+        #expect(try f.db.jobStatus(reportId: lag)?.kind == .lag)
+        #expect(try f.db.jobStatus(reportId: lag)?.state == .queued)
+        #expect(try f.db.result(reportId: crash)?.status == .partial)
+        #expect(try f.db.groups(GroupFilter()).map(\.kind) == [.crash])
+
+        try queue.write { try $0.execute(sql: "UPDATE results SET status = 'bogus' WHERE report_id = ?", arguments: [crash]) }
+        #expect(throws: JobQueueError.unknownStoredValue(column: "status", value: "\"bogus\"")) {
+            try f.db.result(reportId: crash)
+        }
+        // The rest of the database is still readable.
+        #expect(try f.db.report(id: crash)?.kind == .crash)
     }
 }

@@ -32,7 +32,7 @@ import Testing
         let json = Self.resultJSON(1)
         let id = try f.db.submit(f.report(1)).reportId
         let job = try #require(try f.db.claim(leaseMs: 30_000))
-        try f.db.complete(jobId: job.jobId, token: job.leaseToken, result: JobResult(symbolicatedJSON: json, status: "unsymbolicated"))
+        try f.db.complete(jobId: job.jobId, token: job.leaseToken, result: JobResult(symbolicatedJSON: json, status: .unsymbolicated))
 
         let queue = try DatabaseQueue(path: f.db.path)
         let row = try #require(try queue.read {
@@ -214,7 +214,7 @@ import Testing
             try f.db.complete(
                 jobId: job.jobId, token: job.leaseToken,
                 result: JobResult(
-                    symbolicatedJSON: resultJSON(n), status: missing.isEmpty ? "complete" : "partial",
+                    symbolicatedJSON: resultJSON(n), status: missing.isEmpty ? .complete : .partial,
                     group: GroupLedgerTests.group("g\(g)"),
                     missingImages: missing.map { MissingImage(buildId: $0, name: "Lib") }))
             if n % 17 == 3 { reprocessLater.append(id) }
@@ -226,7 +226,7 @@ import Testing
             #expect(job.reportId == id)
             try f.db.complete(
                 jobId: job.jobId, token: job.leaseToken,
-                result: JobResult(symbolicatedJSON: resultJSON(Int(id)), status: "complete", group: GroupLedgerTests.group("moved")))
+                result: JobResult(symbolicatedJSON: resultJSON(Int(id)), status: .complete, group: GroupLedgerTests.group("moved")))
         }
         // Reprocessing queued and never run: these reports must survive a prune.
         for id in reprocessLater {

@@ -6,7 +6,7 @@ import Testing
 
 /// Plain SQL through the `sqlite3` shell: an oracle that shares no code with ours.
 func sqlite(_ path: String, _ query: String) throws -> [[String: Any]] {
-    let out = try runProcess("sqlite3", ["-json", path, query], timeout: 60)
+    let out = try runProcess("sqlite3", ["-cmd", ".timeout 10000", "-json", path, query], timeout: 60)
     guard out.succeeded else { throw TestSupportError(out.summary) }
     let text = out.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     guard !text.isEmpty else { return [] }

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import JobQueue
-import ReportFormats
 import ReportModel
+import ReportRendering
 
 /// `stackline group FINGERPRINT`: one group in full.
 struct GroupCommand: ParsableCommand {

@@ -1,7 +1,7 @@
 import Foundation
 import JobQueue
-import ReportFormats
 import ReportModel
+import ReportRendering
 
 /// How `report` (and `submit --wait`) print a result.
 enum ReportOutputFormat: String, CaseIterable {

@@ -106,7 +106,7 @@ public enum AppleReportRenderer {
             var text = function
             if let offset = f.offset, !f.inlined { text += " + \(offset)" }
             if let file = f.file {
-                text += " (\(ReportText.basename(file))\(f.line.map { ":\($0)" } ?? ""))"
+                text += " (\((file as NSString).lastPathComponent)\(f.line.map { ":\($0)" } ?? ""))"
             }
             return text
         }

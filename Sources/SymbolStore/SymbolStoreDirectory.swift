@@ -88,13 +88,17 @@ public struct SymbolStoreDirectory: Sendable {
 
     public init(root: String) { self.root = root }
 
-    /// Resolves `--symbols`, then `STACKLINE_SYMBOLS`, then `./symbols`.
-    public static func resolve(option: String?) -> SymbolStoreDirectory {
-        if let option { return SymbolStoreDirectory(root: option) }
-        if let env = ProcessInfo.processInfo.environment["STACKLINE_SYMBOLS"], !env.isEmpty {
-            return SymbolStoreDirectory(root: env)
-        }
-        return SymbolStoreDirectory(root: "symbols")
+    /// The store when neither `--symbols` nor `STACKLINE_SYMBOLS` names one.
+    public static let defaultRoot = "symbols"
+
+    /// The one place the store is chosen: `--symbols`, then `STACKLINE_SYMBOLS`, then
+    /// `./symbols`. An empty value counts as unset, as `STACKLINE_DB` does for the database.
+    public static func resolve(
+        option: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> SymbolStoreDirectory {
+        if let option, !option.isEmpty { return SymbolStoreDirectory(root: option) }
+        if let env = environment["STACKLINE_SYMBOLS"], !env.isEmpty { return SymbolStoreDirectory(root: env) }
+        return SymbolStoreDirectory(root: defaultRoot)
     }
 
     private var buildIDRoot: String { root + "/.build-id" }

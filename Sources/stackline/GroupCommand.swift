@@ -19,7 +19,7 @@ struct GroupCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let db = try database.open()
+        let db = try database.open(for: "group")
         let detail: GroupDetail
         do {
             guard let found = try db.group(fingerprint: fingerprint) else {

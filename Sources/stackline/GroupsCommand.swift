@@ -33,7 +33,7 @@ struct GroupsCommand: ParsableCommand {
     }
 
     func run() throws {
-        let db = try database.open()
+        let db = try database.open(for: "groups")
         let filter = GroupFilter(
             kind: kind, app: app, version: version, since: since.map { $0.milliseconds(now: db.now()) }, limit: limit)
         let groups = try db.groups(filter)

@@ -26,8 +26,8 @@ struct MasterCommand: ParsableCommand {
     @Option(help: "Attempts before a job that keeps failing is quarantined as failed.")
     var maxAttempts = 3
 
-    @Option(help: "Debug-file store passed to workers (default: $STACKLINE_SYMBOLS or ./symbols).")
-    var symbols: String?
+    /// Passed on to every worker.
+    @OptionGroup var store: StoreOptions
 
     @Option(help: "Lease length in seconds; renewed while a job runs.")
     var lease: Double = 30
@@ -69,7 +69,6 @@ struct MasterCommand: ParsableCommand {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0, level: level) }
         let logger = Logger(label: "stackline.master")
-        let store = symbols ?? ProcessInfo.processInfo.environment["STACKLINE_SYMBOLS"] ?? "symbols"
         if let groupingRules {
             // Workers inherit the environment; check the file here so a bad one fails once, loudly.
             do { _ = try GroupingRules.load(path: groupingRules) } catch {
@@ -81,13 +80,13 @@ struct MasterCommand: ParsableCommand {
             workers: workers, once: once, jobTimeout: jobTimeout,
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelayMs: Int64(retryDelay * 1000)),
             leaseSeconds: lease, drainSeconds: drain,
-            workerExecutable: MasterConfiguration.locateWorker(), workerArguments: ["--symbols", store],
+            workerExecutable: MasterConfiguration.locateWorker(), workerArguments: ["--symbols", store.store.root],
             retainMs: retain?.duration, retentionIntervalSeconds: retainInterval)
         guard FileManager.default.isExecutableFile(atPath: config.workerExecutable) else {
             printError("stackline master: no worker executable at \(config.workerExecutable) (set STACKLINE_WORKER)")
             throw ExitCode(1)
         }
-        let db = try database.open()
+        let db = try database.openOrCreate()
         try Dispatcher(db: db, config: config, logger: logger).run()
     }
 }

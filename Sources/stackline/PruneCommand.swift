@@ -26,12 +26,7 @@ struct PruneCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let path = database.resolvedPath
-        // Opening creates a database; pruning one that is not there is a mistake in the path.
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw fail("stackline prune: no database at \(path)")
-        }
-        let db = try database.open()
+        let db = try database.open(for: "prune")
         let outcome = try db.prune(
             PruneRequest(receivedBefore: olderThan.milliseconds(now: db.now()), keepGroups: keepGroups))
         if json {

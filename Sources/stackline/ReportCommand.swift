@@ -27,7 +27,7 @@ struct ReportCommand: ParsableCommand {
     }
 
     func run() throws {
-        let db = try database.open()
+        let db = try database.open(for: "report")
         if let result = try db.result(reportId: reportId) {
             let output = json ? .json : format.flatMap(ReportOutputFormat.init(rawValue:)) ?? .text
             print(try ReportPrinter.render(result, format: output))

@@ -13,7 +13,7 @@ struct StatusCommand: ParsableCommand {
     var reportId: Int64?
 
     func run() throws {
-        let db = try database.open()
+        let db = try database.open(for: "status")
         guard let reportId else {
             let counts = try db.stateCounts()
             for state in JobState.allCases { print("\(state.rawValue)\t\(counts[state] ?? 0)") }

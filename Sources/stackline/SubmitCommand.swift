@@ -36,7 +36,7 @@ struct SubmitCommand: ParsableCommand {
     var maxSize = Zlib.defaultLimit
 
     func run() throws {
-        let db = try database.open()
+        let db = try database.openOrCreate()
         let registry = FormatRegistry.standard
         let items = ReportInput.expand(inputs)
         var submitted: [(label: String, id: Int64)] = []

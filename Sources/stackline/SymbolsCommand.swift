@@ -45,9 +45,9 @@ struct SymbolsCommand: ParsableCommand {
         /// Reports processed while these debug files were missing go back on the queue at low
         /// priority; the master regroups them. Without a job database there is nothing to do.
         private func requeueReports(missing ids: [String]) {
-            guard !ids.isEmpty, FileManager.default.fileExists(atPath: database.resolvedPath) else { return }
+            guard !ids.isEmpty, database.exists else { return }
             do {
-                let queued = try database.open().requeueReports(missing: ids)
+                let queued = try database.open(for: "symbols add").requeueReports(missing: ids)
                 if !queued.isEmpty {
                     print("requeued \(queued.count) report\(queued.count == 1 ? "" : "s") that lacked these debug files (run `stackline master` to reprocess)")
                 }
@@ -125,7 +125,7 @@ extension SymbolsCommand {
 
         func run() throws {
             let store = options.store
-            let missing = try database.open().missingSymbols { store.entry(buildID: $0) != nil }
+            let missing = try database.open(for: "symbols missing").missingSymbols { store.entry(buildID: $0) != nil }
             if json {
                 print(try encodeJSON(missing))
                 return

@@ -177,9 +177,11 @@ import Testing
             let h = try Harness()
             let (stackline, environment) = (TestPaths.stackline, h.environment)
             let failures = Locked<[String]>([])
-            DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            // `submit` creates the database (read-only commands no longer do).
+            DispatchQueue.concurrentPerform(iterations: 4) { i in
                 do {
-                    let out = try runProcess(stackline, ["status"], environment: environment)
+                    let out = try runProcess(
+                        stackline, ["submit", "--accept-unparsed", "-"], environment: environment, stdin: Data("input \(i)\n".utf8))
                     if out.status != 0 { failures.mutate { $0.append(out.stderr) } }
                 } catch { failures.mutate { $0.append("\(error)") } }
             }

@@ -10,7 +10,7 @@ struct GroupsCommand: ParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: "crash or lag (default: both).")
+    @Option(help: "Only groups of this kind (default: both).")
     var kind: ReportKind?
 
     @Option(help: "Only groups of this app.")

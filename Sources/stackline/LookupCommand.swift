@@ -27,7 +27,7 @@ struct LookupCommand: ParsableCommand {
     @Flag(name: .customLong("return-addresses"), help: "Treat addresses as return addresses (look up at address - 1).")
     var returnAddresses = false
     @Option(help: "Swift name style: full (module-qualified signature) or simplified (as the Swift backtracer prints).")
-    var demangle: String = "full"
+    var demangle: Demangler.Style = .full
     @Flag(help: "Print JSON.") var json = false
     @Argument(help: "Addresses (hex, 0x optional).") var addresses: [String] = []
 
@@ -37,9 +37,6 @@ struct LookupCommand: ParsableCommand {
         }
         guard arch == nil || object != nil else {
             throw ValidationError("--arch chooses a slice of the file given with --obj")
-        }
-        guard Demangler.Style(rawValue: demangle) != nil else {
-            throw ValidationError("--demangle takes full or simplified, not \(demangle)")
         }
     }
 
@@ -61,7 +58,7 @@ struct LookupCommand: ParsableCommand {
         } else {
             do { file = try DebugFile.open(path: object!, arch: arch) } catch { throw fail("stackline lookup: \(error.description)") }
         }
-        let resolver = AddressResolver(file: file, names: DemangleCache(style: Demangler.Style(rawValue: demangle) ?? .full))
+        let resolver = AddressResolver(file: file, names: DemangleCache(style: demangle))
         let base = loadAddress.flatMap { Address(parsing: $0)?.value }
         let kind: FrameKind = returnAddresses ? .returnAddress : .pc
         var output = LookupOutput(json: json)
@@ -150,3 +147,5 @@ struct LookupOutput {
         buffer.removeAll(keepingCapacity: true)
     }
 }
+
+extension Demangler.Style: ExpressibleByArgument {}

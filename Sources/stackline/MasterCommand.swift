@@ -47,8 +47,8 @@ struct MasterCommand: ParsableCommand {
     @Option(help: "Seconds between two --retain passes.")
     var retainInterval: Double = 3600
 
-    @Option(help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel: String = "info"
+    @Option(help: "Least severe log messages printed.")
+    var logLevel: Logger.Level = .info
 
     func validate() throws {
         guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
@@ -56,7 +56,6 @@ struct MasterCommand: ParsableCommand {
         guard jobTimeout > 0, lease > 0, retryDelay >= 0, drain >= 0 else {
             throw ValidationError("--job-timeout and --lease must be positive; --retry-delay and --drain not negative")
         }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         if let retain, retain.duration == nil {
             throw ValidationError("--retain takes a duration such as 90d, not a date")
         }
@@ -66,7 +65,7 @@ struct MasterCommand: ParsableCommand {
     }
 
     func run() throws {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let level = logLevel
         LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0, level: level) }
         let logger = Logger(label: "stackline.master")
         if let groupingRules {
@@ -97,3 +96,5 @@ extension SinceDate {
         if case .ago(let ms) = value { ms } else { nil }
     }
 }
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

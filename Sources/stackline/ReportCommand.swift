@@ -13,23 +13,20 @@ struct ReportCommand: ParsableCommand {
     @Argument(help: "The report id printed by `submit`.")
     var reportId: Int64
 
-    @Option(help: "Output: text (default), json (the SymbolicatedReport) or apple (Apple's crash report layout, symbolicated side by side).")
-    var format: String?
+    @Option(help: "Output: text (one line per frame), json (the report and its group) or apple (Apple's crash report layout, symbolicated side by side).")
+    var format: ReportOutputFormat = .text
 
     @Flag(help: "Same as --format json.")
     var json = false
 
     func validate() throws {
-        if let format, ReportOutputFormat(rawValue: format) == nil {
-            throw ValidationError("--format takes \(ReportOutputFormat.allCases.map(\.rawValue).joined(separator: ", ")), not \(format)")
-        }
-        if json, let format, format != "json" { throw ValidationError("--json and --format \(format) disagree") }
+        if json, format != .text, format != .json { throw ValidationError("--json and --format \(format.rawValue) disagree") }
     }
 
     func run() throws {
         let db = try database.open(for: "report")
         if let result = try db.result(reportId: reportId) {
-            let output = json ? .json : format.flatMap(ReportOutputFormat.init(rawValue:)) ?? .text
+            let output = json ? .json : format
             print(try ReportPrinter.render(result, format: output))
             if output == .text, let fingerprint = result.fingerprint,
                 let group = try? db.group(fingerprint: fingerprint)?.summary

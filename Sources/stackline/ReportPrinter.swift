@@ -1,10 +1,11 @@
+import ArgumentParser
 import Foundation
 import JobQueue
 import ReportModel
 import ReportRendering
 
 /// How `report` (and `submit --wait`) print a result.
-enum ReportOutputFormat: String, CaseIterable {
+enum ReportOutputFormat: String, CaseIterable, ExpressibleByArgument {
     /// One line per frame and inline level.
     case text
     /// The `SymbolicatedReport` JSON.

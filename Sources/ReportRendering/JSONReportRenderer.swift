@@ -2,18 +2,33 @@ import Foundation
 import ReportModel
 
 /// Renders a symbolicated report as JSON (the `SymbolicatedReport` Codable shape), with keys in
-/// reading order (id, format, kind, status, missingBuildIds, …, threads) rather than hash order.
+/// reading order (id, format, kind, status, group, missingBuildIds, …, threads) rather than hash order.
 public enum JSONReportRenderer {
     static let keyOrder = [
-        "id", "format", "kind", "status", "missingBuildIds", "app", "os", "arch", "timestamp", "exception",
+        "reportId", "input", "duplicate", "state", "error", "report", "id", "format", "kind", "status", "group",
+        "missingBuildIds", "app", "os", "arch", "timestamp", "exception",
         "images", "threads", "warnings", "index", "name", "crashed", "frames", "address", "image",
         "imageOffset", "symbol", "function", "offset", "file", "line", "column", "inlined", "inApp", "path",
         "loadAddress", "size", "vmAddress", "type", "signal", "code", "faultAddress", "message", "version", "build",
     ]
 
     public static func render(_ report: SymbolicatedReport) throws -> String {
-        let data = try JSONEncoder().encode(report)
-        let object = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        render(object: try object(report))
+    }
+
+    /// The report as a JSON object, for documents that carry it with more fields (`report
+    /// --json` adds the group, `submit --wait --json` the submission).
+    public static func object(_ report: SymbolicatedReport) throws -> [String: Any] {
+        try object(encoding: report, with: JSONEncoder()) as? [String: Any] ?? [:]
+    }
+
+    /// Any Encodable as a JSON value, encoded by `encoder`, ready to be placed in a document.
+    public static func object<T: Encodable>(encoding value: T, with encoder: JSONEncoder) throws -> Any {
+        try JSONSerialization.jsonObject(with: try encoder.encode(value), options: [.fragmentsAllowed])
+    }
+
+    /// Writes a JSON value (as `JSONSerialization` returns them) indented, keys in reading order.
+    public static func render(object: Any) -> String {
         var out = ""
         write(object, indent: 0, into: &out)
         return out
@@ -46,6 +61,13 @@ public enum JSONReportRenderer {
             out += closePad + "]"
         case let string as String:
             out += quoted(string)
+        // Swift values placed in a document by hand (JSONSerialization hands back NSNumber).
+        case let flag as Bool where type(of: value) == Bool.self:
+            out += flag ? "true" : "false"
+        case let number as Int64 where type(of: value) == Int64.self:
+            out += String(number)
+        case let number as Int where type(of: value) == Int.self:
+            out += String(number)
         case let number as NSNumber:
             // JSONSerialization hands back booleans as NSNumber too.
             if String(describing: type(of: number)).contains("Boolean") {

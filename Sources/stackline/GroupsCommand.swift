@@ -45,16 +45,15 @@ struct GroupsCommand: ParsableCommand {
             print("no groups")
             return
         }
-        print(pad("COUNT", 7) + pad("KIND", 6) + pad("FINGERPRINT", 18) + pad("LAST SEEN", 21) + "TITLE")
+        var table = Table("COUNT", "KIND", "APP", "FINGERPRINT", "LAST SEEN", "TITLE")
         for g in groups {
-            printLine(
-                pad(String(g.count), 7) + pad(g.kind, 6) + pad(String(g.fingerprint.prefix(16)), 18)
-                    + pad(ISO8601DateFormatter().string(from: g.lastSeen), 21) + g.title)
+            table.add(String(g.count), "\(g.kind)", g.app ?? "-", String(g.fingerprint.prefix(16)), g.lastSeen.rfc3339, g.title)
         }
+        print(table.render())
     }
 }
 
-/// The `--json` shape of one group.
+/// The `--json` shape of one group (`groups`, `group`, and the `group` of `report --json`).
 struct GroupJSON: Encodable {
     var fingerprint: String
     var kind: String
@@ -68,7 +67,7 @@ struct GroupJSON: Encodable {
 
     init(_ g: GroupSummary) {
         fingerprint = g.fingerprint
-        kind = g.kind
+        kind = "\(g.kind)"
         title = g.title
         count = g.count
         firstSeen = g.firstSeen

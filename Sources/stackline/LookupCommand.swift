@@ -2,6 +2,7 @@ import ArgumentParser
 import DebugInfo
 import Foundation
 import ReportModel
+import SymbolStore
 import Symbolication
 
 /// `stackline lookup`: addresses to functions, files and lines, like llvm-symbolizer.
@@ -16,7 +17,7 @@ struct LookupCommand: ParsableCommand {
             """)
 
     @OptionGroup var options: StoreOptions
-    @Option(name: .customLong("build-id"), help: "Build-id of the debug file in the store.")
+    @Option(name: .customLong("build-id"), help: "Build-id (or UUID) of the debug file in the store, or a unique prefix of it.")
     var buildID: String?
     @Option(name: .customLong("obj"), help: "Use this file directly instead of the store.")
     var object: String?
@@ -50,8 +51,13 @@ struct LookupCommand: ParsableCommand {
         }
         let file: DebugFile
         if let buildID {
+            var id = buildID
+            do throws(StoreError) { id = try options.store.resolve(prefix: buildID) } catch {
+                // A missing or malformed id is named by the cache below, in the words workers use.
+                if case .ambiguousBuildID = error { throw fail("stackline lookup: \(error.description)") }
+            }
             do {
-                file = try DebugFileCache(store: options.store, capacity: 1).file(buildID: buildID)
+                file = try DebugFileCache(store: options.store, capacity: 1).file(buildID: id)
             } catch {
                 throw fail("stackline lookup: \(error.description)")
             }

@@ -18,7 +18,8 @@ public enum TextReportRenderer {
             out.append(line)
         }
         if !report.missingBuildIds.isEmpty {
-            out.append("Missing debug files: \(report.missingBuildIds.joined(separator: ", "))")
+            out.append("Missing debug files (add them with `stackline symbols add`):")
+            for id in report.missingBuildIds { out.append("  " + missingImage(id, in: report)) }
         }
         let locator = ImageLocator(images: report.images)
         for thread in report.threads {
@@ -90,6 +91,8 @@ public enum TextReportRenderer {
             text += " \(function)"
             if let offset = f.offset, !f.inlined { text += " + \(offset)" }
         } else if f.status != .symbolicated {
+            // What a later lookup needs: the image and the offset into it.
+            if let image = f.image, let offset = f.imageOffset { text += " \(image) + 0x\(String(offset.value, radix: 16))" }
             text += " <\(f.status.rawValue)>"
         }
         if let file = f.file {
@@ -100,6 +103,13 @@ public enum TextReportRenderer {
             }
         }
         return text
+    }
+
+    /// `ID  NAME  PATH` for a missing debug file: the image the report gives that id, so the
+    /// reader knows which file to find.
+    public static func missingImage(_ id: String, in report: SymbolicatedReport) -> String {
+        guard let image = report.images.first(where: { $0.id.map { "\($0)" } == id }) else { return id }
+        return "\(id)  \(image.name)" + (image.path.map { "  \($0)" } ?? "")
     }
 
     /// The image name as printed, escaped before the column width is measured.

@@ -14,8 +14,9 @@ struct MasterCommand: ParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: "Worker processes (default: number of cores).")
-    var workers: Int = ProcessInfo.processInfo.activeProcessorCount
+    // Optional so --help shows "the number of cores" rather than this machine's count.
+    @Option(help: "Worker processes (default: the number of cores).")
+    var workers: Int?
 
     @Flag(help: "Exit once no job is queued or running (waiting out retry backoffs).")
     var once = false
@@ -51,7 +52,7 @@ struct MasterCommand: ParsableCommand {
     var logLevel: Logger.Level = .info
 
     func validate() throws {
-        guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
+        guard (workers ?? 1) >= 1 else { throw ValidationError("--workers must be at least 1") }
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
         guard jobTimeout > 0, lease > 0, retryDelay >= 0, drain >= 0 else {
             throw ValidationError("--job-timeout and --lease must be positive; --retry-delay and --drain not negative")
@@ -76,7 +77,7 @@ struct MasterCommand: ParsableCommand {
             setenv(GroupingRules.environmentKey, groupingRules, 1)
         }
         let config = MasterConfiguration(
-            workers: workers, once: once, jobTimeout: jobTimeout,
+            workers: workers ?? ProcessInfo.processInfo.activeProcessorCount, once: once, jobTimeout: jobTimeout,
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelayMs: Int64(retryDelay * 1000)),
             leaseSeconds: lease, drainSeconds: drain,
             workerExecutable: MasterConfiguration.locateWorker(), workerArguments: ["--symbols", store.store.root],

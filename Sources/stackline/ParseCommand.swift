@@ -21,7 +21,7 @@ struct ParseCommand: ParsableCommand {
     @Flag(help: "Print JSON: {format, kind, images, threads: [{index, name, crashed, frames: [{address, kind}]}], lag, warnings}.")
     var json = false
 
-    @Flag(help: "Print one line of counts (format, images, threads, frames, warnings) instead of the report.")
+    @Flag(help: "Print one line of counts (format, images, threads, frames, warnings) instead of the report (with --json, an object of them).")
     var summary = false
 
     @Option(help: "Largest accepted report after decompression, in bytes.")
@@ -42,9 +42,24 @@ struct ParseCommand: ParsableCommand {
         if summary {
             let frames = report.threads.reduce(0) { $0 + $1.frames.count }
                 + (report.lag?.samples.reduce(0) { $0 + $1.frames.count } ?? 0)
-            print("\(report.format): \(report.images.count) images, \(report.threads.count) threads, \(frames) frames, \(report.warnings.count) warnings")
+            if json {
+                print(try encodeJSON(ParseSummaryJSON(
+                    format: report.format, images: report.images.count, threads: report.threads.count, frames: frames,
+                    warnings: report.warnings.count)))
+            } else {
+                print("\(report.format): \(report.images.count) images, \(report.threads.count) threads, \(frames) frames, \(report.warnings.count) warnings")
+            }
             return
         }
         print(json ? try ParsedReportJSON.render(report) : ParsedReportText.render(report))
     }
+}
+
+/// The `parse --summary --json` shape.
+struct ParseSummaryJSON: Encodable {
+    var format: String
+    var images: Int
+    var threads: Int
+    var frames: Int
+    var warnings: Int
 }

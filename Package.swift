@@ -64,6 +64,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `stackline --version`: the git revision, written by a prebuild command (plain git, offline).
+        .plugin(name: "GitRevision", capability: .buildTool()),
         .executableTarget(
             name: "stackline",
             dependencies: [
@@ -71,7 +73,8 @@ let package = Package(
                 "JobQueue", "Master", "Compression", "Grouping",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            plugins: ["GitRevision"]
         ),
         .executableTarget(
             name: "stackline-worker",

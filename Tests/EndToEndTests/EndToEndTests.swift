@@ -202,8 +202,8 @@ import Testing
         let entries = try #require(try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [[String: Any]])
         #expect(entries.count == 1)
         let id = try #require(entries.first?["reportId"] as? Int)
-        let report = try #require(entries.first?["report"])
-        let decoded = try JSONDecoder().decode(SymbolicatedReport.self, from: try JSONSerialization.data(withJSONObject: report))
+        let document = try #require(entries.first?["report"])
+        let decoded = try JSONDecoder().decode(SymbolicatedReport.self, from: try JSONSerialization.data(withJSONObject: document))
         #expect(decoded.id == Int64(id))
     }
 

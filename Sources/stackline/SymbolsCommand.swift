@@ -16,7 +16,8 @@ struct SymbolsCommand: ParsableCommand {
                 A directory is walked and files that are not debug files (neither ELF, Mach-O nor \
                 zip) are skipped and counted, so a whole build folder can be added. A file named \
                 on the command line must be a debug file. Ends with one summary line; the exit \
-                status is 1 when a file was refused (a damaged ELF or Mach-O file, say).
+                status is 1 when a file was refused (a damaged ELF or Mach-O file, say). The \
+                summary line is left out when a single file is named.
                 """)
         @OptionGroup var options: StoreOptions
         @OptionGroup var database: DatabaseOptions
@@ -60,7 +61,11 @@ struct SymbolsCommand: ParsableCommand {
                 if !requeued.isEmpty {
                     print("requeued \(requeued.count) report\(requeued.count == 1 ? "" : "s") that lacked these debug files (run `stackline master` to reprocess)")
                 }
-                print(summary.line)
+                // One named file is its own summary (its line above, or its refusal on stderr).
+                var isDirectory: ObjCBool = false
+                if paths.count != 1 || (FileManager.default.fileExists(atPath: paths[0], isDirectory: &isDirectory) && isDirectory.boolValue) {
+                    print(summary.line)
+                }
             }
             if summary.refused > 0 { throw ExitCode(1) }
         }

@@ -49,7 +49,10 @@ let package = Package(
             name: "Symbolication",
             dependencies: ["DebugInfo", "SymbolStore", "ReportModel", "CDemangle"]
         ),
+        // Parsers only: raw report bytes in, RawReport out.
         .target(name: "ReportFormats", dependencies: ["ReportModel"]),
+        // Every human and JSON view of a report: symbolicated (text, JSON, Apple) and parsed.
+        .target(name: "ReportRendering", dependencies: ["ReportModel"]),
         .target(
             name: "JobQueue",
             dependencies: ["ReportModel", "Compression", "Hashing", .product(name: "GRDB", package: "GRDB.swift")]
@@ -69,14 +72,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `stackline --version`: the git revision, written by a prebuild command (plain git, offline).
+        .plugin(name: "GitRevision", capability: .buildTool()),
         .executableTarget(
             name: "stackline",
             dependencies: [
-                "DebugInfo", "SymbolStore", "Symbolication", "ReportModel", "ReportFormats",
+                "DebugInfo", "SymbolStore", "Symbolication", "ReportModel", "ReportFormats", "ReportRendering",
                 "JobQueue", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            plugins: ["GitRevision"]
         ),
         .executableTarget(
             name: "stackline-worker",
@@ -105,7 +111,8 @@ let package = Package(
         .testTarget(
             name: "GroupingTests", dependencies: ["Grouping", "Symbolication", "SymbolStore", "ReportModel", "TestSupport"]),
         .testTarget(name: "CompressionTests", dependencies: ["Compression", "TestSupport"]),
-        .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportModel", "TestSupport"]),
+        .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportRendering", "ReportModel", "TestSupport"]),
+        .testTarget(name: "ReportRenderingTests", dependencies: ["ReportRendering", "ReportModel", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

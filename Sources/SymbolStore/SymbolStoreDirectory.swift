@@ -19,6 +19,10 @@ public enum StoreError: Error, CustomStringConvertible {
     case nestedArchive(path: String, archive: String)
     /// A directory nested deeper than a walk goes.
     case tooDeep(path: String, limit: Int)
+    /// A file named on the command line that holds no debug information (`what` says what it is).
+    case notDebugFile(path: String, what: String)
+    /// A build-id prefix that more than one stored file starts with.
+    case ambiguousBuildID(prefix: String, matches: [String])
 
     public var description: String {
         switch self {
@@ -35,6 +39,9 @@ public enum StoreError: Error, CustomStringConvertible {
         case .nestedArchive(let p, let a):
             return "\(p): nested archive \((p as NSString).lastPathComponent) inside \((a as NSString).lastPathComponent) is not unpacked; unzip it first"
         case .tooDeep(let p, let n): return "\(p): directories nested more than \(n) deep are not walked"
+        case .notDebugFile(let p, let what): return "\(p): \(what)"
+        case .ambiguousBuildID(let prefix, let matches):
+            return "build-id prefix \(prefix) matches \(matches.count) stored files: \(matches.prefix(5).joined(separator: ", ")); give more digits"
         }
     }
 }
@@ -88,13 +95,17 @@ public struct SymbolStoreDirectory: Sendable {
 
     public init(root: String) { self.root = root }
 
-    /// Resolves `--symbols`, then `STACKLINE_SYMBOLS`, then `./symbols`.
-    public static func resolve(option: String?) -> SymbolStoreDirectory {
-        if let option { return SymbolStoreDirectory(root: option) }
-        if let env = ProcessInfo.processInfo.environment["STACKLINE_SYMBOLS"], !env.isEmpty {
-            return SymbolStoreDirectory(root: env)
-        }
-        return SymbolStoreDirectory(root: "symbols")
+    /// The store when neither `--symbols` nor `STACKLINE_SYMBOLS` names one.
+    public static let defaultRoot = "symbols"
+
+    /// The one place the store is chosen: `--symbols`, then `STACKLINE_SYMBOLS`, then
+    /// `./symbols`. An empty value counts as unset, as `STACKLINE_DB` does for the database.
+    public static func resolve(
+        option: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> SymbolStoreDirectory {
+        if let option, !option.isEmpty { return SymbolStoreDirectory(root: option) }
+        if let env = environment["STACKLINE_SYMBOLS"], !env.isEmpty { return SymbolStoreDirectory(root: env) }
+        return SymbolStoreDirectory(root: defaultRoot)
     }
 
     private var buildIDRoot: String { root + "/.build-id" }
@@ -111,6 +122,23 @@ public struct SymbolStoreDirectory: Sendable {
     }
 
     // MARK: Lookup
+
+    /// The one stored build-id that starts with `prefix` (at least 4 hex digits; dashes and
+    /// case ignored, as everywhere an id is read): a full id names itself even when a longer id
+    /// starts with it.
+    public func resolve(prefix: String) throws(StoreError) -> String {
+        let id = try Self.normalize(prefix)
+        if FileManager.default.fileExists(atPath: base(id) + ".json") { return id }
+        let dir = buildIDRoot + "/" + id.prefix(2)
+        let rest = id.dropFirst(2)
+        let matches = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
+            .filter { $0.hasSuffix(".json") && $0.hasPrefix(rest) }
+            .map { String(id.prefix(2)) + $0.dropLast(5) }
+            .sorted()
+        guard let match = matches.first else { throw .notFound(buildID: id) }
+        guard matches.count == 1 else { throw .ambiguousBuildID(prefix: prefix, matches: matches) }
+        return match
+    }
 
     public func entry(buildID: String) -> StoredDebugFile? {
         guard let id = try? Self.normalize(buildID),
@@ -150,14 +178,21 @@ public struct SymbolStoreDirectory: Sendable {
         return out
     }
 
+    /// Removes every role of the stored file, its sidecar and its lock file. `buildID` may be
+    /// a unique prefix.
     public func remove(buildID: String) throws(StoreError) -> StoredDebugFile {
-        let id = try Self.normalize(buildID)
+        let id = try resolve(prefix: buildID)
         guard let entry = entry(buildID: id) else { throw .notFound(buildID: id) }
-        for suffix in [".json", ".debug", ""] {
-            let path = base(id) + suffix
-            if unlink(path) != 0 && errno != ENOENT {
-                throw .io(path: path, reason: String(cString: strerror(errno)))
+        let lock = base(id) + ".lock"
+        try withLock(lock) { () throws(StoreError) in
+            for suffix in [".json", ".debug", ""] {
+                let path = base(id) + suffix
+                if unlink(path) != 0 && errno != ENOENT {
+                    throw .io(path: path, reason: String(cString: strerror(errno)))
+                }
             }
+            // Removed while held, so an `add` waiting on it finds the entry gone and starts afresh.
+            unlink(lock)
         }
         return entry
     }
@@ -209,9 +244,11 @@ public struct SymbolStoreDirectory: Sendable {
                 kind: c.kind, size: c.size, hasDWARF: c.hasDWARF,
                 hasSymbolTable: c.hasSymbolTable, addedAt: Date(), source: absolute(c.source),
                 path: base + ".debug", executablePath: previous?.executablePath, format: c.format)
+            var installedImage = false
             if c.isImage && candidate.executablePath == nil {
                 try install(c, at: base)
                 candidate.executablePath = base
+                installedImage = true
             }
             if let previous, previous.quality >= candidate.quality {
                 var kept = previous
@@ -221,7 +258,12 @@ public struct SymbolStoreDirectory: Sendable {
                     ? "already stored" : "the stored \(previous.name) has more debug information"
                 return .kept(kept, reason: why)
             }
-            try install(c, at: base + ".debug")
+            // An unstripped file fills both roles with the same bytes: one copy, two names.
+            if installedImage {
+                try hardLink(base, to: base + ".debug")
+            } else {
+                try install(c, at: base + ".debug")
+            }
             try writeEntry(candidate, base: base)
             return previous == nil ? .stored(candidate) : .upgraded(candidate)
         }
@@ -235,6 +277,14 @@ public struct SymbolStoreDirectory: Sendable {
     /// never followed, and so are FIFOs, devices and sockets. Every file is read from the
     /// descriptor that was checked to be a regular file.
     public func addTree(path: String) -> [(path: String, result: Result<AddOutcome, StoreError>)] {
+        var skipped: [String] = []
+        return addTree(path: path, skipped: &skipped)
+    }
+
+    /// `addTree(path:)`, also listing in `skipped` the files a walk passed over because they
+    /// are not debug files (neither ELF, Mach-O nor zip; a dSYM bundle's Info.plist): a build
+    /// folder holds many. A file named by `path` itself is never skipped: it is stored or refused.
+    public func addTree(path: String, skipped: inout [String]) -> [(path: String, result: Result<AddOutcome, StoreError>)] {
         guard let resolved = realpath(path, nil) else {
             return [(path, .failure(.rejected(.unreadable(path: path, reason: String(cString: strerror(errno))))))]
         }
@@ -253,14 +303,14 @@ public struct SymbolStoreDirectory: Sendable {
         if (st.st_mode & S_IFMT) == S_IFDIR {
             defer { close(fd) }
             var results: Results = []
-            walk(directory: fd, label: path, relative: (real as NSString).lastPathComponent, depth: 0, archive: nil, into: &results)
+            walk(directory: fd, label: path, relative: (real as NSString).lastPathComponent, depth: 0, archive: nil, into: &results, skipped: &skipped)
             return results
         }
         guard (st.st_mode & S_IFMT) == S_IFREG, let file = try? RegularFile(adopting: fd, path: path) else {
             close(fd)
             return [(path, .failure(.notRegularFile(path: path, kind: RegularFile.kind(mode: st.st_mode))))]
         }
-        return addOne(file, archive: nil)
+        return addOne(file, archive: nil, skipped: &skipped, named: true)
     }
 
     typealias Results = [(path: String, result: Result<AddOutcome, StoreError>)]
@@ -270,7 +320,10 @@ public struct SymbolStoreDirectory: Sendable {
 
     /// Walks the directory `fd` has open, in name order, through descriptors only: a name
     /// swapped for a link during the walk is refused by `O_NOFOLLOW`, not followed.
-    private func walk(directory fd: Int32, label: String, relative: String, depth: Int, archive: String?, into results: inout Results) {
+    private func walk(
+        directory fd: Int32, label: String, relative: String, depth: Int, archive: String?, into results: inout Results,
+        skipped: inout [String]
+    ) {
         var names: [String] = []
         let listing = fcntl(fd, F_DUPFD_CLOEXEC, 0)
         guard listing >= 0, let dir = fdopendir(listing) else {
@@ -302,11 +355,14 @@ public struct SymbolStoreDirectory: Sendable {
                     results.append((path, .failure(.rejected(.unreadable(path: path, reason: RegularFile.openFailure(errno))))))
                     continue
                 }
-                walk(directory: sub, label: path, relative: rel, depth: depth + 1, archive: archive, into: &results)
+                walk(directory: sub, label: path, relative: rel, depth: depth + 1, archive: archive, into: &results, skipped: &skipped)
                 close(sub)
                 continue
             }
-            guard Self.mayHoldDebugInfo(relativePath: rel) else { continue }
+            guard Self.mayHoldDebugInfo(relativePath: rel) else {
+                skipped.append(path)
+                continue
+            }
             if type == S_IFLNK {
                 results.append((path, .failure(.symbolicLink(path: path))))
                 continue
@@ -321,7 +377,7 @@ public struct SymbolStoreDirectory: Sendable {
                 continue
             }
             do throws(RegularFileError) {
-                results += addOne(try RegularFile(adopting: opened, path: path), archive: archive)
+                results += addOne(try RegularFile(adopting: opened, path: path), archive: archive, skipped: &skipped, named: false)
             } catch {
                 // The name was swapped between fstatat and openat.
                 results.append((path, .failure(error.kind.map { .notRegularFile(path: path, kind: $0) }
@@ -341,10 +397,19 @@ public struct SymbolStoreDirectory: Sendable {
     }
 
     /// One regular file: stored, or unpacked and walked if it is a zip (`archive` names the
-    /// zip it came out of: archives in archives are not unpacked).
-    private func addOne(_ file: RegularFile, archive: String?) -> Results {
+    /// zip it came out of: archives in archives are not unpacked). A file that is not a debug
+    /// file is refused when it was `named`, else skipped.
+    private func addOne(_ file: RegularFile, archive: String?, skipped: inout [String], named: Bool) -> Results {
         let label = file.path
-        if ObjectFormat.of(file: file) == .zip {
+        let format = ObjectFormat.of(file: file)
+        if format == .other {
+            guard named else {
+                skipped.append(label)
+                return []
+            }
+            return [(label, .failure(.notDebugFile(path: label, what: Self.describeNonDebug(file))))]
+        }
+        if format == .zip {
             if let archive { return [(label, .failure(.nestedArchive(path: label, archive: archive)))] }
             let scratch: String
             do { scratch = try ZipArchive.extract(file) } catch { return [(label, .failure(error))] }
@@ -355,7 +420,9 @@ public struct SymbolStoreDirectory: Sendable {
             }
             defer { close(fd) }
             var results: Results = []
-            walk(directory: fd, label: label, relative: (scratch as NSString).lastPathComponent, depth: 0, archive: label, into: &results)
+            walk(
+                directory: fd, label: label, relative: (scratch as NSString).lastPathComponent, depth: 0, archive: label,
+                into: &results, skipped: &skipped)
             return results
         }
         do {
@@ -367,6 +434,18 @@ public struct SymbolStoreDirectory: Sendable {
         } catch {
             return [(label, .failure(error))]
         }
+    }
+
+    /// What a file that is not ELF, Mach-O or zip is, for the refusal: archives the store
+    /// does not unpack are named, so nobody reads "not an ELF file" for a `.tar.gz`.
+    static func describeNonDebug(_ file: RegularFile) -> String {
+        let head = (try? file.read(at: 0, count: 262)) ?? []
+        let unsupported = "is not unpacked (only zip archives are): extract it and add the folder"
+        if head.starts(with: [0x1f, 0x8b]) { return "a gzip file (.tar.gz, .gz) \(unsupported)" }
+        if head.starts(with: [0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]) { return "an xz file (.tar.xz) \(unsupported)" }
+        if head.starts(with: Array("BZh".utf8)) { return "a bzip2 file (.tar.bz2) \(unsupported)" }
+        if head.count >= 262, Array(head[257..<262]) == Array("ustar".utf8) { return "a tar archive \(unsupported)" }
+        return "not a debug file (neither ELF, Mach-O nor zip)"
     }
 
     /// True when `path` is a regular file (not a link to one) whose build-id or UUID is `id`:
@@ -406,6 +485,15 @@ public struct SymbolStoreDirectory: Sendable {
         } catch {
             unlink(temp)
             throw error
+        }
+        try rename(temp, destination)
+    }
+
+    /// Gives `existing` a second name, atomically replacing whatever `destination` held.
+    private func hardLink(_ existing: String, to destination: String) throws(StoreError) {
+        let temp = destination + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        guard link(existing, temp) == 0 else {
+            throw .io(path: destination, reason: "cannot link to \(existing): \(String(cString: strerror(errno)))")
         }
         try rename(temp, destination)
     }

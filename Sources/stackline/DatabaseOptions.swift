@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import JobQueue
 
 /// `--db PATH` (else `$STACKLINE_DB`, else `./data/stackline.sqlite`), shared by every command that uses the queue.
@@ -8,7 +9,21 @@ struct DatabaseOptions: ParsableArguments {
 
     var resolvedPath: String { DatabaseLocation.resolve(option: path) }
 
-    func open() throws -> JobDatabase {
+    /// True when there is a database to read.
+    var exists: Bool { FileManager.default.fileExists(atPath: resolvedPath) }
+
+    /// Opens the database, creating it (and its folder) if needed: only `submit` and `master`,
+    /// which put work into it, may do that.
+    func openOrCreate() throws -> JobDatabase {
         try JobDatabase(path: resolvedPath)
+    }
+
+    /// Opens an existing database. Every command that only reads or tidies the queue uses this:
+    /// creating an empty database would make a mistyped `--db` look like an empty service.
+    func open(for command: String) throws -> JobDatabase {
+        guard exists else {
+            throw fail("stackline \(command): no database at \(resolvedPath) (run `stackline submit` first, or pass --db)")
+        }
+        return try JobDatabase(path: resolvedPath)
     }
 }

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import JobQueue
-import ReportFormats
 import ReportModel
+import ReportRendering
 
 /// `stackline group FINGERPRINT`: one group in full.
 struct GroupCommand: ParsableCommand {
@@ -19,7 +19,7 @@ struct GroupCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let db = try database.open()
+        let db = try database.open(for: "group")
         let detail: GroupDetail
         do {
             guard let found = try db.group(fingerprint: fingerprint) else {
@@ -45,19 +45,18 @@ struct GroupCommand: ParsableCommand {
                 latestReportIds: detail.latestReportIds, representative: representative)))
             return
         }
-        let dates = ISO8601DateFormatter()
         // Titles, app names, versions and frames come from reports: every line is escaped.
         printLine(g.title)
         printLine("Fingerprint: \(g.fingerprint)  (\(g.kind), grouping rules v\(g.rulesVersion))")
         if let app = g.app { printLine("App: \(app)") }
-        printLine("Reports: \(g.count)  first seen \(dates.string(from: g.firstSeen))  last seen \(dates.string(from: g.lastSeen))")
+        printLine("Reports: \(g.count)  first seen \(g.firstSeen.rfc3339)  last seen \(g.lastSeen.rfc3339)")
         print("By version:")
         for (version, count) in g.versions.sorted(by: { ($0.value, $1.key) > ($1.value, $0.key) }) {
             printLine("  \(pad(version.isEmpty ? "(none)" : version, 20))\(count)")
         }
         print("Grouped by:")
         for frame in g.frames { printLine("  \(frame)") }
-        print("Latest reports: \(detail.latestReportIds.map(String.init).joined(separator: ", "))")
+        print("Latest report ids: \(detail.latestReportIds.map(String.init).joined(separator: ", "))")
         if let representative, let id = g.representativeReportId {
             print("")
             print("Representative report \(id):")

@@ -10,7 +10,7 @@ struct GroupsCommand: ParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: "crash or lag (default: both).")
+    @Option(help: "Only groups of this kind (default: both).")
     var kind: ReportKind?
 
     @Option(help: "Only groups of this app.")
@@ -33,7 +33,7 @@ struct GroupsCommand: ParsableCommand {
     }
 
     func run() throws {
-        let db = try database.open()
+        let db = try database.open(for: "groups")
         let filter = GroupFilter(
             kind: kind, app: app, version: version, since: since.map { $0.milliseconds(now: db.now()) }, limit: limit)
         let groups = try db.groups(filter)
@@ -45,16 +45,15 @@ struct GroupsCommand: ParsableCommand {
             print("no groups")
             return
         }
-        print(pad("COUNT", 7) + pad("KIND", 6) + pad("FINGERPRINT", 18) + pad("LAST SEEN", 21) + "TITLE")
+        var table = Table("COUNT", "KIND", "APP", "FINGERPRINT", "LAST SEEN", "TITLE")
         for g in groups {
-            printLine(
-                pad(String(g.count), 7) + pad(g.kind.rawValue, 6) + pad(String(g.fingerprint.prefix(16)), 18)
-                    + pad(ISO8601DateFormatter().string(from: g.lastSeen), 21) + g.title)
+            table.add(String(g.count), "\(g.kind)", g.app ?? "-", String(g.fingerprint.prefix(16)), g.lastSeen.rfc3339, g.title)
         }
+        print(table.render())
     }
 }
 
-/// The `--json` shape of one group.
+/// The `--json` shape of one group (`groups`, `group`, and the `group` of `report --json`).
 struct GroupJSON: Encodable {
     var fingerprint: String
     var kind: String

@@ -2,6 +2,7 @@ import ArgumentParser
 import DebugInfo
 import Foundation
 import ReportModel
+import SymbolStore
 import Symbolication
 
 /// `stackline lookup`: addresses to functions, files and lines, like llvm-symbolizer.
@@ -16,7 +17,7 @@ struct LookupCommand: ParsableCommand {
             """)
 
     @OptionGroup var options: StoreOptions
-    @Option(name: .customLong("build-id"), help: "Build-id of the debug file in the store.")
+    @Option(name: .customLong("build-id"), help: "Build-id (or UUID) of the debug file in the store, or a unique prefix of it.")
     var buildID: String?
     @Option(name: .customLong("obj"), help: "Use this file directly instead of the store.")
     var object: String?
@@ -27,7 +28,7 @@ struct LookupCommand: ParsableCommand {
     @Flag(name: .customLong("return-addresses"), help: "Treat addresses as return addresses (look up at address - 1).")
     var returnAddresses = false
     @Option(help: "Swift name style: full (module-qualified signature) or simplified (as the Swift backtracer prints).")
-    var demangle: String = "full"
+    var demangle: Demangler.Style = .full
     @Flag(help: "Print JSON.") var json = false
     @Argument(help: "Addresses (hex, 0x optional).") var addresses: [String] = []
 
@@ -37,9 +38,6 @@ struct LookupCommand: ParsableCommand {
         }
         guard arch == nil || object != nil else {
             throw ValidationError("--arch chooses a slice of the file given with --obj")
-        }
-        guard Demangler.Style(rawValue: demangle) != nil else {
-            throw ValidationError("--demangle takes full or simplified, not \(demangle)")
         }
     }
 
@@ -53,15 +51,20 @@ struct LookupCommand: ParsableCommand {
         }
         let file: DebugFile
         if let buildID {
+            var id = buildID
+            do throws(StoreError) { id = try options.store.resolve(prefix: buildID) } catch {
+                // A missing or malformed id is named by the cache below, in the words workers use.
+                if case .ambiguousBuildID = error { throw fail("stackline lookup: \(error.description)") }
+            }
             do {
-                file = try DebugFileCache(store: options.store, capacity: 1).file(buildID: buildID)
+                file = try DebugFileCache(store: options.store, capacity: 1).file(buildID: id)
             } catch {
                 throw fail("stackline lookup: \(error.description)")
             }
         } else {
             do { file = try DebugFile.open(path: object!, arch: arch) } catch { throw fail("stackline lookup: \(error.description)") }
         }
-        let resolver = AddressResolver(file: file, names: DemangleCache(style: Demangler.Style(rawValue: demangle) ?? .full))
+        let resolver = AddressResolver(file: file, names: DemangleCache(style: demangle))
         let base = loadAddress.flatMap { Address(parsing: $0)?.value }
         let kind: FrameKind = returnAddresses ? .returnAddress : .pc
         var output = LookupOutput(json: json)
@@ -150,3 +153,5 @@ struct LookupOutput {
         buffer.removeAll(keepingCapacity: true)
     }
 }
+
+extension Demangler.Style: ExpressibleByArgument {}

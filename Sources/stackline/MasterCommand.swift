@@ -16,8 +16,9 @@ struct MasterCommand: ParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: "Worker processes (default: number of cores).")
-    var workers: Int = ProcessInfo.processInfo.activeProcessorCount
+    // Optional so --help shows "the number of cores" rather than this machine's count.
+    @Option(help: "Worker processes (default: the number of cores).")
+    var workers: Int?
 
     @Flag(help: "Exit once no job is queued or running (waiting out retry backoffs).")
     var once = false
@@ -28,8 +29,8 @@ struct MasterCommand: ParsableCommand {
     @Option(help: "Attempts before a job that keeps failing is quarantined as failed.")
     var maxAttempts = 3
 
-    @Option(help: "Debug-file store passed to workers (default: $STACKLINE_SYMBOLS or ./symbols).")
-    var symbols: String?
+    /// Passed on to every worker.
+    @OptionGroup var store: StoreOptions
 
     @Option(help: "Lease length in seconds; renewed while a job runs.")
     var lease: Double = 30
@@ -49,16 +50,15 @@ struct MasterCommand: ParsableCommand {
     @Option(help: "Seconds between two --retain passes.")
     var retainInterval: Double = 3600
 
-    @Option(help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel: String = "info"
+    @Option(help: "Least severe log messages printed.")
+    var logLevel: Logger.Level = .info
 
     func validate() throws {
-        guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
+        guard (workers ?? 1) >= 1 else { throw ValidationError("--workers must be at least 1") }
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
         guard jobTimeout > 0, lease > 0, retryDelay >= 0, drain >= 0 else {
             throw ValidationError("--job-timeout and --lease must be positive; --retry-delay and --drain not negative")
         }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         if let retain, retain.duration == nil {
             throw ValidationError("--retain takes a duration such as 90d, not a date")
         }
@@ -68,10 +68,9 @@ struct MasterCommand: ParsableCommand {
     }
 
     func run() throws {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let level = logLevel
         LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0, level: level) }
         let logger = Logger(label: "stackline.master")
-        let store = symbols ?? ProcessInfo.processInfo.environment["STACKLINE_SYMBOLS"] ?? "symbols"
         if let groupingRules {
             // Workers inherit the environment; check the file here so a bad one fails once, loudly.
             do { _ = try GroupingRules.load(path: groupingRules) } catch {
@@ -80,16 +79,16 @@ struct MasterCommand: ParsableCommand {
             setenv(GroupingRules.environmentKey, groupingRules, 1)
         }
         let config = MasterConfiguration(
-            workers: workers, once: once, jobTimeout: jobTimeout,
+            workers: workers ?? ProcessInfo.processInfo.activeProcessorCount, once: once, jobTimeout: jobTimeout,
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelayMs: Int64(retryDelay * 1000)),
             leaseSeconds: lease, drainSeconds: drain,
-            workerExecutable: MasterConfiguration.locateWorker(), workerArguments: ["--symbols", store],
+            workerExecutable: MasterConfiguration.locateWorker(), workerArguments: ["--symbols", store.store.root],
             retainMs: retain?.duration, retentionIntervalSeconds: retainInterval)
         guard FileManager.default.isExecutableFile(atPath: config.workerExecutable) else {
             printError("stackline master: no worker executable at \(config.workerExecutable) (set STACKLINE_WORKER)")
             throw ExitCode(1)
         }
-        let db = try database.open()
+        let db = try database.openOrCreate()
         try Dispatcher(db: db, config: config, logger: logger).run()
     }
 }
@@ -100,3 +99,5 @@ extension SinceDate {
         if case .ago(let ms) = value { ms } else { nil }
     }
 }
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

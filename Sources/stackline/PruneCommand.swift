@@ -26,19 +26,14 @@ struct PruneCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let path = database.resolvedPath
-        // Opening creates a database; pruning one that is not there is a mistake in the path.
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw fail("stackline prune: no database at \(path)")
-        }
-        let db = try database.open()
+        let db = try database.open(for: "prune")
         let outcome = try db.prune(
             PruneRequest(receivedBefore: olderThan.milliseconds(now: db.now()), keepGroups: keepGroups))
         if json {
-            print(try encodeJSON(outcome))
+            print(try encodeJSON(PruneJSON(outcome)))
             return
         }
-        let cutoff = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(outcome.receivedBefore) / 1000))
+        let cutoff = Date(milliseconds: outcome.receivedBefore).rfc3339
         print("deleted reports received before \(cutoff):")
         print("  reports\t\(outcome.reportsDeleted)")
         print("  jobs\t\(outcome.jobsDeleted)")
@@ -63,5 +58,36 @@ struct PruneCommand: ParsableCommand {
 
     private func bytes(_ n: Int64) -> String {
         n < 1 << 20 ? String(format: "%.1f KiB", Double(n) / 1024) : String(format: "%.1f MiB", Double(n) / 1048576)
+    }
+}
+
+/// The `prune --json` shape: `PruneOutcome` with its cutoff as an RFC 3339 time.
+struct PruneJSON: Encodable {
+    var receivedBefore: Date
+    var reportsDeleted: Int
+    var jobsDeleted: Int
+    var resultsDeleted: Int
+    var missingSymbolsDeleted: Int
+    var groupsDeleted: Int
+    var groupsUpdated: Int
+    var keptActive: Int
+    var keptRepresentatives: Int
+    var vacuum: String
+    var bytesBefore: Int64
+    var bytesAfter: Int64
+
+    init(_ o: PruneOutcome) {
+        receivedBefore = Date(milliseconds: o.receivedBefore)
+        reportsDeleted = o.reportsDeleted
+        jobsDeleted = o.jobsDeleted
+        resultsDeleted = o.resultsDeleted
+        missingSymbolsDeleted = o.missingSymbolsDeleted
+        groupsDeleted = o.groupsDeleted
+        groupsUpdated = o.groupsUpdated
+        keptActive = o.keptActive
+        keptRepresentatives = o.keptRepresentatives
+        vacuum = o.vacuum.rawValue
+        bytesBefore = o.bytesBefore
+        bytesAfter = o.bytesAfter
     }
 }

@@ -13,37 +13,41 @@ struct ReportCommand: ParsableCommand {
     @Argument(help: "The report id printed by `submit`.")
     var reportId: Int64
 
-    @Option(help: "Output: text (default), json (the SymbolicatedReport) or apple (Apple's crash report layout, symbolicated side by side).")
-    var format: String?
+    @Option(help: "Output: text (one line per frame), json (the report and its group) or apple (Apple's crash report layout, symbolicated side by side).")
+    var format: ReportOutputFormat = .text
 
     @Flag(help: "Same as --format json.")
     var json = false
 
     func validate() throws {
-        if let format, ReportOutputFormat(rawValue: format) == nil {
-            throw ValidationError("--format takes \(ReportOutputFormat.allCases.map(\.rawValue).joined(separator: ", ")), not \(format)")
-        }
-        if json, let format, format != "json" { throw ValidationError("--json and --format \(format) disagree") }
+        if json, format != .text, format != .json { throw ValidationError("--json and --format \(format.rawValue) disagree") }
     }
 
     func run() throws {
-        let db = try database.open()
+        let db = try database.open(for: "report")
         if let result = try db.result(reportId: reportId) {
-            let output = json ? .json : format.flatMap(ReportOutputFormat.init(rawValue:)) ?? .text
-            print(try ReportPrinter.render(result, format: output))
-            if output == .text, let fingerprint = result.fingerprint,
-                let group = try? db.group(fingerprint: fingerprint)?.summary
-            {
-                print("")
-                printLine("Group: \(group.fingerprint)  \(group.title)  (\(group.count) report\(group.count == 1 ? "" : "s"))")
-            }
+            print(try ReportPrinter.render(result, format: json ? .json : format, group: ReportPrinter.group(of: result, in: db)))
             return
         }
         guard let job = try db.jobStatus(reportId: reportId) else {
-            printError("stackline report: no report with id \(reportId)")
-            throw ExitCode(1)
+            throw fail("stackline report: no report with id \(reportId)")
         }
-        printError("stackline report: report \(reportId) is \(job.state.rawValue)\(job.lastError.map { ": \($0)" } ?? "")")
-        throw ExitCode(1)
+        throw fail("stackline report: \(JobStateText.sentence(reportId: reportId, job))")
+    }
+}
+
+/// What a report without a result is waiting for, and what to do about it.
+enum JobStateText {
+    static func sentence(reportId: Int64, _ job: JobStatus) -> String {
+        switch job.state {
+        case .queued:
+            "report \(reportId) is queued (no master has processed it yet: run `stackline master`)"
+        case .running:
+            "report \(reportId) is being symbolicated (attempt \(job.attempts)); try again shortly"
+        case .failed:
+            "report \(reportId) failed" + (job.lastError.map { ": \($0)" } ?? "")
+        case .done:
+            "report \(reportId) is done but has no stored result"
+        }
     }
 }

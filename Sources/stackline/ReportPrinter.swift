@@ -1,13 +1,14 @@
+import ArgumentParser
 import Foundation
 import JobQueue
-import ReportFormats
 import ReportModel
+import ReportRendering
 
 /// How `report` (and `submit --wait`) print a result.
-enum ReportOutputFormat: String, CaseIterable {
+enum ReportOutputFormat: String, CaseIterable, ExpressibleByArgument {
     /// One line per frame and inline level.
     case text
-    /// The `SymbolicatedReport` JSON.
+    /// The `SymbolicatedReport` JSON, with the report's group.
     case json
     /// Apple's crash report layout with functions and file:line filled in.
     case apple
@@ -15,17 +16,34 @@ enum ReportOutputFormat: String, CaseIterable {
 
 /// Renders a stored result as text, JSON or an Apple-style crash report.
 enum ReportPrinter {
-    static func render(_ result: StoredResult, json: Bool) throws -> String {
-        try render(result, format: json ? .json : .text)
-    }
-
-    static func render(_ result: StoredResult, format: ReportOutputFormat) throws -> String {
+    static func decode(_ result: StoredResult) throws -> SymbolicatedReport {
         var report = try JSONDecoder().decode(SymbolicatedReport.self, from: result.symbolicatedJSON)
         report.id = result.reportId
+        return report
+    }
+
+    /// The group a result was filed under, if it was grouped.
+    static func group(of result: StoredResult, in db: JobDatabase) -> GroupSummary? {
+        guard let fingerprint = result.fingerprint else { return nil }
+        return (try? db.group(fingerprint: fingerprint, latest: 0))?.summary
+    }
+
+    static func render(_ result: StoredResult, format: ReportOutputFormat, group: GroupSummary?) throws -> String {
         switch format {
-        case .text: return TextReportRenderer.render(report)
-        case .json: return try JSONReportRenderer.render(report)
-        case .apple: return AppleReportRenderer.render(report)
+        case .text:
+            let text = TextReportRenderer.render(try decode(result))
+            guard let group else { return text }
+            return text + "\n\n" + TerminalText.escape(
+                "Group: \(group.fingerprint)  \(group.title)  (\(group.count) report\(group.count == 1 ? "" : "s"))")
+        case .json: return JSONReportRenderer.render(object: try document(result, group: group))
+        case .apple: return AppleReportRenderer.render(try decode(result))
         }
+    }
+
+    /// The `report --json` document: the report with its group (docs/json.md).
+    static func document(_ result: StoredResult, group: GroupSummary?) throws -> [String: Any] {
+        var object = try JSONReportRenderer.object(try decode(result))
+        if let group { object["group"] = try JSONReportRenderer.object(encoding: GroupJSON(group), with: JSONOutput.encoder) }
+        return object
     }
 }

@@ -4,6 +4,7 @@ import ArgumentParser
 struct Stackline: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Crash- and lag-report symbolication service.",
+        version: StacklineVersion.description,
         // One subcommand per line, so branches adding commands merge cleanly.
         subcommands: [
             SubmitCommand.self,

@@ -4,6 +4,7 @@ import Foundation
 import JobQueue
 import ReportFormats
 import ReportModel
+import ReportRendering
 
 /// `stackline submit`: store reports and enqueue their jobs.
 struct SubmitCommand: ParsableCommand {
@@ -15,7 +16,7 @@ struct SubmitCommand: ParsableCommand {
             identical to one already stored prints the existing id and queues nothing. An input \
             that cannot be read or parsed is named on stderr and the batch goes on; the exit \
             status is then 1. Only regular files are read; inside a directory, symbolic links \
-            are not followed.
+            are not followed. With --json, one JSON array describes every input (docs/json.md).
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -26,45 +27,61 @@ struct SubmitCommand: ParsableCommand {
     @Flag(help: "Block until every submitted report is symbolicated, then print the results.")
     var wait = false
 
-    @Flag(help: "With --wait, print results as JSON.")
+    @Option(help: "With --wait, give up after this many seconds (exit status 1; the reports stay queued).")
+    var timeout: Double?
+
+    @Flag(help: "Print one JSON array, one entry per input (with --wait, each entry carries its report).")
     var json = false
 
     @Flag(help: "Store input that no parser accepts (its job is marked failed with the reason).")
     var acceptUnparsed = false
 
+    @Option(help: "App name for reports that do not name their app (groups are listed and filtered by it).")
+    var app: String?
+
+    @Option(help: "App version for reports that do not carry one (groups count reports per version).")
+    var version: String?
+
     @Option(help: "Largest accepted report after decompression, in bytes.")
     var maxSize = Zlib.defaultLimit
 
+    func validate() throws {
+        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
+        if timeout != nil && !wait { throw ValidationError("--timeout only applies with --wait") }
+    }
+
     func run() throws {
-        let db = try database.open()
+        let db = try database.openOrCreate()
         let registry = FormatRegistry.standard
         let items = ReportInput.expand(inputs)
-        var submitted: [(label: String, id: Int64)] = []
-        var refused = 0
+        var entries: [Submission] = []
 
         for item in items {
             do {
                 let outcome = try submit(item, registry: registry, db: db)
-                submitted.append((item.label, outcome.reportId))
-                printLine(items.count == 1 ? "\(outcome.reportId)" : "\(outcome.reportId)\t\(item.label)")
+                entries.append(Submission(input: item.label, outcome: .stored(outcome)))
+                if !json { printLine(items.count == 1 ? "\(outcome.reportId)" : "\(outcome.reportId)\t\(item.label)") }
                 if outcome.duplicate {
                     printError("\(item.label): identical to report \(outcome.reportId); nothing queued")
                 }
-            } catch let error as SubmitError {
-                printError("stackline submit: \(error)")
-                refused += 1
             } catch {
-                // Anything else one input provokes (a database error storing it, say) is that
-                // input's failure too: the batch goes on and the exit status says so at the end.
-                printError("stackline submit: \(item.label): \(error)")
-                refused += 1
+                // Anything one input provokes (a database error storing it, say) is that input's
+                // failure: the batch goes on and the exit status says so at the end.
+                let message = error is SubmitError ? "\(error)" : "\(item.label): \(error)"
+                printError("stackline submit: \(message)")
+                entries.append(Submission(input: item.label, outcome: .refused(message)))
             }
         }
-        if wait && !submitted.isEmpty {
-            try WaitProgress(db: db, reportIds: submitted.map(\.id)).run()
-            try printResults(submitted.map(\.id), db: db)
+        let ids = entries.compactMap(\.reportId)
+        var finished = true
+        if wait && !ids.isEmpty {
+            finished = try WaitProgress(db: db, reportIds: ids, timeout: timeout).run()
         }
-        if refused > 0 { throw ExitCode(1) }
+        let failed = try printResults(entries, db: db)
+        if !finished {
+            throw fail("stackline submit: gave up after \(timeout ?? 0) s: some reports are not symbolicated yet (they stay queued; `stackline status` shows them)")
+        }
+        if failed || entries.contains(where: { $0.reportId == nil }) { throw ExitCode(1) }
     }
 
     private func submit(_ item: ReportInput, registry: FormatRegistry, db: JobDatabase) throws -> SubmitOutcome {
@@ -72,26 +89,66 @@ struct SubmitCommand: ParsableCommand {
         do {
             let report = try registry.detectAndParse(data)
             return try db.submit(NewReport(
-                raw: data, format: report.format, kind: report.kind, app: report.app?.name,
-                version: report.app?.version))
+                raw: data, format: report.format, kind: report.kind, app: report.app?.name ?? app,
+                version: report.app?.version ?? version))
         } catch let error as ReportParseError {
             guard acceptUnparsed else { throw SubmitError.unparseable(item.label, error) }
             return try db.submit(NewReport(
-                raw: data, format: "unparsed", kind: .crash, rejectedBecause: "input error: \(error)"))
+                raw: data, format: "unparsed", kind: .crash, app: app, version: version,
+                rejectedBecause: "input error: \(error)"))
         }
     }
 
-    private func printResults(_ ids: [Int64], db: JobDatabase) throws {
+    /// Prints what `--json` and `--wait` ask for; true when a waited-for report failed.
+    private func printResults(_ entries: [Submission], db: JobDatabase) throws -> Bool {
         var failed = false
-        for id in ids {
-            if let result = try db.result(reportId: id) {
-                print(try ReportPrinter.render(result, json: json))
-            } else {
-                let status = try db.jobStatus(reportId: id)
-                printError("report \(id): \(status?.state.rawValue ?? "unknown"): \(status?.lastError ?? "no result")")
-                failed = true
+        var documents: [[String: Any]] = []
+        for entry in entries {
+            var document = entry.document
+            if wait, let id = entry.reportId {
+                if let result = try db.result(reportId: id) {
+                    document["state"] = JobState.done.rawValue
+                    let group = ReportPrinter.group(of: result, in: db)
+                    if json {
+                        document["report"] = try ReportPrinter.document(result, group: group)
+                    } else {
+                        print(try ReportPrinter.render(result, format: .text, group: group))
+                    }
+                } else if let status = try db.jobStatus(reportId: id) {
+                    document["state"] = status.state.rawValue
+                    if status.state == .failed {
+                        failed = true
+                        let why = JobStateText.sentence(reportId: id, status)
+                        document["error"] = why
+                        printError("stackline submit: \(why)")
+                    }
+                }
             }
+            documents.append(document)
         }
-        if failed { throw ExitCode(1) }
+        if json { print(JSONReportRenderer.render(object: documents)) }
+        return failed
+    }
+}
+
+/// One input of a `submit`, as `--json` describes it.
+struct Submission {
+    enum Outcome {
+        case stored(SubmitOutcome)
+        case refused(String)
+    }
+    var input: String
+    var outcome: Outcome
+
+    var reportId: Int64? {
+        if case .stored(let o) = outcome { o.reportId } else { nil }
+    }
+
+    /// `{input, reportId, duplicate}` or `{input, error}`.
+    var document: [String: Any] {
+        switch outcome {
+        case .stored(let o): ["input": input, "reportId": o.reportId, "duplicate": o.duplicate]
+        case .refused(let message): ["input": input, "error": message]
+        }
     }
 }

@@ -11,48 +11,75 @@ struct SymbolsCommand: ParsableCommand {
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Store ELF files by build-id and Mach-O files, dSYM bundles and zips of them by UUID.")
+            abstract: "Store ELF files by build-id and Mach-O files, dSYM bundles and zips of them by UUID.",
+            discussion: """
+                A directory is walked and files that are not debug files (neither ELF, Mach-O nor \
+                zip) are skipped and counted, so a whole build folder can be added. A file named \
+                on the command line must be a debug file. Ends with one summary line; the exit \
+                status is 1 when a file was refused (a damaged ELF or Mach-O file, say). The \
+                summary line is left out when a single file is named.
+                """)
         @OptionGroup var options: StoreOptions
         @OptionGroup var database: DatabaseOptions
         @Argument(help: "Files or directories to add.") var paths: [String]
+        @Flag(help: "Machine-readable output.") var json = false
 
         func run() throws {
             let store = options.store
-            var refused = 0
-            var added: [String] = []
-            defer { requeueReports(missing: added) }
+            var summary = AddSummary()
+            var files: [AddedFileJSON] = []
+            var skipped: [String] = []
             for path in paths {
-                for (file, result) in store.addTree(path: path) {
+                for (file, result) in store.addTree(path: path, skipped: &skipped) {
+                    let line: AddedFileJSON
                     switch result {
                     case .success(.stored(let e)):
-                        added.append(e.buildId)
-                        printLine("stored   \(e.buildId)  \(e.name)  (\(Self.describe(e)))")
+                        summary.stored += 1
+                        line = AddedFileJSON(path: file, outcome: "stored", entry: e)
+                        if !json { printLine("stored   \(e.buildId)  \(e.name)  (\(Self.describe(e)))") }
                     case .success(.upgraded(let e)):
-                        added.append(e.buildId)
-                        printLine("upgraded \(e.buildId)  \(e.name)  (\(Self.describe(e)))")
+                        summary.stored += 1
+                        line = AddedFileJSON(path: file, outcome: "upgraded", entry: e)
+                        if !json { printLine("upgraded \(e.buildId)  \(e.name)  (\(Self.describe(e)))") }
                     case .success(.kept(let e, let reason)):
-                        added.append(e.buildId)
-                        printLine("kept     \(e.buildId)  \((file as NSString).lastPathComponent): \(reason)")
+                        summary.alreadyPresent += 1
+                        line = AddedFileJSON(path: file, outcome: "kept", entry: e, reason: reason)
+                        if !json { printLine("kept     \(e.buildId)  \((file as NSString).lastPathComponent): \(reason)") }
                     case .failure(let error):
-                        refused += 1
+                        summary.refused += 1
+                        line = AddedFileJSON(path: file, outcome: "refused", error: error.description)
                         printError("stackline symbols add: refused \(error)")
                     }
+                    files.append(line)
                 }
             }
-            if refused > 0 { throw ExitCode(1) }
+            summary.skipped = skipped.count
+            let requeued = requeueReports(missing: files.compactMap(\.buildId))
+            if json {
+                print(try encodeJSON(AddJSON(files: files, skipped: skipped, summary: summary, requeuedReportIds: requeued)))
+            } else {
+                if !requeued.isEmpty {
+                    print("requeued \(requeued.count) report\(requeued.count == 1 ? "" : "s") that lacked these debug files (run `stackline master` to reprocess)")
+                }
+                // One named file is its own summary (its line above, or its refusal on stderr).
+                var isDirectory: ObjCBool = false
+                if paths.count != 1 || (FileManager.default.fileExists(atPath: paths[0], isDirectory: &isDirectory) && isDirectory.boolValue) {
+                    print(summary.line)
+                }
+            }
+            if summary.refused > 0 { throw ExitCode(1) }
         }
 
         /// Reports processed while these debug files were missing go back on the queue at low
-        /// priority; the master regroups them. Without a job database there is nothing to do.
-        private func requeueReports(missing ids: [String]) {
-            guard !ids.isEmpty, FileManager.default.fileExists(atPath: database.resolvedPath) else { return }
+        /// priority; the master regroups them. Without a job database there is nothing to do
+        /// (and none is created).
+        private func requeueReports(missing ids: [String]) -> [Int64] {
+            guard !ids.isEmpty, database.exists else { return [] }
             do {
-                let queued = try database.open().requeueReports(missing: ids)
-                if !queued.isEmpty {
-                    print("requeued \(queued.count) report\(queued.count == 1 ? "" : "s") that lacked these debug files (run `stackline master` to reprocess)")
-                }
+                return try database.open(for: "symbols add").requeueReports(missing: ids)
             } catch {
                 printError("stackline symbols add: stored, but could not requeue reports in \(database.resolvedPath): \(error)")
+                return []
             }
         }
 
@@ -75,43 +102,110 @@ struct SymbolsCommand: ParsableCommand {
                 print(try encodeJSON(entries))
                 return
             }
-            print(pad("BUILD-ID", 42) + pad("NAME", 28) + pad("ARCH", 8) + pad("SIZE", 11) + pad("DWARF", 6) + pad("SYMTAB", 7) + "ADDED")
-            for e in entries {
-                print(pad(e.buildId, 42) + pad(e.name, 28) + pad(e.arch, 8) + pad(String(e.size), 11)
-                    + pad(e.hasDWARF ? "yes" : "no", 6) + pad(e.hasSymbolTable ? "yes" : "no", 7)
-                    + ISO8601DateFormatter().string(from: e.addedAt))
+            if entries.isEmpty {
+                print("no debug files in \(options.store.root)")
+                return
             }
+            var table = Table("BUILD-ID", "NAME", "ARCH", "SIZE", "DWARF", "SYMTAB", "ADDED")
+            for e in entries {
+                table.add(
+                    e.buildId, e.name, e.arch, String(e.size), e.hasDWARF ? "yes" : "no", e.hasSymbolTable ? "yes" : "no",
+                    e.addedAt.rfc3339)
+            }
+            print(table.render())
         }
-
     }
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show one stored debug file.")
         @OptionGroup var options: StoreOptions
-        @Argument(help: "Build-id (hex).") var buildID: String
+        @Argument(help: "Build-id or UUID (hex), or a unique prefix of it.") var buildID: String
+        @Flag(help: "Machine-readable output.") var json = false
 
         func run() throws {
-            guard let entry = options.store.entry(buildID: buildID) else {
-                throw fail("stackline symbols show: no debug file for build-id \(buildID) in the store")
+            let entry: StoredDebugFile
+            do throws(StoreError) {
+                let id = try options.store.resolve(prefix: buildID)
+                guard let found = options.store.entry(buildID: id) else { throw .notFound(buildID: id) }
+                entry = found
+            } catch {
+                throw fail("stackline symbols show: \(error.description)")
             }
-            print(try encodeJSON(entry))
+            if json {
+                print(try encodeJSON(entry))
+                return
+            }
+            var lines = [
+                ("build-id", entry.buildId), ("name", entry.name), ("format", entry.format ?? "elf"), ("arch", entry.arch),
+                ("kind", entry.kind), ("size", String(entry.size)), ("DWARF", entry.hasDWARF ? "yes" : "no"),
+                ("symbol table", entry.hasSymbolTable ? "yes" : "no"), ("added", entry.addedAt.rfc3339),
+                ("source", entry.source), ("debug file", entry.path),
+            ]
+            if let exe = entry.executablePath { lines.append(("executable", exe)) }
+            for (key, value) in lines { printLine("\(key)\t\(value)") }
         }
     }
 
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove one stored debug file.")
         @OptionGroup var options: StoreOptions
-        @Argument(help: "Build-id (hex).") var buildID: String
+        @Argument(help: "Build-id or UUID (hex), or a unique prefix of it.") var buildID: String
+        @Flag(help: "Machine-readable output: the removed entry.") var json = false
 
         func run() throws {
-            do {
-                let removed = try options.store.remove(buildID: buildID)
-                printLine("removed  \(removed.buildId)  \(removed.name)")
-            } catch {
+            let removed: StoredDebugFile
+            do throws(StoreError) { removed = try options.store.remove(buildID: buildID) } catch {
                 throw fail("stackline symbols rm: \(error.description)")
+            }
+            if json {
+                print(try encodeJSON(removed))
+            } else {
+                printLine("removed  \(removed.buildId)  \(removed.name)")
             }
         }
     }
+}
+
+/// The counts `symbols add` ends with.
+struct AddSummary: Encodable {
+    var stored = 0
+    var alreadyPresent = 0
+    var skipped = 0
+    var refused = 0
+
+    var line: String {
+        "stored \(stored), already present \(alreadyPresent), skipped \(skipped) (not debug files), refused \(refused)"
+    }
+}
+
+/// One file of `symbols add --json`.
+struct AddedFileJSON: Encodable {
+    var path: String
+    /// stored, upgraded, kept or refused.
+    var outcome: String
+    var buildId: String?
+    var name: String?
+    var arch: String?
+    var reason: String?
+    var error: String?
+
+    init(path: String, outcome: String, entry: StoredDebugFile? = nil, reason: String? = nil, error: String? = nil) {
+        self.path = path
+        self.outcome = outcome
+        buildId = entry?.buildId
+        name = entry?.name
+        arch = entry?.arch
+        self.reason = reason
+        self.error = error
+    }
+}
+
+/// The `symbols add --json` document.
+struct AddJSON: Encodable {
+    var files: [AddedFileJSON]
+    var skipped: [String]
+    var summary: AddSummary
+    var requeuedReportIds: [Int64]
 }
 
 extension SymbolsCommand {
@@ -125,7 +219,7 @@ extension SymbolsCommand {
 
         func run() throws {
             let store = options.store
-            let missing = try database.open().missingSymbols { store.entry(buildID: $0) != nil }
+            let missing = try database.open(for: "symbols missing").missingSymbols { store.entry(buildID: $0) != nil }
             if json {
                 print(try encodeJSON(missing))
                 return
@@ -134,18 +228,9 @@ extension SymbolsCommand {
                 print("no missing debug files")
                 return
             }
-            print(pad("BUILD-ID", 42) + pad("IMAGE", 28) + pad("REPORTS", 8) + "LAST SEEN")
-            for m in missing {
-                print(pad(m.buildId, 42) + pad(m.imageName ?? "?", 28) + pad(String(m.reportCount), 8)
-                    + ISO8601DateFormatter().string(from: m.lastSeen))
-            }
+            var table = Table("BUILD-ID", "IMAGE", "REPORTS", "LAST SEEN")
+            for m in missing { table.add(m.buildId, m.imageName ?? "?", String(m.reportCount), m.lastSeen.rfc3339) }
+            print(table.render())
         }
     }
-}
-
-func encodeJSON<T: Encodable>(_ value: T) throws -> String {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    encoder.dateEncodingStrategy = .iso8601
-    return String(decoding: try encoder.encode(value), as: UTF8.self)
 }

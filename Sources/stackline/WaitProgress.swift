@@ -6,17 +6,28 @@ import JobQueue
 struct WaitProgress {
     let db: JobDatabase
     let reportIds: [Int64]
+    /// Seconds before giving up; nil waits for ever.
+    var timeout: Double?
     var pollInterval = 0.2
+    /// Seconds without progress, and without any job running, before the hint that no master
+    /// seems to be running.
+    var hintAfter = 3.0
 
-    func run() throws {
+    /// True when every report finished, false when `timeout` ran out first.
+    func run() throws -> Bool {
         let start = Date()
         let total = reportIds.count
         let tty = isatty(2) == 1
         var lastLine = Date.distantPast
+        var lastProgress = start
+        var hinted = false
         var pending = Set(reportIds)
+        defer { if tty && total > 1 { FileHandle.standardError.write(Data("\n".utf8)) } }
         while true {
             let states = try db.states(reportIds: Array(pending))
+            let before = pending.count
             pending = pending.filter { states[$0] != .done && states[$0] != .failed }
+            if pending.count < before || pending.contains(where: { states[$0] == .running }) { lastProgress = Date() }
             let done = total - pending.count
             if total > 1 {
                 let elapsed = Date().timeIntervalSince(start)
@@ -29,10 +40,15 @@ struct WaitProgress {
                     FileHandle.standardError.write(Data((plain(done, total, rate: rate, eta: eta) + "\n").utf8))
                 }
             }
-            if pending.isEmpty { break }
+            if pending.isEmpty { return true }
+            if let timeout, Date().timeIntervalSince(start) >= timeout { return false }
+            // No job of the whole queue running: nobody is claiming work.
+            if !hinted, Date().timeIntervalSince(lastProgress) >= hintAfter, (try db.stateCounts()[.running] ?? 0) == 0 {
+                hinted = true
+                FileHandle.standardError.write(Data(((tty && total > 1 ? "\n" : "") + "waiting for a master: run `stackline master`\n").utf8))
+            }
             Thread.sleep(forTimeInterval: pollInterval)
         }
-        if tty && total > 1 { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 
     private func bar(_ done: Int, _ total: Int, rate: Double, eta: Double?) -> String {

@@ -177,9 +177,11 @@ import Testing
             let h = try Harness()
             let (stackline, environment) = (TestPaths.stackline, h.environment)
             let failures = Locked<[String]>([])
-            DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            // `submit` creates the database (read-only commands no longer do).
+            DispatchQueue.concurrentPerform(iterations: 4) { i in
                 do {
-                    let out = try runProcess(stackline, ["status"], environment: environment)
+                    let out = try runProcess(
+                        stackline, ["submit", "--accept-unparsed", "-"], environment: environment, stdin: Data("input \(i)\n".utf8))
                     if out.status != 0 { failures.mutate { $0.append(out.stderr) } }
                 } catch { failures.mutate { $0.append("\(error)") } }
             }
@@ -196,10 +198,13 @@ import Testing
         master.signal(SIGTERM)
         _ = try master.waitForExit()
         #expect(out.status == 0, "\(out.stderr)")
-        let lines = out.stdout.split(separator: "\n", maxSplits: 1)
-        let id = try #require(Int64(lines.first ?? ""))
-        let decoded = try JSONDecoder().decode(SymbolicatedReport.self, from: Data((lines.last ?? "").utf8))
-        #expect(decoded.id == id)
+        // One JSON document: an array with one entry per input, each carrying its report.
+        let entries = try #require(try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [[String: Any]])
+        #expect(entries.count == 1)
+        let id = try #require(entries.first?["reportId"] as? Int)
+        let document = try #require(entries.first?["report"])
+        let decoded = try JSONDecoder().decode(SymbolicatedReport.self, from: try JSONSerialization.data(withJSONObject: document))
+        #expect(decoded.id == Int64(id))
     }
 
     @Test func malformedInputIsRefusedWithTheReason() throws {

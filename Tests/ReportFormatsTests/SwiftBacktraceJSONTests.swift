@@ -1,5 +1,6 @@
 import Foundation
 import ReportFormats
+import ReportRendering
 import ReportModel
 import TestSupport
 import Testing

@@ -30,7 +30,6 @@ struct StacklineWorker: ParsableCommand {
         LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0) }
         var logger = Logger(label: "stackline.worker")
         logger[metadataKey: "pid"] = "\(getpid())"
-        let root = symbols ?? ProcessInfo.processInfo.environment["STACKLINE_SYMBOLS"] ?? "symbols"
         let rules: GroupingRules
         do { rules = try GroupingRules.fromEnvironment() } catch {
             // Every job would be grouped wrongly: refuse to start, so the master reports it.
@@ -43,7 +42,7 @@ struct StacklineWorker: ParsableCommand {
             throw ExitCode(2)
         }
         let worker = JobRunner(
-            symbolicator: Symbolicator(store: SymbolStoreDirectory(root: root), cacheCapacity: cacheCapacity),
+            symbolicator: Symbolicator(store: SymbolStoreDirectory.resolve(option: symbols), cacheCapacity: cacheCapacity),
             grouper: Grouper(rules: rules),
             hooks: TestHooks(environment: ProcessInfo.processInfo.environment, logger: logger))
         exitWithParent()

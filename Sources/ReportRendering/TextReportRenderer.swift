@@ -1,82 +1,6 @@
 import Foundation
 import ReportModel
 
-/// Renders a symbolicated report as JSON (the `SymbolicatedReport` Codable shape), with keys in
-/// reading order (id, format, kind, status, missingBuildIds, …, threads) rather than hash order.
-public enum JSONReportRenderer {
-    static let keyOrder = [
-        "id", "format", "kind", "status", "missingBuildIds", "app", "os", "arch", "timestamp", "exception",
-        "images", "threads", "warnings", "index", "name", "crashed", "frames", "address", "image",
-        "imageOffset", "symbol", "function", "offset", "file", "line", "column", "inlined", "inApp", "path",
-        "loadAddress", "size", "vmAddress", "type", "signal", "code", "faultAddress", "message", "version", "build",
-    ]
-
-    public static func render(_ report: SymbolicatedReport) throws -> String {
-        let data = try JSONEncoder().encode(report)
-        let object = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        var out = ""
-        write(object, indent: 0, into: &out)
-        return out
-    }
-
-    private static func rank(_ key: String) -> Int { keyOrder.firstIndex(of: key) ?? keyOrder.count }
-
-    private static func write(_ value: Any, indent: Int, into out: inout String) {
-        let pad = String(repeating: "  ", count: indent + 1)
-        let closePad = String(repeating: "  ", count: indent)
-        switch value {
-        case let dict as [String: Any]:
-            if dict.isEmpty { out += "{}"; return }
-            out += "{\n"
-            let keys = dict.keys.sorted { (rank($0), $0) < (rank($1), $1) }
-            for (i, key) in keys.enumerated() {
-                out += pad + quoted(key) + ": "
-                write(dict[key]!, indent: indent + 1, into: &out)
-                out += i == keys.count - 1 ? "\n" : ",\n"
-            }
-            out += closePad + "}"
-        case let array as [Any]:
-            if array.isEmpty { out += "[]"; return }
-            out += "[\n"
-            for (i, item) in array.enumerated() {
-                out += pad
-                write(item, indent: indent + 1, into: &out)
-                out += i == array.count - 1 ? "\n" : ",\n"
-            }
-            out += closePad + "]"
-        case let string as String:
-            out += quoted(string)
-        case let number as NSNumber:
-            // JSONSerialization hands back booleans as NSNumber too.
-            if String(describing: type(of: number)).contains("Boolean") {
-                out += number.boolValue ? "true" : "false"
-            } else {
-                out += number.stringValue
-            }
-        case is NSNull:
-            out += "null"
-        default:
-            out += quoted("\(value)")
-        }
-    }
-
-    private static func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
-}
-
 /// Renders a symbolicated report as text: one line per frame and inline level. Every line is
 /// passed through `TerminalText.escape`, so names from reports cannot drive the terminal or
 /// forge lines.
@@ -94,7 +18,8 @@ public enum TextReportRenderer {
             out.append(line)
         }
         if !report.missingBuildIds.isEmpty {
-            out.append("Missing debug files: \(report.missingBuildIds.joined(separator: ", "))")
+            out.append("Missing debug files (add them with `stackline symbols add`):")
+            for id in report.missingBuildIds { out.append("  " + missingImage(id, in: report)) }
         }
         let locator = ImageLocator(images: report.images)
         for thread in report.threads {
@@ -166,6 +91,8 @@ public enum TextReportRenderer {
             text += " \(function)"
             if let offset = f.offset, !f.inlined { text += " + \(offset)" }
         } else if f.status != .symbolicated {
+            // What a later lookup needs: the image and the offset into it.
+            if let image = f.image, let offset = f.imageOffset { text += " \(image) + 0x\(String(offset.value, radix: 16))" }
             text += " <\(f.status.rawValue)>"
         }
         if let file = f.file {
@@ -176,6 +103,13 @@ public enum TextReportRenderer {
             }
         }
         return text
+    }
+
+    /// `ID  NAME  PATH` for a missing debug file: the image the report gives that id, so the
+    /// reader knows which file to find.
+    public static func missingImage(_ id: String, in report: SymbolicatedReport) -> String {
+        guard let image = report.images.first(where: { $0.id.map { "\($0)" } == id }) else { return id }
+        return "\(id)  \(image.name)" + (image.path.map { "  \($0)" } ?? "")
     }
 
     /// The image name as printed, escaped before the column width is measured.

@@ -20,7 +20,7 @@ public enum AppleReportRenderer {
         field("Code Type", report.arch)
         field("OS Version", report.os)
         field("Date/Time", report.timestamp)
-        field("Report Format", "\(report.format), symbolicated by Stackline (\(report.status.rawValue))")
+        field("Report Format", "\(report.format), \(symbolication(report.status))")
         out.append("")
         if let e = report.exception {
             let type = e.type.map { type in e.signal.map { $0 == type ? type : "\(type) (\($0))" } ?? type } ?? e.signal
@@ -32,7 +32,9 @@ public enum AppleReportRenderer {
             field("Exception Message", e.message)
         }
         if let crashed = report.threads.first(where: { $0.crashed }) { field("Crashed Thread", String(crashed.index)) }
-        if !report.missingBuildIds.isEmpty { field("Missing Debug Files", report.missingBuildIds.joined(separator: ", ")) }
+        if !report.missingBuildIds.isEmpty {
+            field("Missing Debug Files", report.missingBuildIds.map { TextReportRenderer.missingImage($0, in: report) }.joined(separator: ", "))
+        }
 
         let width = max(30, (report.images.map { TerminalText.escape($0.name).count }.max() ?? 0) + 1)
         for thread in report.threads {
@@ -106,7 +108,7 @@ public enum AppleReportRenderer {
             var text = function
             if let offset = f.offset, !f.inlined { text += " + \(offset)" }
             if let file = f.file {
-                text += " (\(ReportText.basename(file))\(f.line.map { ":\($0)" } ?? ""))"
+                text += " (\((file as NSString).lastPathComponent)\(f.line.map { ":\($0)" } ?? ""))"
             }
             return text
         }
@@ -114,6 +116,15 @@ public enum AppleReportRenderer {
             return "\(hex(image.loadAddress.value, pad: false)) + \(f.address.value &- image.loadAddress.value)"
         }
         return "0x0 + 0"
+    }
+
+    /// How far Stackline got, in words: "symbolicated by Stackline (unsymbolicated)" read oddly.
+    static func symbolication(_ status: ReportStatus) -> String {
+        switch status {
+        case .complete: "symbolicated by Stackline"
+        case .partial: "partly symbolicated by Stackline"
+        case .unsymbolicated: "not symbolicated (Stackline resolved no frame)"
+        }
     }
 
     static func formatCost(_ value: Double) -> String {

@@ -1,5 +1,5 @@
 import Foundation
-import ReportFormats
+import ReportRendering
 import ReportModel
 import TestSupport
 import Testing

@@ -1,0 +1,43 @@
+import Foundation
+import ReportModel
+
+/// The `parse --json` shape: the raw report with every address absolute.
+public struct ParsedReportJSON: Encodable {
+    public struct Frame: Encodable {
+        var address: Address
+        var kind: FrameKind
+        var imageIndex: Int?
+        /// The report's address for this frame could not be read (a warning says why).
+        var malformed: Bool?
+    }
+    public struct Thread: Encodable {
+        var index: Int
+        var name: String?
+        var crashed: Bool
+        var frames: [Frame]
+    }
+    var format: String
+    var kind: ReportKind
+    var arch: String?
+    var app: AppInfo?
+    var os: String?
+    var exception: ExceptionInfo?
+    var images: [BinaryImage]
+    var threads: [Thread]
+    var lag: LagData?
+    var warnings: [String]
+
+    public static func render(_ report: RawReport) throws -> String {
+        let value = ParsedReportJSON(
+            format: report.format, kind: report.kind, arch: report.arch, app: report.app, os: report.os,
+            exception: report.exception, images: report.images,
+            threads: report.threads.map { thread in
+                Thread(
+                    index: thread.index, name: thread.name, crashed: thread.crashed,
+                    frames: thread.frames.map { Frame(address: $0.address, kind: $0.kind, imageIndex: $0.imageIndex, malformed: $0.malformed) })
+            }, lag: report.lag, warnings: report.warnings)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}

@@ -68,7 +68,7 @@ struct LookupCommand: ParsableCommand {
         var badLines = 0
 
         // A Mach-O arm64 image is Apple code: its addresses may carry pointer-authentication bits.
-        let applePAC = file.machO != nil && PointerAuthentication.applies(arch: file.architecture, platform: "darwin")
+        let applePAC = file.machO != nil && PointerAuthentication.applies(arch: Arch(file.architecture), platform: "darwin")
 
         func handle(_ text: String, _ raw: UInt64) {
             let value = applePAC ? raw & PointerAuthentication.addressMask : raw

@@ -85,6 +85,23 @@ import Testing
         #expect(throws: DecodingError.self) { try JSONDecoder().decode([BuildID].self, from: Data(#"["xyz"]"#.utf8)) }
     }
 
+    /// Every parser hands out the ids the oracle makes of the spellings in its input.
+    @Test func parsersReportTheNormalisedIDs() throws {
+        var checked = 0
+        for (path, text) in Self.fixtureTexts {
+            let data = Data(text.utf8)
+            guard !path.contains("fuzz-crashes"), let format = FormatRegistry.standard.detect(data),
+                let report = try? format.parse(data)
+            else { continue }
+            let ids = Set(report.images.compactMap { $0.id?.hex })
+            let spelled = Set(Self.idSpellings.filter { text.contains($0.spelling) }.map { $0.spelling.replacingOccurrences(of: "-", with: "").lowercased() })
+            #expect(ids.isSubset(of: spelled), "\(path): \(ids.subtracting(spelled).sorted())")
+            #expect(!ids.isEmpty, "\(path)")
+            checked += 1
+        }
+        #expect(checked >= 8)
+    }
+
     /// Architecture spellings reports write, and what their writers document them to mean.
     static let reportArchNames: [String: Arch.CPU] = [
         // Apple .crash "Code Type" and IPS "cpuType" (TN2151): X86-64, ARM-64, ARM-64E, X86, ARM.

@@ -1,12 +1,13 @@
 import DebugInfo
 import Foundation
+import ReportModel
 
 /// Why a file was not stored. Each case reads as one line.
 public enum StoreError: Error, CustomStringConvertible {
     case rejected(ElfError)
     case noBuildID(path: String)
     case io(path: String, reason: String)
-    case notFound(buildID: String)
+    case notFound(buildID: BuildID)
     case invalidBuildID(String)
     case rejectedMachO(MachOError)
     case multipleSlices(path: String, count: Int)
@@ -41,10 +42,10 @@ public enum StoreError: Error, CustomStringConvertible {
 
 /// What the store holds for one build-id.
 public struct StoredDebugFile: Codable, Sendable, Equatable {
-    public var buildId: String
+    public var buildId: BuildID
     /// Base name of the file that was added.
     public var name: String
-    public var arch: String
+    public var arch: Arch
     /// `debug`, `executable`, `shared-object`, …
     public var kind: String
     public var size: UInt64
@@ -99,36 +100,31 @@ public struct SymbolStoreDirectory: Sendable {
 
     private var buildIDRoot: String { root + "/.build-id" }
 
-    private func base(_ id: String) -> String {
-        let prefix = id.prefix(2)
-        return "\(buildIDRoot)/\(prefix)/\(id.dropFirst(2))"
+    private func base(_ id: BuildID) -> String {
+        "\(buildIDRoot)/\(id.hex.prefix(2))/\(id.hex.dropFirst(2))"
     }
 
-    public static func normalize(_ buildID: String) throws(StoreError) -> String {
-        let id = buildID.lowercased().filter { $0 != "-" }
-        guard id.count >= 4, id.allSatisfy(\.isHexDigit) else { throw .invalidBuildID(buildID) }
-        return id
+    /// The id a user typed (`symbols show`, `rm`, `lookup --build-id`, any length a build-id
+    /// note can have), or `.invalidBuildID` naming it.
+    public static func buildID(_ text: String) throws(StoreError) -> BuildID {
+        do { return try BuildID(text, lengths: .anyByteCount) } catch { throw .invalidBuildID(text) }
     }
 
     // MARK: Lookup
 
-    public func entry(buildID: String) -> StoredDebugFile? {
-        guard let id = try? Self.normalize(buildID),
-            let data = FileManager.default.contents(atPath: base(id) + ".json")
-        else { return nil }
+    public func entry(buildID id: BuildID) -> StoredDebugFile? {
+        guard let data = FileManager.default.contents(atPath: base(id) + ".json") else { return nil }
         return try? Self.decoder.decode(StoredDebugFile.self, from: data)
     }
 
     /// Path of the debug file stored for `buildID`, if any.
-    public func debugFilePath(buildID: String) -> String? {
-        guard let id = try? Self.normalize(buildID) else { return nil }
+    public func debugFilePath(buildID id: BuildID) -> String? {
         let path = base(id) + ".debug"
         return FileManager.default.fileExists(atPath: path) ? path : nil
     }
 
     /// Path of the executable image stored for `buildID`, if any.
-    public func executablePath(buildID: String) -> String? {
-        guard let id = try? Self.normalize(buildID) else { return nil }
+    public func executablePath(buildID id: BuildID) -> String? {
         let path = base(id)
         return FileManager.default.fileExists(atPath: path) ? path : nil
     }
@@ -150,8 +146,7 @@ public struct SymbolStoreDirectory: Sendable {
         return out
     }
 
-    public func remove(buildID: String) throws(StoreError) -> StoredDebugFile {
-        let id = try Self.normalize(buildID)
+    public func remove(buildID id: BuildID) throws(StoreError) -> StoredDebugFile {
         guard let entry = entry(buildID: id) else { throw .notFound(buildID: id) }
         for suffix in [".json", ".debug", ""] {
             let path = base(id) + suffix
@@ -371,13 +366,13 @@ public struct SymbolStoreDirectory: Sendable {
 
     /// True when `path` is a regular file (not a link to one) whose build-id or UUID is `id`:
     /// what the store put there, not something swapped in since.
-    static func holds(_ path: String, id: String) -> Bool {
+    static func holds(_ path: String, id: BuildID) -> Bool {
         guard let file = try? RegularFile(path: path, followingLinks: false) else { return false }
         return identity(of: file) == id
     }
 
     /// The build-id of an ELF file, or the UUID of a thin Mach-O file.
-    public static func identity(of file: RegularFile) -> String? {
+    public static func identity(of file: RegularFile) -> BuildID? {
         switch ObjectFormat.of(file: file) {
         case .machO:
             guard let machO = try? MachOFile(file: file), machO.slices.count == 1 else { return nil }

@@ -87,11 +87,11 @@ public final class Symbolicator {
             let state: ImageState
             if let id = report.images[index].id, !id.hex.isEmpty {
                 do throws(LookupError) {
-                    state = .loaded(try cache.file(buildID: id.hex))
+                    state = .loaded(try cache.file(buildID: id))
                 } catch {
                     switch error {
-                    case .missingDebugFile(let id): state = .missing(id)
-                    case .mismatchedDebugFile(let id, _): state = .replaced(id, reason: error.description)
+                    case .missingDebugFile(let id): state = .missing(id.hex)
+                    case .mismatchedDebugFile(let id, _): state = .replaced(id.hex, reason: error.description)
                     default: state = .unusable
                     }
                 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import DebugInfo
 import Foundation
 import ReportModel
+import SymbolStore
 import Symbolication
 
 /// `stackline lookup`: addresses to functions, files and lines, like llvm-symbolizer.
@@ -54,12 +55,12 @@ struct LookupCommand: ParsableCommand {
         let file: DebugFile
         if let buildID {
             do {
-                file = try DebugFileCache(store: options.store, capacity: 1).file(buildID: buildID)
+                file = try DebugFileCache(store: options.store, capacity: 1).file(buildID: SymbolStoreDirectory.buildID(buildID))
             } catch {
-                throw fail("stackline lookup: \(error.description)")
+                throw fail("stackline lookup: \(error)")
             }
         } else {
-            do { file = try DebugFile.open(path: object!, arch: arch) } catch { throw fail("stackline lookup: \(error.description)") }
+            do { file = try DebugFile.open(path: object!, arch: arch.map { Arch($0) }) } catch { throw fail("stackline lookup: \(error.description)") }
         }
         let resolver = AddressResolver(file: file, names: DemangleCache(style: Demangler.Style(rawValue: demangle) ?? .full))
         let base = loadAddress.flatMap { Address(parsing: $0)?.value }
@@ -68,7 +69,7 @@ struct LookupCommand: ParsableCommand {
         var badLines = 0
 
         // A Mach-O arm64 image is Apple code: its addresses may carry pointer-authentication bits.
-        let applePAC = file.machO != nil && PointerAuthentication.applies(arch: Arch(file.architecture), platform: "darwin")
+        let applePAC = file.machO != nil && PointerAuthentication.applies(arch: file.architecture, platform: "darwin")
 
         func handle(_ text: String, _ raw: UInt64) {
             let value = applePAC ? raw & PointerAuthentication.addressMask : raw

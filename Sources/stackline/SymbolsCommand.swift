@@ -25,13 +25,13 @@ struct SymbolsCommand: ParsableCommand {
                 for (file, result) in store.addTree(path: path) {
                     switch result {
                     case .success(.stored(let e)):
-                        added.append(e.buildId)
+                        added.append(e.buildId.hex)
                         printLine("stored   \(e.buildId)  \(e.name)  (\(Self.describe(e)))")
                     case .success(.upgraded(let e)):
-                        added.append(e.buildId)
+                        added.append(e.buildId.hex)
                         printLine("upgraded \(e.buildId)  \(e.name)  (\(Self.describe(e)))")
                     case .success(.kept(let e, let reason)):
-                        added.append(e.buildId)
+                        added.append(e.buildId.hex)
                         printLine("kept     \(e.buildId)  \((file as NSString).lastPathComponent): \(reason)")
                     case .failure(let error):
                         refused += 1
@@ -57,7 +57,7 @@ struct SymbolsCommand: ParsableCommand {
         }
 
         static func describe(_ e: StoredDebugFile) -> String {
-            var parts = [e.arch, e.kind]
+            var parts = [e.arch.name, e.kind]
             parts.append(e.hasDWARF ? "DWARF" : "no DWARF")
             parts.append(e.hasSymbolTable ? "symtab" : "no symtab")
             return parts.joined(separator: ", ")
@@ -77,7 +77,7 @@ struct SymbolsCommand: ParsableCommand {
             }
             print(pad("BUILD-ID", 42) + pad("NAME", 28) + pad("ARCH", 8) + pad("SIZE", 11) + pad("DWARF", 6) + pad("SYMTAB", 7) + "ADDED")
             for e in entries {
-                print(pad(e.buildId, 42) + pad(e.name, 28) + pad(e.arch, 8) + pad(String(e.size), 11)
+                print(pad(e.buildId.hex, 42) + pad(e.name, 28) + pad(e.arch.name, 8) + pad(String(e.size), 11)
                     + pad(e.hasDWARF ? "yes" : "no", 6) + pad(e.hasSymbolTable ? "yes" : "no", 7)
                     + ISO8601DateFormatter().string(from: e.addedAt))
             }
@@ -91,7 +91,7 @@ struct SymbolsCommand: ParsableCommand {
         @Argument(help: "Build-id (hex).") var buildID: String
 
         func run() throws {
-            guard let entry = options.store.entry(buildID: buildID) else {
+            guard let entry = (try? SymbolStoreDirectory.buildID(buildID)).flatMap({ options.store.entry(buildID: $0) }) else {
                 throw fail("stackline symbols show: no debug file for build-id \(buildID) in the store")
             }
             print(try encodeJSON(entry))
@@ -105,7 +105,7 @@ struct SymbolsCommand: ParsableCommand {
 
         func run() throws {
             do {
-                let removed = try options.store.remove(buildID: buildID)
+                let removed = try options.store.remove(buildID: SymbolStoreDirectory.buildID(buildID))
                 printLine("removed  \(removed.buildId)  \(removed.name)")
             } catch {
                 throw fail("stackline symbols rm: \(error.description)")
@@ -125,7 +125,7 @@ extension SymbolsCommand {
 
         func run() throws {
             let store = options.store
-            let missing = try database.open().missingSymbols { store.entry(buildID: $0) != nil }
+            let missing = try database.open().missingSymbols { id in (try? SymbolStoreDirectory.buildID(id)).flatMap { store.entry(buildID: $0) } != nil }
             if json {
                 print(try encodeJSON(missing))
                 return

@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "ReportModel"),
         .target(name: "Hashing"),
         .target(name: "Grouping", dependencies: ["ReportModel", "Hashing"]),
-        .target(name: "DebugInfo", dependencies: ["CElfUtils"]),
+        .target(name: "DebugInfo", dependencies: ["CElfUtils", "ReportModel"]),
         .target(name: "SymbolStore", dependencies: ["DebugInfo", .product(name: "ZIPFoundation", package: "ZIPFoundation")]),
         .target(
             name: "Symbolication",
@@ -100,8 +100,8 @@ let package = Package(
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
         .executableTarget(name: "stackline-fuzz", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/stackline-fuzz"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "TestSupport"]),
-        .testTarget(name: "SymbolStoreTests", dependencies: ["SymbolStore", "DebugInfo", "TestSupport"]),
+        .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "ReportModel", "TestSupport"]),
+        .testTarget(name: "SymbolStoreTests", dependencies: ["SymbolStore", "DebugInfo", "ReportModel", "TestSupport"]),
         .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "SymbolStore", "ReportModel", "TestSupport"]),
         .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),
         .testTarget(

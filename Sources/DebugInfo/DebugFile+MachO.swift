@@ -1,16 +1,18 @@
+import ReportModel
+
 extension DebugFile {
     /// Opens one slice of a Mach-O file (thin, fat, or the DWARF file in a dSYM): chosen by
     /// `uuid`, else by `arch`, else the only one. Without DWARF, its `LC_SYMTAB` answers.
     /// `symbolsFrom` is a Mach-O file whose slice with the same UUID supplies symbols when
     /// this one has none.
-    public convenience init(machO path: String, arch: String? = nil, uuid: String? = nil, symbolsFrom companion: String? = nil) throws(MachOError) {
+    public convenience init(machO path: String, arch: Arch? = nil, uuid: BuildID? = nil, symbolsFrom companion: String? = nil) throws(MachOError) {
         let input: RegularFile
         do { input = try RegularFile(path: path) } catch { throw .unreadable(path: path, reason: error.reason) }
         try self.init(machO: input, arch: arch, uuid: uuid, symbolsFrom: companion.flatMap { try? RegularFile(path: $0) })
     }
 
     /// `init(machO:arch:uuid:symbolsFrom:)` on files already open.
-    public convenience init(machO input: RegularFile, arch: String? = nil, uuid: String? = nil, symbolsFrom companion: RegularFile? = nil) throws(MachOError) {
+    public convenience init(machO input: RegularFile, arch: Arch? = nil, uuid: BuildID? = nil, symbolsFrom companion: RegularFile? = nil) throws(MachOError) {
         let path = input.path
         let slice: MachOSlice
         let file = try MachOFile(file: input)
@@ -46,7 +48,7 @@ extension DebugFile {
     }
 
     /// Opens an ELF file or a Mach-O file (see `init(machO:arch:uuid:symbolsFrom:)`), by its magic number.
-    public static func open(path: String, arch: String? = nil, uuid: String? = nil, symbolsFrom companion: String? = nil) throws(DebugFileError) -> DebugFile {
+    public static func open(path: String, arch: Arch? = nil, uuid: BuildID? = nil, symbolsFrom companion: String? = nil) throws(DebugFileError) -> DebugFile {
         let file: RegularFile
         do { file = try RegularFile(path: path) } catch { throw .elf(.unreadable(path: path, reason: error.reason)) }
         return try open(file: file, arch: arch, uuid: uuid, symbolsFrom: companion.flatMap { try? RegularFile(path: $0) })
@@ -54,7 +56,7 @@ extension DebugFile {
 
     /// `open(path:arch:uuid:symbolsFrom:)` on files already open. An ELF companion lends its
     /// symbols only when its build-id is the debug file's.
-    public static func open(file: RegularFile, arch: String? = nil, uuid: String? = nil, symbolsFrom companion: RegularFile? = nil) throws(DebugFileError) -> DebugFile {
+    public static func open(file: RegularFile, arch: Arch? = nil, uuid: BuildID? = nil, symbolsFrom companion: RegularFile? = nil) throws(DebugFileError) -> DebugFile {
         switch ObjectFormat.of(file: file) {
         case .machO, .fatMachO:
             do { return try DebugFile(machO: file, arch: arch, uuid: uuid, symbolsFrom: companion) } catch { throw .machO(error) }

@@ -1,4 +1,5 @@
 import CElfUtils
+import ReportModel
 
 /// A debug file opened for lookups: "what code is at file address A".
 ///
@@ -13,7 +14,7 @@ public final class DebugFile {
     /// Where the image expects to be loaded: the first `PT_LOAD` page, or `__TEXT.vmaddr`.
     public let preferredBase: UInt64
     /// `x86_64`, `arm64`, `arm64e`, …
-    public let architecture: String
+    public let architecture: Arch
     private let strings = StringTable()
     private var unitDies: [Dwarf_Die] = []
     private var unitIndexes: [UnitIndex?] = []
@@ -33,7 +34,7 @@ public final class DebugFile {
         try self.init(elf: elf, symbols: table, machO: nil, preferredBase: elf.preferredBase, architecture: elf.architecture)
     }
 
-    init(elf: ElfFile, symbols table: SymbolTable, machO: MachOSlice?, preferredBase: UInt64, architecture: String) throws(ElfError) {
+    init(elf: ElfFile, symbols table: SymbolTable, machO: MachOSlice?, preferredBase: UInt64, architecture: Arch) throws(ElfError) {
         self.elf = elf
         self.machO = machO
         self.preferredBase = preferredBase

@@ -1,5 +1,6 @@
 import CElfUtils
 import Foundation
+import ReportModel
 
 /// Why an ELF file cannot be used. Each case reads as a one-line reason.
 public enum ElfError: Error, Equatable, CustomStringConvertible {
@@ -55,8 +56,8 @@ public final class ElfFile {
     public let is64Bit: Bool
     public let sections: [ElfSection]
     public let loadSegments: [LoadSegment]
-    /// GNU build-id, lowercase hex, if the file has a `.note.gnu.build-id`.
-    public let buildID: String?
+    /// GNU build-id, if the file has a `.note.gnu.build-id`.
+    public let buildID: BuildID?
 
     /// What libelf reads from: a file descriptor, or a memory image (a Mach-O slice behind
     /// a synthesized ELF header). Released only after `elf_end`, in `deinit`.
@@ -187,8 +188,7 @@ public final class ElfFile {
         var idPtr: UnsafeRawPointer?
         let idLength = dwelf_elf_gnu_build_id(elf, &idPtr)
         if idLength > 0, let idPtr {
-            let bytes = UnsafeRawBufferPointer(start: idPtr, count: idLength)
-            buildID = bytes.map { String(format: "%02x", $0) }.joined()
+            buildID = BuildID(bytes: UnsafeRawBufferPointer(start: idPtr, count: idLength))
         } else {
             buildID = nil
         }
@@ -224,18 +224,7 @@ public final class ElfFile {
         return first.virtualAddress & ~UInt64(0xfff)
     }
 
-    public var architecture: String {
-        switch Int32(machine) {
-        case EM_X86_64: return "x86_64"
-        case EM_AARCH64: return "arm64"
-        case EM_386: return "i386"
-        case EM_ARM: return "arm"
-        case EM_RISCV: return "riscv64"
-        case EM_PPC64: return "ppc64"
-        case EM_S390: return "s390x"
-        default: return "elf-machine-\(machine)"
-        }
-    }
+    public var architecture: Arch { Arch(elfMachine: machine) }
 
     public var kindDescription: String {
         if isDebugOnly { return "debug" }

@@ -1,3 +1,5 @@
+import ReportModel
+
 /// The ELF header that presents a Mach-O slice to libelf and libdw.
 ///
 /// libdw reads only ELF. The header describes one section per `__DWARF,__debug_*` section,
@@ -12,14 +14,6 @@ enum MachOElfImage {
         guard machOName.hasPrefix("__debug_") else { return nil }
         if machOName == "__debug_str_offs" { return ".debug_str_offsets" }
         return "." + machOName.dropFirst(2)
-    }
-
-    static func machine(arch: String) -> UInt16 {
-        if arch.hasPrefix("arm64") { return 183 }  // EM_AARCH64
-        if arch.hasPrefix("x86_64") { return 62 }  // EM_X86_64
-        if arch == "i386" { return 3 }  // EM_386
-        if arch.hasPrefix("arm") { return 40 }  // EM_ARM
-        return 0
     }
 
     /// The header's length, which does not depend on `fileStart`: sizes the headroom before the file is mapped.
@@ -67,7 +61,7 @@ enum MachOElfImage {
         }
         out.replaceSubrange(0..<7, with: [0x7f, 0x45, 0x4c, 0x46, 2, 1, 1])  // ELFCLASS64, ELFDATA2LSB, EV_CURRENT
         put(UInt16(2), at: 16)  // ET_EXEC: addresses are final, nothing to relocate
-        put(machine(arch: slice.arch), at: 18)
+        put(slice.arch.elfMachine ?? 0, at: 18)  // EM_NONE for an architecture the table lacks
         put(UInt32(1), at: 20)
         put(UInt64(headersOffset), at: 40)  // e_shoff
         put(UInt16(64), at: 52)  // e_ehsize

@@ -1,3 +1,5 @@
+import ReportModel
+
 /// A Mach-O file, thin or fat (universal): its slices, each parsed and checked against the
 /// file's size. Holds no file handle; `DebugFile(machO:)` maps the file again to read it.
 public struct MachOFile: Sendable {
@@ -50,7 +52,7 @@ public struct MachOFile: Sendable {
                 let size = wide ? big.u64(e + 16) : big.u32(e + 12).map(UInt64.init)
             else { throw .truncated(path: path, detail: "fat architecture \(i) is cut short") }
             let cpu = Int32(bitPattern: cpuField), sub = Int32(bitPattern: subField)
-            let declared = MachOSlice.archName(cpuType: cpu, cpuSubtype: sub)
+            let declared = Arch(machOCPUType: cpu, subtype: sub)
             let slice = try MachOSlice(file: little, offset: offset, size: size, path: path, label: "fat slice \(i)", declaredArch: declared)
             guard slice.cpuType == cpu else {
                 throw .corrupt(path: path, detail: "fat slice \(i) is listed as \(declared) but holds a \(slice.arch) image")
@@ -60,22 +62,21 @@ public struct MachOFile: Sendable {
         self.slices = slices
     }
 
-    public var architectures: [String] { slices.map(\.arch) }
+    public var architectures: [Arch] { slices.map(\.arch) }
 
-    /// The slice for `arch`; a thin file's only slice when `arch` is nil.
-    public func slice(arch: String?) throws(MachOError) -> MachOSlice {
+    /// The slice for `arch` (any spelling of it); a thin file's only slice when `arch` is nil.
+    public func slice(arch: Arch?) throws(MachOError) -> MachOSlice {
         guard let arch else {
-            guard slices.count == 1 else { throw .archRequired(path: path, available: architectures) }
+            guard slices.count == 1 else { throw .archRequired(path: path, available: architectures.map(\.name)) }
             return slices[0]
         }
-        guard let s = slices.first(where: { $0.arch == arch }) else {
-            throw .noSuchArch(path: path, arch: arch, available: architectures)
+        guard let s = slices.first(where: { $0.arch.isSame(as: arch) }) else {
+            throw .noSuchArch(path: path, arch: arch.name, available: architectures.map(\.name))
         }
         return s
     }
 
-    public func slice(uuid: String) -> MachOSlice? {
-        let id = uuid.lowercased().filter { $0 != "-" }
-        return slices.first { $0.uuid == id }
+    public func slice(uuid: BuildID) -> MachOSlice? {
+        slices.first { $0.uuid == uuid }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ReportModel
 
 /// A section of a Mach-O segment.
 public struct MachOSection: Sendable, Equatable {
@@ -39,13 +40,13 @@ public struct MachOSymtabCommand: Sendable, Equatable {
 /// One thin 64-bit little-endian Mach-O image: a whole thin file or one slice of a fat file.
 /// Built only from load commands that were checked against the slice's size.
 public struct MachOSlice: Sendable, Equatable {
-    public let arch: String
+    public let arch: Arch
     public let cpuType: Int32
     public let cpuSubtype: Int32
     /// `MH_EXECUTE`, `MH_DYLIB`, `MH_DSYM`, …
     public let fileType: UInt32
-    /// `LC_UUID`, lowercase hex without dashes: the id crash reports name the image by.
-    public let uuid: String
+    /// `LC_UUID`: the id crash reports name the image by.
+    public let uuid: BuildID
     /// Where the slice starts in its file, and its length.
     public let offset: UInt64
     public let size: UInt64
@@ -81,26 +82,8 @@ public struct MachOSlice: Sendable, Equatable {
         [0x2, 0x6, 0x8, 0xb].contains(fileType) && (textSection?.hasFileContents ?? false)
     }
 
-    static func archName(cpuType: Int32, cpuSubtype: Int32) -> String {
-        let subtype = cpuSubtype & 0x00ff_ffff  // the top byte holds capability bits
-        switch UInt32(bitPattern: cpuType) {
-        case 0x0100_000c: return subtype == 2 ? "arm64e" : "arm64"
-        case 0x0200_000c: return "arm64_32"
-        case 0x0100_0007: return subtype == 8 ? "x86_64h" : "x86_64"
-        case 0x7: return "i386"
-        case 0xc:
-            switch subtype {
-            case 9: return "armv7"
-            case 11: return "armv7s"
-            case 12: return "armv7k"
-            default: return "arm"
-            }
-        default: return "cpu-\(cpuType)-\(subtype)"
-        }
-    }
-
     /// Parses the slice at `[offset, offset+size)` of `file`.
-    init(file: ByteReader, offset: UInt64, size: UInt64, path: String, label: String, declaredArch: String? = nil) throws(MachOError) {
+    init(file: ByteReader, offset: UInt64, size: UInt64, path: String, label: String, declaredArch: Arch? = nil) throws(MachOError) {
         guard let r = file.slice(offset, size) else {
             throw .truncated(path: path, detail: "\(label)\(declaredArch.map { " (\($0))" } ?? "") at offset \(offset) with \(size) bytes ends past the end of the file (\(file.count) bytes)")
         }
@@ -120,7 +103,7 @@ public struct MachOSlice: Sendable, Equatable {
         self.fileType = fileType
         self.offset = offset
         self.size = size
-        let arch = Self.archName(cpuType: cpuType, cpuSubtype: cpuSubtype)
+        let arch = Arch(machOCPUType: cpuType, subtype: cpuSubtype)
         self.arch = arch
         let context = "\(label) (\(arch))"
 
@@ -133,7 +116,7 @@ public struct MachOSlice: Sendable, Equatable {
             throw .corrupt(path: path, detail: "\(context) claims \(ncmds) load commands in \(sizeofcmds) bytes")
         }
 
-        var uuid: String?
+        var uuid: BuildID?
         var segments: [MachOSegment] = []
         var sections: [MachOSection] = []
         var symtab: MachOSymtabCommand?
@@ -149,7 +132,7 @@ public struct MachOSlice: Sendable, Equatable {
             switch cmd {
             case 0x1b:  // LC_UUID
                 guard cmdsize >= 24 else { throw .corrupt(path: path, detail: "\(context) LC_UUID is \(cmdsize) bytes") }
-                uuid = (0..<16).map { String(format: "%02x", r.bytes[at + 8 + $0]) }.joined()
+                uuid = BuildID(bytes: (0..<16).map { r.bytes[at + 8 + $0] })
             case 0x19:  // LC_SEGMENT_64
                 guard cmdsize >= 72, let segname = r.name(at + 8), let vmaddr = r.u64(at + 24),
                     let vmsize = r.u64(at + 32), let fileoff = r.u64(at + 40), let filesize = r.u64(at + 48),
@@ -194,7 +177,7 @@ public struct MachOSlice: Sendable, Equatable {
             }
             at += Int(cmdsize)
         }
-        guard let uuid else { throw .missingUUID(path: path, arch: arch) }
+        guard let uuid else { throw .missingUUID(path: path, arch: arch.name) }
         self.uuid = uuid
         self.segments = segments
         self.sections = sections

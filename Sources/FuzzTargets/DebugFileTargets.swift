@@ -19,7 +19,7 @@ enum DebugFileTargets {
         debug.indexAllUnits()
         let code = elf.sections.filter { $0.isExecutable }.prefix(4).map { ($0.address, $0.size) }
         let found = lookUp(debug, in: code + [(elf.preferredBase, 0)])
-        return "opened: build id \(elf.buildID ?? "none"), \(elf.sections.count) sections, \(debug.unitCount) units, \(debug.symbolCount) symbols, \(found) lookups answered"
+        return "opened: build id \(elf.buildID?.hex ?? "none"), \(elf.sections.count) sections, \(debug.unitCount) units, \(debug.symbolCount) symbols, \(found) lookups answered"
     }
 
     static func machO(_ data: Data) throws(FuzzFailure) -> String {

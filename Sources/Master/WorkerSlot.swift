@@ -196,7 +196,7 @@ final class WorkerSlot: @unchecked Sendable {
             encoder.outputFormatting = [.withoutEscapingSlashes]
             let json = try encoder.encode(report)
             let missingImages = report.missingBuildIds.map { id in
-                MissingImage(buildId: id, name: report.images.first { $0.id == id }?.name)
+                MissingImage(buildId: id, name: report.images.first { $0.id?.hex == id }?.name)
             }
             let result = JobResult(
                 symbolicatedJSON: json, status: report.status, group: reply.group, missingImages: missingImages)

@@ -266,8 +266,7 @@ struct TombstoneParser {
         // "base.apk!libfoo.so": a library stored uncompressed inside the APK.
         let file = path.split(separator: "!").last.map(String.init) ?? path
         let name = ReportText.basename(file)
-        let id = ImageIdentifier.validated(
-            buildID.map(location.string), image: name, byteCounts: ImageIdentifier.elfByteCounts, warnings: &warnings)
+        let id = BuildID.reported(buildID.map(location.string), image: name, lengths: .gnu, warnings: &warnings)
         try limits.add(images: 1)
         images.append(BinaryImage(name: name, path: path, id: id, arch: arch, loadAddress: 0, vmAddress: 0))
         imageKeys[key] = images.count - 1
@@ -295,16 +294,9 @@ struct TombstoneParser {
         return nil
     }
 
-    var arch: String? {
-        switch abi {
-        case "arm64": "arm64"
-        case "arm": "arm"
-        case "x86_64": "x86_64"
-        case "x86": "i386"
-        case "riscv64": "riscv64"
-        default: abi
-        }
-    }
+    /// The ABI's architecture in its canonical spelling (Android's `x86` is i386); an ABI the
+    /// table does not know is kept as written.
+    var arch: Arch? { abi.map { Arch($0).canonical } }
 
     mutating func finish() throws(ReportParseError) -> RawReport {
         guard threads.contains(where: { !$0.frames.isEmpty }) else {

@@ -63,11 +63,6 @@ struct AppleCrashTextParser {
 
     init(format: String) { self.format = format }
 
-    static let archNames: Set<String> = [
-        "x86_64", "x86_64h", "i386", "arm64", "arm64e", "arm64_32", "armv7", "armv7s", "armv7k", "armv6", "arm",
-        "ppc", "ppc64",
-    ]
-
     mutating func consume(_ line: TextLine) throws(ReportParseError) {
         if line.hasPrefix("Binary Images:") {
             section = .binaryImages
@@ -233,22 +228,20 @@ struct AppleCrashTextParser {
         }
         var middle = line.string(line.trimming(cursor.position..<open))
         if middle.hasPrefix("+") { middle.removeFirst() }
-        var arch: String?
+        var arch: Arch?
         // A trailing "(…)" is the version, or the arch in reports that print "(x86_64)".
         if middle.hasSuffix(")"), let paren = middle.lastIndex(of: "(") {
-            let inner = String(middle[middle.index(after: paren)..<middle.index(before: middle.endIndex)])
-            if Self.archNames.contains(inner) { arch = inner }
+            arch = Arch(canonicalName: middle[middle.index(after: paren)..<middle.index(before: middle.endIndex)])
             middle = String(middle[..<paren]).trimmingCharacters(in: .whitespaces)
         }
-        if arch == nil, let space = middle.lastIndex(of: " "), Self.archNames.contains(String(middle[middle.index(after: space)...])) {
-            arch = String(middle[middle.index(after: space)...])
+        if arch == nil, let space = middle.lastIndex(of: " "), let named = Arch(canonicalName: middle[middle.index(after: space)...]) {
+            arch = named
             middle = String(middle[..<space]).trimmingCharacters(in: .whitespaces)
         }
         let name = middle.isEmpty ? "???" : middle
         let pathRange = line.trimming(close + 1..<line.end)
         let path = pathRange.isEmpty ? nil : line.string(pathRange)
-        let id = ImageIdentifier.validated(
-            line.string(open + 1..<close), image: name, byteCounts: ImageIdentifier.appleByteCounts, warnings: &warnings)
+        let id = BuildID.reported(line.string(open + 1..<close), image: name, lengths: .appleReport, warnings: &warnings)
         // The end address is the image's last byte.
         return BinaryImage(name: name, path: path, id: id, arch: arch, loadAddress: Address(start), size: end - start + 1)
     }
@@ -286,14 +279,9 @@ struct AppleCrashTextParser {
             timestamp: header["Date/Time"], exception: exception, images: images, threads: rawThreads, warnings: warnings.all)
     }
 
-    var arch: String? {
-        if let code = header["Code Type"]?.uppercased() {
-            if code.hasPrefix("X86-64") { return "x86_64" }
-            if code.hasPrefix("ARM-64E") || code.hasPrefix("ARM64E") { return "arm64e" }
-            if code.hasPrefix("ARM-64") || code.hasPrefix("ARM64") { return "arm64" }
-            if code.hasPrefix("X86") { return "i386" }
-            if code.hasPrefix("ARM") { return "arm" }
-        }
+    /// "Code Type: X86-64 (Native)" in its canonical spelling, else the first image's arch.
+    var arch: Arch? {
+        if let code = header["Code Type"].map { Arch($0) }, code.isKnown { return code.canonical }
         return images.first?.arch
     }
 

@@ -34,8 +34,8 @@ public struct AppleIPSFormat: ReportFormat {
             let name = image.name ?? image.path.map(ReportText.basename) ?? "???"
             return BinaryImage(
                 name: name, path: image.path,
-                id: ImageIdentifier.validated(image.uuid, image: name, byteCounts: ImageIdentifier.appleByteCounts, warnings: &warnings),
-                arch: image.arch, loadAddress: image.base.address, size: image.size)
+                id: BuildID.reported(image.uuid, image: name, lengths: .appleReport, warnings: &warnings),
+                arch: image.arch.map { Arch($0) }, loadAddress: image.base.address, size: image.size)
         }
         func frames(_ list: [IPSBody.Frame], context: String) -> [RawFrame] {
             list.enumerated().map { i, frame in
@@ -83,7 +83,7 @@ public struct AppleIPSFormat: ReportFormat {
             build: known(body.bundleInfo?.version) ?? known(header.buildVersion))
         return RawReport(
             format: id, kind: .crash, platform: header.osVersion.map { $0.hasPrefix("macOS") ? "macOS" : "iOS" },
-            arch: images.first?.arch ?? body.cpuType, app: app, os: body.osVersion?.train ?? header.osVersion,
+            arch: images.first?.arch ?? body.cpuType.map { Arch($0) }, app: app, os: body.osVersion?.train ?? header.osVersion,
             timestamp: body.captureTime ?? header.timestamp, exception: exception, images: images, threads: threads,
             warnings: warnings.all)
     }

@@ -21,8 +21,8 @@ public struct KSCrashFormat: ReportFormat {
             let name = path.map(ReportText.basename) ?? "???"
             return BinaryImage(
                 name: name, path: path,
-                id: ImageIdentifier.validated(image.uuid, image: name, byteCounts: ImageIdentifier.appleByteCounts, warnings: &warnings),
-                arch: MachCPU.name(type: image.cpuType, subtype: image.cpuSubtype),
+                id: BuildID.reported(image.uuid, image: name, lengths: .appleReport, warnings: &warnings),
+                arch: image.cpuType.map { Arch(machOCPUType: $0, subtype: image.cpuSubtype ?? 0) },
                 loadAddress: image.imageAddr.address, size: image.imageSize,
                 // Absent means "not reported": the debug file's __TEXT.vmaddr is used instead.
                 vmAddress: image.imageVmaddr?.address)
@@ -51,7 +51,7 @@ public struct KSCrashFormat: ReportFormat {
         let system = report.system
         let os = [system?.systemName, system?.systemVersion].compactMap { $0 }.joined(separator: " ")
         return RawReport(
-            format: id, kind: .crash, platform: system?.systemName, arch: system?.cpuArch,
+            format: id, kind: .crash, platform: system?.systemName, arch: system?.cpuArch.map { Arch($0) },
             app: AppInfo(
                 name: system?.bundleExecutable ?? report.report?.processName,
                 version: system?.bundleShortVersion, build: system?.bundleVersion),

@@ -31,8 +31,8 @@ public struct LagReportFormat: ReportFormat {
             }
             images.append(BinaryImage(
                 name: name, path: image.name,
-                id: ImageIdentifier.validated(image.uuid, image: name, byteCounts: ImageIdentifier.appleByteCounts, warnings: &warnings),
-                arch: image.arch ?? report.arch, loadAddress: image.baseAddr.address, size: image.size, vmAddress: vmAddress))
+                id: BuildID.reported(image.uuid, image: name, lengths: .appleReport, warnings: &warnings),
+                arch: (image.arch ?? report.arch).map { Arch($0) }, loadAddress: image.baseAddr.address, size: image.size, vmAddress: vmAddress))
         }
         guard !images.isEmpty else { throw .invalidReport(format: id, reason: "dyld_images: empty") }
         let samples = (report.samples ?? []).enumerated().map { s, sample in
@@ -54,7 +54,7 @@ public struct LagReportFormat: ReportFormat {
         try LagTree.validate(profile)
         return RawReport(
             // `dyld_images` only exist on Apple platforms; the seed's reports name no platform.
-            format: id, kind: .lag, platform: report.platform ?? "iOS", arch: report.arch,
+            format: id, kind: .lag, platform: report.platform ?? "iOS", arch: report.arch.map { Arch($0) },
             app: report.app.map { AppInfo(name: $0.name, version: $0.version, build: $0.build) }, os: report.os,
             timestamp: report.timestamp?.text, images: images, threads: [],
             lag: LagData(samples: samples, profile: profile), warnings: warnings.all)

@@ -32,8 +32,7 @@ public struct SwiftBacktraceJSONFormat: ReportFormat {
                 size = end.value - base.value
             }
             let name = image.name ?? image.path.map(ReportText.basename) ?? "?"
-            let buildID = ImageIdentifier.validated(
-                image.buildId, image: name, byteCounts: ImageIdentifier.elfByteCounts, warnings: &warnings)
+            let buildID = BuildID.reported(image.buildId, image: name, lengths: .gnu, warnings: &warnings)
             images.append(BinaryImage(name: name, path: image.path, id: buildID, loadAddress: base, size: size))
         }
         var threads: [RawThread] = []
@@ -45,7 +44,7 @@ public struct SwiftBacktraceJSONFormat: ReportFormat {
             warnings.append("\(omitted) images not listed by the runtime")
         }
         return RawReport(
-            format: id, kind: .crash, platform: report.platform, arch: report.architecture,
+            format: id, kind: .crash, platform: report.platform, arch: report.architecture.map { Arch($0) },
             // The runtime lists the main executable first.
             app: images.first.map { AppInfo(name: $0.name) }, os: report.platform,
             timestamp: report.timestamp,

@@ -19,7 +19,7 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
         enum Section { case root, thread, images }
         var section = Section.root
         var exception: ExceptionInfo?
-        var arch: String?
+        var arch: Arch?
         var os: String?
         var threads: [RawThread] = []
         var images: [BinaryImage] = []
@@ -33,7 +33,7 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
             }
             if line.hasPrefix("Platform: ") {
                 let platform = line.string(line.position + "Platform: ".utf8.count..<line.end)
-                arch = platform.split(separator: " ").first.map(String.init)
+                arch = platform.split(separator: " ").first.map { Arch(String($0)) }
                 os = platform.split(separator: " ", maxSplits: 1).dropFirst().first.map(String.init)
                 continue
             }
@@ -157,7 +157,7 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
     }
 
     /// `0x7f…000–0x7f…fff 1a2b… libfoo.so   /usr/lib/libfoo.so` (an en dash between the addresses).
-    static func image(_ line: TextLine, arch: String?, warnings: inout WarningLog) -> BinaryImage? {
+    static func image(_ line: TextLine, arch: Arch?, warnings: inout WarningLog) -> BinaryImage? {
         var cursor = line
         guard let startHex = cursor.hexNumber(), cursor.skip("–"), let endHex = cursor.hexNumber(),
             let start = startHex.value, let end = endHex.value, end >= start, cursor.skipBlanks() > 0
@@ -179,7 +179,7 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
         }
         return BinaryImage(
             name: name, path: path,
-            id: ImageIdentifier.validated(buildID, image: name, byteCounts: ImageIdentifier.elfByteCounts, warnings: &warnings),
+            id: BuildID.reported(buildID, image: name, lengths: .gnu, warnings: &warnings),
             arch: arch, loadAddress: Address(start), size: end - start)
     }
 }

@@ -45,9 +45,9 @@ public struct ExceptionInfo: Codable, Sendable, Hashable {
 public struct BinaryImage: Codable, Sendable, Hashable {
     public var name: String
     public var path: String?
-    /// GNU build-id or Mach-O UUID: lowercase hex, no dashes.
-    public var id: String?
-    public var arch: String?
+    /// GNU build-id or Mach-O UUID.
+    public var id: BuildID?
+    public var arch: Arch?
     /// Lowest mapped address of the image (ELF) or its load address (Mach-O).
     public var loadAddress: Address
     public var size: UInt64?
@@ -55,7 +55,7 @@ public struct BinaryImage: Codable, Sendable, Hashable {
     public var vmAddress: Address?
 
     public init(
-        name: String, path: String? = nil, id: String? = nil, arch: String? = nil,
+        name: String, path: String? = nil, id: BuildID? = nil, arch: Arch? = nil,
         loadAddress: Address, size: UInt64? = nil, vmAddress: Address? = nil
     ) {
         self.name = name
@@ -111,7 +111,7 @@ public struct RawReport: Codable, Sendable, Hashable {
     public var format: String
     public var kind: ReportKind
     public var platform: String?
-    public var arch: String?
+    public var arch: Arch?
     public var app: AppInfo?
     public var os: String?
     public var timestamp: String?
@@ -124,7 +124,7 @@ public struct RawReport: Codable, Sendable, Hashable {
     public var warnings: [String]
 
     public init(
-        format: String, kind: ReportKind, platform: String? = nil, arch: String? = nil,
+        format: String, kind: ReportKind, platform: String? = nil, arch: Arch? = nil,
         app: AppInfo? = nil, os: String? = nil, timestamp: String? = nil,
         exception: ExceptionInfo? = nil, images: [BinaryImage] = [], threads: [RawThread] = [],
         lag: LagData? = nil, warnings: [String] = []

@@ -93,7 +93,7 @@ public struct SymbolicatedReport: Codable, Sendable, Hashable {
     public var missingBuildIds: [String]
     public var app: AppInfo?
     public var os: String?
-    public var arch: String?
+    public var arch: Arch?
     public var timestamp: String?
     public var exception: ExceptionInfo?
     public var images: [BinaryImage]
@@ -104,7 +104,7 @@ public struct SymbolicatedReport: Codable, Sendable, Hashable {
 
     public init(
         id: Int64? = nil, format: String, kind: ReportKind, status: ReportStatus,
-        missingBuildIds: [String], app: AppInfo? = nil, os: String? = nil, arch: String? = nil,
+        missingBuildIds: [String], app: AppInfo? = nil, os: String? = nil, arch: Arch? = nil,
         timestamp: String? = nil, exception: ExceptionInfo? = nil, images: [BinaryImage] = [],
         threads: [SymbolicatedThread], lag: SymbolicatedLag? = nil, warnings: [String] = []
     ) {

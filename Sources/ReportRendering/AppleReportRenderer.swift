@@ -17,7 +17,7 @@ public enum AppleReportRenderer {
         field("Incident Identifier", report.id.map { "stackline-\($0)" })
         field("Process", report.app?.name)
         field("Version", report.app?.version.map { v in report.app?.build.map { "\(v) (\($0))" } ?? v })
-        field("Code Type", report.arch)
+        field("Code Type", report.arch?.name)
         field("OS Version", report.os)
         field("Date/Time", report.timestamp)
         field("Report Format", "\(report.format), \(symbolication(report.status))")
@@ -75,7 +75,7 @@ public enum AppleReportRenderer {
             let endText = hex(end, pad: false).leftPadded(to: 18)
             var line = "\(start) - \(endText) \(image.name)"
             if let arch = image.arch { line += " \(arch)" }
-            line += "  <\(image.id ?? "")>"
+            line += "  <\(image.id?.hex ?? "")>"
             if let path = image.path { line += " \(path)" }
             out.append(line)
         }

@@ -18,7 +18,7 @@ public struct ParsedReportJSON: Encodable {
     }
     var format: String
     var kind: ReportKind
-    var arch: String?
+    var arch: Arch?
     var app: AppInfo?
     var os: String?
     var exception: ExceptionInfo?

@@ -19,7 +19,7 @@ public enum ParsedReportText {
             let end = image.size.map { " - " + hex(image.loadAddress.value &+ $0) } ?? ""
             var line = "  [\(i)] \(hex(image.loadAddress.value))\(end)  \(image.name)"
             if let arch = image.arch { line += "  \(arch)" }
-            line += "  \(image.id ?? "<no id>")"
+            line += "  \(image.id?.hex ?? "<no id>")"
             if let vm = image.vmAddress { line += "  vmaddr \(vm)" }
             if let path = image.path { line += "  \(path)" }
             out.append(line)

@@ -1,12 +1,13 @@
 import DebugInfo
 import Foundation
+import ReportModel
 
 /// One file, or one slice of a fat Mach-O file, validated and described, ready to be stored.
 struct StoreCandidate {
-    /// GNU build-id or Mach-O UUID, lowercase hex.
-    var id: String
+    /// GNU build-id or Mach-O UUID.
+    var id: BuildID
     var name: String
-    var arch: String
+    var arch: Arch
     var kind: String
     var size: UInt64
     var hasDWARF: Bool

@@ -1,12 +1,15 @@
 import DebugInfo
 import Foundation
+import ReportModel
 
 /// Why a file was not stored. Each case reads as one line.
 public enum StoreError: Error, CustomStringConvertible {
     case rejected(ElfError)
     case noBuildID(path: String)
     case io(path: String, reason: String)
-    case notFound(buildID: String)
+    case notFound(buildID: BuildID)
+    /// No stored build-id starts with the digits given.
+    case noPrefixMatch(String)
     case invalidBuildID(String)
     case rejectedMachO(MachOError)
     case multipleSlices(path: String, count: Int)
@@ -33,6 +36,7 @@ public enum StoreError: Error, CustomStringConvertible {
         case .noBuildID(let p): return "\(p): ELF file has no GNU build-id note (link with -Wl,--build-id)"
         case .io(let p, let r): return "\(p): \(r)"
         case .notFound(let id): return "no debug file for build-id \(id) in the store"
+        case .noPrefixMatch(let prefix): return "no debug file whose build-id starts with \(prefix) in the store"
         case .invalidBuildID(let id): return "not a build-id (expected hex digits): \(id)"
         case .notRegularFile(let p, let k): return "\(p): not a regular file (\(k)); only regular files are stored"
         case .symbolicLink(let p): return "\(p): symbolic link inside a directory, bundle or archive, not followed (add its target by name)"
@@ -48,10 +52,10 @@ public enum StoreError: Error, CustomStringConvertible {
 
 /// What the store holds for one build-id.
 public struct StoredDebugFile: Codable, Sendable, Equatable {
-    public var buildId: String
+    public var buildId: BuildID
     /// Base name of the file that was added.
     public var name: String
-    public var arch: String
+    public var arch: Arch
     /// `debug`, `executable`, `shared-object`, …
     public var kind: String
     public var size: UInt64
@@ -110,15 +114,14 @@ public struct SymbolStoreDirectory: Sendable {
 
     private var buildIDRoot: String { root + "/.build-id" }
 
-    private func base(_ id: String) -> String {
-        let prefix = id.prefix(2)
-        return "\(buildIDRoot)/\(prefix)/\(id.dropFirst(2))"
+    private func base(_ id: BuildID) -> String {
+        "\(buildIDRoot)/\(id.hex.prefix(2))/\(id.hex.dropFirst(2))"
     }
 
-    public static func normalize(_ buildID: String) throws(StoreError) -> String {
-        let id = buildID.lowercased().filter { $0 != "-" }
-        guard id.count >= 4, id.allSatisfy(\.isHexDigit) else { throw .invalidBuildID(buildID) }
-        return id
+    /// The id a user typed (`symbols show`, `rm`, `lookup --build-id`, any length a build-id
+    /// note can have), or `.invalidBuildID` naming it.
+    public static func buildID(_ text: String) throws(StoreError) -> BuildID {
+        do { return try BuildID(text, lengths: .anyByteCount) } catch { throw .invalidBuildID(text) }
     }
 
     // MARK: Lookup
@@ -126,37 +129,38 @@ public struct SymbolStoreDirectory: Sendable {
     /// The one stored build-id that starts with `prefix` (at least 4 hex digits; dashes and
     /// case ignored, as everywhere an id is read): a full id names itself even when a longer id
     /// starts with it.
-    public func resolve(prefix: String) throws(StoreError) -> String {
-        let id = try Self.normalize(prefix)
-        if FileManager.default.fileExists(atPath: base(id) + ".json") { return id }
-        let dir = buildIDRoot + "/" + id.prefix(2)
-        let rest = id.dropFirst(2)
+    public func resolve(prefix: String) throws(StoreError) -> BuildID {
+        let digits: String
+        do { digits = try BuildID.hexDigits(prefix) } catch { throw .invalidBuildID(prefix) }
+        guard digits.utf8.count >= 4 else { throw .invalidBuildID(prefix) }
+        if digits.utf8.count % 2 == 0, let id = try? BuildID(digits), entry(buildID: id) != nil { return id }
+        let dir = buildIDRoot + "/" + digits.prefix(2)
+        let rest = digits.dropFirst(2)
         let matches = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
             .filter { $0.hasSuffix(".json") && $0.hasPrefix(rest) }
-            .map { String(id.prefix(2)) + $0.dropLast(5) }
+            .compactMap { try? BuildID(String(digits.prefix(2)) + $0.dropLast(5)) }
             .sorted()
-        guard let match = matches.first else { throw .notFound(buildID: id) }
-        guard matches.count == 1 else { throw .ambiguousBuildID(prefix: prefix, matches: matches) }
+        guard let match = matches.first else {
+            if let id = try? BuildID(digits) { throw .notFound(buildID: id) }
+            throw .noPrefixMatch(prefix)
+        }
+        guard matches.count == 1 else { throw .ambiguousBuildID(prefix: prefix, matches: matches.map(\.hex)) }
         return match
     }
 
-    public func entry(buildID: String) -> StoredDebugFile? {
-        guard let id = try? Self.normalize(buildID),
-            let data = FileManager.default.contents(atPath: base(id) + ".json")
-        else { return nil }
+    public func entry(buildID id: BuildID) -> StoredDebugFile? {
+        guard let data = FileManager.default.contents(atPath: base(id) + ".json") else { return nil }
         return try? Self.decoder.decode(StoredDebugFile.self, from: data)
     }
 
     /// Path of the debug file stored for `buildID`, if any.
-    public func debugFilePath(buildID: String) -> String? {
-        guard let id = try? Self.normalize(buildID) else { return nil }
+    public func debugFilePath(buildID id: BuildID) -> String? {
         let path = base(id) + ".debug"
         return FileManager.default.fileExists(atPath: path) ? path : nil
     }
 
     /// Path of the executable image stored for `buildID`, if any.
-    public func executablePath(buildID: String) -> String? {
-        guard let id = try? Self.normalize(buildID) else { return nil }
+    public func executablePath(buildID id: BuildID) -> String? {
         let path = base(id)
         return FileManager.default.fileExists(atPath: path) ? path : nil
     }
@@ -178,10 +182,8 @@ public struct SymbolStoreDirectory: Sendable {
         return out
     }
 
-    /// Removes every role of the stored file, its sidecar and its lock file. `buildID` may be
-    /// a unique prefix.
-    public func remove(buildID: String) throws(StoreError) -> StoredDebugFile {
-        let id = try resolve(prefix: buildID)
+    /// Removes every role of the stored file, its sidecar and its lock file.
+    public func remove(buildID id: BuildID) throws(StoreError) -> StoredDebugFile {
         guard let entry = entry(buildID: id) else { throw .notFound(buildID: id) }
         let lock = base(id) + ".lock"
         try withLock(lock) { () throws(StoreError) in
@@ -450,13 +452,13 @@ public struct SymbolStoreDirectory: Sendable {
 
     /// True when `path` is a regular file (not a link to one) whose build-id or UUID is `id`:
     /// what the store put there, not something swapped in since.
-    static func holds(_ path: String, id: String) -> Bool {
+    static func holds(_ path: String, id: BuildID) -> Bool {
         guard let file = try? RegularFile(path: path, followingLinks: false) else { return false }
         return identity(of: file) == id
     }
 
     /// The build-id of an ELF file, or the UUID of a thin Mach-O file.
-    public static func identity(of file: RegularFile) -> String? {
+    public static func identity(of file: RegularFile) -> BuildID? {
         switch ObjectFormat.of(file: file) {
         case .machO:
             guard let machO = try? MachOFile(file: file), machO.slices.count == 1 else { return nil }

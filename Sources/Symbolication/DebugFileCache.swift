@@ -1,19 +1,18 @@
 import DebugInfo
+import ReportModel
 import SymbolStore
 
 /// Why a build-id could not be resolved.
 public enum LookupError: Error, CustomStringConvertible, Equatable {
-    case missingDebugFile(buildID: String)
-    case unusableDebugFile(buildID: String, reason: String)
-    case invalidBuildID(String)
+    case missingDebugFile(buildID: BuildID)
+    case unusableDebugFile(buildID: BuildID, reason: String)
     /// The stored file is not the one stored for this build-id (replaced since): never used.
-    case mismatchedDebugFile(buildID: String, found: String?)
+    case mismatchedDebugFile(buildID: BuildID, found: BuildID?)
 
     public var description: String {
         switch self {
         case .missingDebugFile(let id): return "no debug file for build-id \(id) in the store"
         case .unusableDebugFile(let id, let r): return "debug file for build-id \(id) is unusable: \(r)"
-        case .invalidBuildID(let id): return "not a build-id (expected hex digits): \(id)"
         case .mismatchedDebugFile(let id, let found):
             return "debug file stored for build-id \(id) has \(found.map { "build-id \($0)" } ?? "no build-id"): it was replaced after it was stored; not used (add the right file again)"
         }
@@ -27,17 +26,15 @@ public enum LookupError: Error, CustomStringConvertible, Equatable {
 public final class DebugFileCache {
     public let store: SymbolStoreDirectory
     public let capacity: Int
-    private var files: [String: DebugFile] = [:]
-    private var order: [String] = []
+    private var files: [BuildID: DebugFile] = [:]
+    private var order: [BuildID] = []
 
     public init(store: SymbolStoreDirectory, capacity: Int = 32) {
         self.store = store
         self.capacity = max(1, capacity)
     }
 
-    public func file(buildID raw: String) throws(LookupError) -> DebugFile {
-        let id: String
-        do { id = try SymbolStoreDirectory.normalize(raw) } catch { throw .invalidBuildID(raw) }
+    public func file(buildID id: BuildID) throws(LookupError) -> DebugFile {
         if let hit = files[id] {
             if let i = order.firstIndex(of: id) { order.remove(at: i) }
             order.append(id)

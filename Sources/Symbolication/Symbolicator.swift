@@ -36,7 +36,7 @@ public final class Symbolicator {
                 })
         }
         for (i, state) in context.states.enumerated() {
-            if case .unusable? = state, let id = report.images[i].id, !id.isEmpty {
+            if case .unusable? = state, let id = report.images[i].id, !id.hex.isEmpty {
                 warnings.append("image \(report.images[i].name): debug file for \(id) could not be used")
             }
             if case .replaced(_, let reason)? = state {
@@ -85,13 +85,13 @@ public final class Symbolicator {
         mutating func state(ofImage index: Int) -> ImageState {
             if let known = states[index] { return known }
             let state: ImageState
-            if let id = report.images[index].id, !id.isEmpty {
+            if let id = report.images[index].id, !id.hex.isEmpty {
                 do throws(LookupError) {
                     state = .loaded(try cache.file(buildID: id))
                 } catch {
                     switch error {
-                    case .missingDebugFile(let id): state = .missing(id)
-                    case .mismatchedDebugFile(let id, _): state = .replaced(id, reason: error.description)
+                    case .missingDebugFile(let id): state = .missing(id.hex)
+                    case .mismatchedDebugFile(let id, _): state = .replaced(id.hex, reason: error.description)
                     default: state = .unusable
                     }
                 }

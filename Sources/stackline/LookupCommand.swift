@@ -51,18 +51,21 @@ struct LookupCommand: ParsableCommand {
         }
         let file: DebugFile
         if let buildID {
-            var id = buildID
+            let id: BuildID
             do throws(StoreError) { id = try options.store.resolve(prefix: buildID) } catch {
-                // A missing or malformed id is named by the cache below, in the words workers use.
                 if case .ambiguousBuildID = error { throw fail("stackline lookup: \(error.description)") }
+                // A missing id is named by the cache below, in the words workers use.
+                do throws(StoreError) { id = try SymbolStoreDirectory.buildID(buildID) } catch {
+                    throw fail("stackline lookup: \(error.description)")
+                }
             }
             do {
                 file = try DebugFileCache(store: options.store, capacity: 1).file(buildID: id)
             } catch {
-                throw fail("stackline lookup: \(error.description)")
+                throw fail("stackline lookup: \(error)")
             }
         } else {
-            do { file = try DebugFile.open(path: object!, arch: arch) } catch { throw fail("stackline lookup: \(error.description)") }
+            do { file = try DebugFile.open(path: object!, arch: arch.map { Arch($0) }) } catch { throw fail("stackline lookup: \(error.description)") }
         }
         let resolver = AddressResolver(file: file, names: DemangleCache(style: demangle))
         let base = loadAddress.flatMap { Address(parsing: $0)?.value }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ReportModel
 import SymbolStore
 
 /// `stackline symbols …`: the debug-file store.
@@ -84,7 +85,7 @@ struct SymbolsCommand: ParsableCommand {
         }
 
         static func describe(_ e: StoredDebugFile) -> String {
-            var parts = [e.arch, e.kind]
+            var parts = [e.arch.name, e.kind]
             parts.append(e.hasDWARF ? "DWARF" : "no DWARF")
             parts.append(e.hasSymbolTable ? "symtab" : "no symtab")
             return parts.joined(separator: ", ")
@@ -109,7 +110,7 @@ struct SymbolsCommand: ParsableCommand {
             var table = Table("BUILD-ID", "NAME", "ARCH", "SIZE", "DWARF", "SYMTAB", "ADDED")
             for e in entries {
                 table.add(
-                    e.buildId, e.name, e.arch, String(e.size), e.hasDWARF ? "yes" : "no", e.hasSymbolTable ? "yes" : "no",
+                    e.buildId.hex, e.name, e.arch.name, String(e.size), e.hasDWARF ? "yes" : "no", e.hasSymbolTable ? "yes" : "no",
                     e.addedAt.rfc3339)
             }
             print(table.render())
@@ -136,7 +137,7 @@ struct SymbolsCommand: ParsableCommand {
                 return
             }
             var lines = [
-                ("build-id", entry.buildId), ("name", entry.name), ("format", entry.format ?? "elf"), ("arch", entry.arch),
+                ("build-id", entry.buildId.hex), ("name", entry.name), ("format", entry.format ?? "elf"), ("arch", entry.arch.name),
                 ("kind", entry.kind), ("size", String(entry.size)), ("DWARF", entry.hasDWARF ? "yes" : "no"),
                 ("symbol table", entry.hasSymbolTable ? "yes" : "no"), ("added", entry.addedAt.rfc3339),
                 ("source", entry.source), ("debug file", entry.path),
@@ -154,7 +155,7 @@ struct SymbolsCommand: ParsableCommand {
 
         func run() throws {
             let removed: StoredDebugFile
-            do throws(StoreError) { removed = try options.store.remove(buildID: buildID) } catch {
+            do throws(StoreError) { removed = try options.store.remove(buildID: options.store.resolve(prefix: buildID)) } catch {
                 throw fail("stackline symbols rm: \(error.description)")
             }
             if json {
@@ -192,9 +193,9 @@ struct AddedFileJSON: Encodable {
     init(path: String, outcome: String, entry: StoredDebugFile? = nil, reason: String? = nil, error: String? = nil) {
         self.path = path
         self.outcome = outcome
-        buildId = entry?.buildId
+        buildId = entry?.buildId.hex
         name = entry?.name
-        arch = entry?.arch
+        arch = entry?.arch.name
         self.reason = reason
         self.error = error
     }
@@ -219,7 +220,7 @@ extension SymbolsCommand {
 
         func run() throws {
             let store = options.store
-            let missing = try database.open(for: "symbols missing").missingSymbols { store.entry(buildID: $0) != nil }
+            let missing = try database.open(for: "symbols missing").missingSymbols { (try? BuildID($0)).flatMap { store.entry(buildID: $0) } != nil }
             if json {
                 print(try encodeJSON(missing))
                 return

@@ -1,5 +1,6 @@
 import DebugInfo
 import Foundation
+import ReportModel
 import TestSupport
 import Testing
 
@@ -9,11 +10,11 @@ import Testing
     func slicesMatchLLVMTools(path: String) throws {
         let file = try MachOFile(path: path)
         let uuids = try MachOFixtures.uuids(path)
-        #expect(Dictionary(uniqueKeysWithValues: file.slices.map { ($0.arch, $0.uuid) }) == uuids)
+        #expect(Dictionary(uniqueKeysWithValues: file.slices.map { ($0.arch.name, $0.uuid.hex) }) == uuids)
         #expect(file.isFat == (uuids.count > 1))
         for slice in file.slices {
             let debug = try DebugFile(machO: path, arch: slice.arch)
-            #expect(debug.preferredBase == (try MachOFixtures.textVMAddress(path, arch: slice.arch)))
+            #expect(debug.preferredBase == (try MachOFixtures.textVMAddress(path, arch: slice.arch.name)))
             #expect(debug.machO?.uuid == slice.uuid && debug.architecture == slice.arch)
             #expect(debug.elf.hasDWARF == (path != MachOFixtures.executable), "\(path) \(slice.arch)")
             #expect(debug.symbolCount > 0)
@@ -56,7 +57,7 @@ import Testing
             try bytes.write(to: URL(fileURLWithPath: path))
             for arch in ["arm64", "x86_64"] {
                 do {
-                    let file = try DebugFile(machO: path, arch: arch)
+                    let file = try DebugFile(machO: path, arch: Arch(arch))
                     _ = file.frames(at: 0x1_0000_4010)
                 } catch {
                     refused += 1

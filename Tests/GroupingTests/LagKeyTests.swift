@@ -18,7 +18,7 @@ import TestSupport
     static let load = 0x5555_0000_0000 + UInt64.random(in: 0..<0x10_0000) << 12
 
     static func image(_ p: Program) -> BinaryImage {
-        BinaryImage(name: "lagdemo", path: p.binary, id: p.buildID, loadAddress: Address(load))
+        BinaryImage(name: "lagdemo", path: p.binary, id: try? BuildID(p.buildID), loadAddress: Address(load))
     }
 
     static func symbolicate(_ lag: LagData, _ p: Program) throws -> SymbolicatedReport {

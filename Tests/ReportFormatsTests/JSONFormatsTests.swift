@@ -33,7 +33,7 @@ func stringValues(of key: String, in text: String) throws -> [String] {
         #expect(report.images.map(\.loadAddress.value) == (try decimalValues(of: "image_addr", in: text)))
         #expect(report.images.compactMap(\.vmAddress?.value) == (try decimalValues(of: "image_vmaddr", in: text)))
         #expect(report.images.compactMap(\.size) == (try decimalValues(of: "image_size", in: text)))
-        #expect(report.images.map { $0.id ?? "-" } == (try stringValues(of: "uuid", in: text)).map { $0.lowercased().replacingOccurrences(of: "-", with: "") })
+        #expect(report.images.map { $0.id?.hex ?? "-" } == (try stringValues(of: "uuid", in: text)).map { $0.lowercased().replacingOccurrences(of: "-", with: "") })
         #expect(report.images.count == 220)
         // Every backtrace frame, in order, thread after thread.
         #expect(report.threads.flatMap { $0.frames.map(\.address.value) } == (try decimalValues(of: "instruction_addr", in: text)))
@@ -108,7 +108,7 @@ func stringValues(of key: String, in text: String) throws -> [String] {
         func number(_ any: Any?) -> UInt64 { (any as? NSNumber)?.uint64Value ?? .max }
         #expect(report.images.map(\.loadAddress.value) == images.map { number($0["base"]) })
         #expect(report.images.map { $0.size ?? .max } == images.map { number($0["size"]) })
-        #expect(report.images.map(\.arch) == images.map { $0["arch"] as? String })
+        #expect(report.images.map(\.arch?.name) == images.map { $0["arch"] as? String })
         #expect(report.threads.count == threads.count)
         for (ours, theirs) in zip(report.threads, threads) {
             let frames = theirs["frames"] as? [[String: Any]] ?? []
@@ -120,7 +120,7 @@ func stringValues(of key: String, in text: String) throws -> [String] {
             #expect(ours.crashed == (theirs["triggered"] as? Bool ?? false))
         }
         #expect(report.threads[2].crashed)
-        #expect(report.images[3].id == "ab9b94f96cdf3b8eb140fae3cb13d327")
+        #expect(report.images[3].id?.hex == "ab9b94f96cdf3b8eb140fae3cb13d327")
         #expect(report.images[6].id == nil, "an all-zero uuid means unknown")
         #expect(report.exception?.type == "EXC_BAD_ACCESS")
         #expect(report.exception?.faultAddress == Address(0))

@@ -24,7 +24,7 @@ func runtimeJSON(_ data: Data) throws -> [String: Any] {
 
         let binary = try CrashFixture.shared.binary()
         let demo = try #require(report.images.first { $0.path == binary })
-        #expect(demo.id == (try readelfBuildID(binary)))
+        #expect(demo.id?.hex == (try readelfBuildID(binary)))
         #expect(demo.size ?? 0 > 0)
         #expect(report.app?.name == "Demo")
 

@@ -104,8 +104,8 @@ struct SentrySnapshot {
             #expect(ours.name == theirs.name)
             #expect(ours.loadAddress.value == theirs.addr)
             #expect(ours.size == theirs.size + 1)
-            #expect(ours.id == theirs.uuid.replacingOccurrences(of: "-", with: ""))
-            #expect(ours.arch == theirs.arch.trimmingCharacters(in: CharacterSet(charactersIn: "()")))
+            #expect(ours.id?.hex == theirs.uuid.replacingOccurrences(of: "-", with: ""))
+            #expect(ours.arch?.name == theirs.arch.trimmingCharacters(in: CharacterSet(charactersIn: "()")))
             #expect(ours.path == theirs.path)
         }
 

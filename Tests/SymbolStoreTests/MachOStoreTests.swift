@@ -1,5 +1,6 @@
 import DebugInfo
 import Foundation
+import ReportModel
 import SymbolStore
 import TestSupport
 import Testing
@@ -25,10 +26,10 @@ import Testing
         let uuids = try MachOFixtures.uuids(MachOFixtures.dSYMDWARF)
         #expect(uuids.count == 2)
         for (arch, uuid) in uuids {
-            let entry = try #require(store.entry(buildID: uuid), "no entry for \(arch) \(uuid)")
-            #expect(entry.arch == arch && entry.format == "mach-o" && entry.hasDWARF && entry.hasSymbolTable, "\(entry)")
+            let entry = try #require(store.entry(buildID: BuildID(uuid)), "no entry for \(arch) \(uuid)")
+            #expect(entry.arch.name == arch && entry.format == "mach-o" && entry.hasDWARF && entry.hasSymbolTable, "\(entry)")
             #expect(entry.executablePath == nil, "a dSYM holds no code")
-            let stored = try #require(store.debugFilePath(buildID: uuid))
+            let stored = try #require(store.debugFilePath(buildID: BuildID(uuid)))
             #expect(contents(stored) == (try lipoThin(MachOFixtures.dSYMDWARF, arch: arch, into: root)), "\(arch) slice differs from llvm-lipo -thin")
         }
         #expect(store.list().count == 2)
@@ -81,9 +82,9 @@ import Testing
         #expect(first.count == 2 && first.allSatisfy { if case .stored = $0 { true } else { false } }, "\(first)")
         let uuids = try MachOFixtures.uuids(MachOFixtures.executable)
         for (arch, uuid) in uuids {
-            let entry = try #require(store.entry(buildID: uuid))
-            #expect(entry.arch == arch && entry.kind == "executable" && !entry.hasDWARF && entry.hasSymbolTable, "\(entry)")
-            let exe = try #require(store.executablePath(buildID: uuid), "executable role not filled for \(arch)")
+            let entry = try #require(store.entry(buildID: BuildID(uuid)))
+            #expect(entry.arch.name == arch && entry.kind == "executable" && !entry.hasDWARF && entry.hasSymbolTable, "\(entry)")
+            let exe = try #require(store.executablePath(buildID: BuildID(uuid)), "executable role not filled for \(arch)")
             #expect(contents(exe) == (try lipoThin(MachOFixtures.executable, arch: arch, into: root)))
         }
 
@@ -91,7 +92,7 @@ import Testing
         let second = try store.addFile(path: MachOFixtures.dSYMDWARF)
         #expect(second.allSatisfy { if case .upgraded = $0 { true } else { false } }, "\(second)")
         for uuid in uuids.values {
-            let entry = try #require(store.entry(buildID: uuid))
+            let entry = try #require(store.entry(buildID: BuildID(uuid)))
             #expect(entry.hasDWARF && entry.executablePath != nil, "\(entry)")
         }
 

@@ -1,5 +1,6 @@
 import DebugInfo
 import Foundation
+import ReportModel
 import SymbolStore
 import TestSupport
 import Testing
@@ -17,13 +18,13 @@ import Testing
         let order = debugFirst ? [fixture.debugFile!, fixture.stripped!] : [fixture.stripped!, fixture.debugFile!]
         for path in order { _ = try store.add(path: path) }
 
-        let entry = try #require(store.entry(buildID: fixture.buildID!))
+        let entry = try #require(store.entry(buildID: BuildID(fixture.buildID!)))
         #expect(entry.hasDWARF && entry.hasSymbolTable, "\(entry)")
         // The stored .debug file is the objcopy --only-keep-debug output, byte for byte.
-        let debugPath = try #require(store.debugFilePath(buildID: fixture.buildID!))
+        let debugPath = try #require(store.debugFilePath(buildID: BuildID(fixture.buildID!)))
         #expect(contents(debugPath) == contents(fixture.debugFile!))
         // The stripped binary keeps the executable role (gdb's .build-id/ab/cdef without suffix).
-        let executablePath = try #require(store.executablePath(buildID: fixture.buildID!))
+        let executablePath = try #require(store.executablePath(buildID: BuildID(fixture.buildID!)))
         #expect(contents(executablePath) == contents(fixture.stripped!))
     }
 
@@ -46,14 +47,14 @@ import Testing
         DispatchQueue.concurrentPerform(iterations: inputs.count) { i in
             _ = try? store.add(path: inputs[i])
         }
-        let entry = try #require(store.entry(buildID: fixture.buildID!))
+        let entry = try #require(store.entry(buildID: BuildID(fixture.buildID!)))
         #expect(entry.hasDWARF && entry.hasSymbolTable)
-        let storedPath = try #require(store.debugFilePath(buildID: fixture.buildID!))
+        let storedPath = try #require(store.debugFilePath(buildID: BuildID(fixture.buildID!)))
         let stored = try #require(contents(storedPath))
         // Whichever full-quality file won, it is one of the inputs, whole.
         #expect(stored == contents(fixture.debugFile!) || stored == contents(fixture.unstripped))
         #expect(directorySnapshot(root).allSatisfy { !$0.contains(".tmp-") }, "temporary files left behind")
-        #expect(try DebugFile(path: store.debugFilePath(buildID: fixture.buildID!)!).unitCount > 0)
+        #expect(try DebugFile(path: store.debugFilePath(buildID: BuildID(fixture.buildID!))!).unitCount > 0)
     }
 
     @Test func refusalsNameTheProblemAndLeaveTheStoreAlone() throws {
@@ -89,11 +90,11 @@ import Testing
         let store = SymbolStoreDirectory(root: root)
         _ = try store.add(path: fixture.stripped!)
         _ = try store.add(path: fixture.debugFile!)
-        _ = try store.remove(buildID: fixture.buildID!)
-        #expect(store.entry(buildID: fixture.buildID!) == nil)
-        #expect(store.debugFilePath(buildID: fixture.buildID!) == nil)
-        #expect(store.executablePath(buildID: fixture.buildID!) == nil)
+        _ = try store.remove(buildID: BuildID(fixture.buildID!))
+        #expect(try store.entry(buildID: BuildID(fixture.buildID!)) == nil)
+        #expect(try store.debugFilePath(buildID: BuildID(fixture.buildID!)) == nil)
+        #expect(try store.executablePath(buildID: BuildID(fixture.buildID!)) == nil)
         #expect(store.list().isEmpty)
-        #expect(throws: StoreError.self) { try store.remove(buildID: fixture.buildID!) }
+        #expect(throws: StoreError.self) { try store.remove(buildID: BuildID(fixture.buildID!)) }
     }
 }

@@ -39,8 +39,8 @@ import Testing
 
     func report(uuid: String, arch: String, reportArch: String? = nil, load: UInt64, runtime: [UInt64]) -> RawReport {
         RawReport(
-            format: "test", kind: .crash, platform: "iOS", arch: reportArch ?? arch,
-            images: [BinaryImage(name: "Sample", id: uuid, arch: arch, loadAddress: Address(load), size: 0x10_0000)],
+            format: "test", kind: .crash, platform: "iOS", arch: Arch(reportArch ?? arch),
+            images: [BinaryImage(name: "Sample", id: try? BuildID(uuid), arch: Arch(arch), loadAddress: Address(load), size: 0x10_0000)],
             threads: [RawThread(index: 0, crashed: true, frames: runtime.map { RawFrame(address: Address($0), kind: .pc) })])
     }
 

@@ -172,30 +172,9 @@ extension JobDatabase {
             }
         }
     }
-
-    /// Queues reprocessing (low priority) for every report that lacked one of `buildIds` and
-    /// has no job queued or running; one transaction, so a report is never queued twice.
-    /// Returns the report ids queued.
-    public func requeueReports(missing buildIds: [String]) throws -> [Int64] {
-        guard !buildIds.isEmpty else { return [] }
-        return try immediate { db in
-            let now = clock()
-            let ids = try Int64.fetchAll(
-                db,
-                sql: """
-                    SELECT DISTINCT m.report_id FROM missing_symbols m
-                    WHERE m.build_id IN (\(databaseQuestionMarks(count: buildIds.count)))
-                      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = m.report_id
-                                      AND j.state IN ('queued', 'running'))
-                    ORDER BY m.report_id
-                    """,
-                arguments: StatementArguments(buildIds))
-            for id in ids { _ = try Self.insertReprocessingJob(db, reportId: id, now: now) }
-            return ids
-        }
-    }
 }
 
 extension Date {
-    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+    /// A time stored as integer milliseconds since the Unix epoch, as every table stores times.
+    public init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
 }

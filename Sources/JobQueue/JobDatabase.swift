@@ -110,26 +110,6 @@ public final class JobDatabase: Sendable {
         }
     }
 
-    /// Enqueues another job for an existing report at reprocessing priority.
-    public func enqueueReprocessing(reportId: Int64) throws -> Int64 {
-        try immediate { db in
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM reports WHERE id = ?", arguments: [reportId]) == true else {
-                throw JobQueueError.reportNotFound(reportId)
-            }
-            return try Self.insertReprocessingJob(db, reportId: reportId, now: clock())
-        }
-    }
-
-    static func insertReprocessingJob(_ db: Database, reportId: Int64, now: Int64) throws -> Int64 {
-        try db.execute(
-            sql: """
-                INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
-                VALUES (?, 'queued', ?, 0, ?, ?, ?)
-                """,
-            arguments: [reportId, JobPriority.reprocessing, now, now, now])
-        return db.lastInsertedRowID
-    }
-
     // MARK: Claim, heartbeat, complete, fail
 
     /// Claims the best runnable job with one `UPDATE … RETURNING`, so two claimers can never

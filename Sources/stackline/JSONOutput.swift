@@ -18,9 +18,6 @@ func encodeJSON<T: Encodable>(_ value: T) throws -> String {
 }
 
 extension Date {
-    /// A time the queue stores in milliseconds since 1970.
-    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
-
     /// RFC 3339 UTC, the form human output shows times in too.
     var rfc3339: String { ISO8601DateFormatter().string(from: self) }
 }

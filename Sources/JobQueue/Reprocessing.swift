@@ -1,0 +1,49 @@
+import Foundation
+import GRDB
+
+/// Reprocessing: more jobs for reports already stored, at the lowest priority, when a debug
+/// file they lacked arrives or a user asks. The writes live here, apart from the read-only
+/// group queries.
+extension JobDatabase {
+    /// Enqueues another job for an existing report at reprocessing priority.
+    public func enqueueReprocessing(reportId: Int64) throws -> Int64 {
+        try immediate { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM reports WHERE id = ?", arguments: [reportId]) == true else {
+                throw JobQueueError.reportNotFound(reportId)
+            }
+            return try Self.insertReprocessingJob(db, reportId: reportId, now: clock())
+        }
+    }
+
+    static func insertReprocessingJob(_ db: Database, reportId: Int64, now: Int64) throws -> Int64 {
+        try db.execute(
+            sql: """
+                INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
+                VALUES (?, 'queued', ?, 0, ?, ?, ?)
+                """,
+            arguments: [reportId, JobPriority.reprocessing, now, now, now])
+        return db.lastInsertedRowID
+    }
+
+    /// Queues reprocessing (low priority) for every report that lacked one of `buildIds` and
+    /// has no job queued or running; one transaction, so a report is never queued twice.
+    /// Returns the report ids queued.
+    public func requeueReports(missing buildIds: [String]) throws -> [Int64] {
+        guard !buildIds.isEmpty else { return [] }
+        return try immediate { db in
+            let now = clock()
+            let ids = try Int64.fetchAll(
+                db,
+                sql: """
+                    SELECT DISTINCT m.report_id FROM missing_symbols m
+                    WHERE m.build_id IN (\(databaseQuestionMarks(count: buildIds.count)))
+                      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = m.report_id
+                                      AND j.state IN ('queued', 'running'))
+                    ORDER BY m.report_id
+                    """,
+                arguments: StatementArguments(buildIds))
+            for id in ids { _ = try Self.insertReprocessingJob(db, reportId: id, now: now) }
+            return ids
+        }
+    }
+}

@@ -80,7 +80,7 @@ enum DefaultRules {
         ]
       },
       "lag": {
-        "comment": "seeds/002 section 1.6: profile trees larger than maxProfileNodes are trimmed the way the SDK trims them: round k = 1...trimRounds drops nodes (with their subtrees) costing at most k x trimStepMs, until the tree fits.",
+        "comment": "docs/grouping.md, Lag keys: profile trees larger than maxProfileNodes are trimmed the way the SDK trims them: round k = 1...trimRounds drops nodes (with their subtrees) costing at most k x trimStepMs, until the tree fits.",
         "maxProfileDepth": 100,
         "maxProfileNodes": 500,
         "trimStepMs": 5,

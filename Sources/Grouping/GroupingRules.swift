@@ -27,7 +27,7 @@ public struct GroupingRules: Codable, Sendable, Equatable {
         public var images: [String]
     }
 
-    /// The SDK's thread-profile limits (seeds/002 section 一.6).
+    /// The SDK's thread-profile limits (docs/formats.md, "SDK lag report").
     public struct LagRules: Codable, Sendable, Equatable {
         public var maxProfileDepth: Int
         public var maxProfileNodes: Int

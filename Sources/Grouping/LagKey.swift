@@ -1,7 +1,7 @@
 import ReportModel
 
 /// Lag (main-thread hang) grouping, the SDK design's server-side aggregation
-/// (seeds/002 section 一.6): from stack samples, the stack whose (top-frame address, depth)
+/// (docs/formats.md, "SDK lag report"): from stack samples, the stack whose (top-frame address, depth)
 /// recurs most; from a thread-profile tree, the in-app method closest to the top whose cost
 /// dominates its parent's.
 public struct LagKeyMaker: Sendable {

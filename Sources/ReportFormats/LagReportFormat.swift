@@ -2,7 +2,7 @@ import Foundation
 import ReportModel
 
 /// The SDK's lag (main-thread hang) report: `dyld_images` plus main-thread stack `samples`
-/// and/or a `thread_profile` tree (seeds/002 section 一.6). The exact schema is in docs/formats.md.
+/// and/or a `thread_profile` tree (docs/formats.md, "SDK lag report"). The exact schema is in docs/formats.md.
 public struct LagReportFormat: ReportFormat {
     public let id = "sdk-lag"
 

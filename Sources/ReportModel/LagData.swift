@@ -1,5 +1,5 @@
 /// What a lag (main-thread hang) report carries besides threads: the SDK's stack samples
-/// and/or its thread-profile tree (seeds/002 section 一.6).
+/// and/or its thread-profile tree (docs/formats.md, "SDK lag report").
 public struct LagData: Codable, Sendable, Hashable {
     /// Main-thread stacks sampled every ~50 ms, oldest first (the SDK keeps the last 30).
     public var samples: [LagSample]

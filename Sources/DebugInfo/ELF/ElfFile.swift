@@ -2,48 +2,6 @@ import CElfUtils
 import Foundation
 import ReportModel
 
-/// Why an ELF file cannot be used. Each case reads as a one-line reason.
-public enum ElfError: Error, Equatable, CustomStringConvertible {
-    case unreadable(path: String, reason: String)
-    case notELF(path: String)
-    case truncated(path: String, detail: String)
-    case corrupt(path: String, detail: String)
-
-    public var description: String {
-        switch self {
-        case .unreadable(let p, let r): return "\(p): cannot read file: \(r)"
-        case .notELF(let p): return "\(p): not an ELF file"
-        case .truncated(let p, let d): return "\(p): truncated ELF file: \(d)"
-        case .corrupt(let p, let d): return "\(p): corrupt ELF file: \(d)"
-        }
-    }
-}
-
-/// A section header, with its name resolved.
-public struct ElfSection: Sendable {
-    public let index: Int
-    public let name: String
-    public let type: UInt32
-    public let flags: UInt64
-    public let address: UInt64
-    public let offset: UInt64
-    public let size: UInt64
-    public let link: UInt32
-    public let entrySize: UInt64
-
-    public var hasFileContents: Bool { type != UInt32(SHT_NOBITS) && type != UInt32(SHT_NULL) }
-    public var isExecutable: Bool { flags & UInt64(SHF_EXECINSTR) != 0 }
-}
-
-/// A `PT_LOAD` program header.
-public struct LoadSegment: Sendable {
-    public let virtualAddress: UInt64
-    public let memorySize: UInt64
-    public let fileOffset: UInt64
-    public let fileSize: UInt64
-    public let alignment: UInt64
-}
-
 /// An open ELF file: owns the file descriptor, the libelf handle and, when the file has
 /// DWARF, the libdw handle. Every libelf/libdw pointer in Stackline is created and freed here,
 /// and none outlives this object.

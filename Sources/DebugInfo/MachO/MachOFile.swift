@@ -13,13 +13,15 @@ public struct MachOFile: Sendable {
     static let maximumSlices: UInt32 = 64
 
     public init(path: String) throws(MachOError) {
-        let mapped = try MappedFile(path: path)
-        try self.init(path: path, bytes: mapped.contents)
+        let file: RegularFile
+        do { file = try RegularFile(path: path) } catch { throw .unreadable(path: path, reason: error.reason) }
+        try self.init(file: file)
     }
 
     /// Parses the file `file` has open.
     public init(file: RegularFile) throws(MachOError) {
-        let mapped = try MappedFile(file: file)
+        let mapped: MappedFile
+        do { mapped = try MappedFile(file: file) } catch { throw MachOError(error) }
         try self.init(path: file.path, bytes: mapped.contents)
     }
 

@@ -25,7 +25,8 @@ extension DebugFile {
             slice = try file.slice(arch: arch)
         }
         let header = MachOElfImage.headerSize(for: slice)
-        let image = try MappedFile(file: input, headroom: header)
+        let image: MappedFile
+        do { image = try MappedFile(file: input, headroom: header) } catch { throw MachOError(error) }
         // The file was parsed from an earlier mapping: its offsets hold only for the same bytes.
         guard UInt64(image.fileSize) == file.fileSize, let again = try? MachOFile(path: path, bytes: image.contents),
             again.slices == file.slices

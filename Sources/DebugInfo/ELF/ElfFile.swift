@@ -60,11 +60,11 @@ public final class ElfFile {
         try self.init(elf: elf, path: path, fileSize: UInt64(st.st_size), backing: .descriptor(fd))
     }
 
-    /// Opens the ELF image in `image.region` (headroom included). `image` stays alive as
-    /// long as this object, because libelf and libdw point into it.
-    convenience init(image: MappedFile, path: String) throws(ElfError) {
+    /// Opens the ELF image that starts `offset` bytes into `image.region` (in the headroom) and
+    /// runs to its end. `image` stays alive as long as this object, because libelf and libdw point into it.
+    convenience init(image: MappedFile, at offset: Int, path: String) throws(ElfError) {
         _ = Self.libelfReady
-        let region = image.region
+        let region = UnsafeMutableRawBufferPointer(rebasing: image.region[offset...])
         guard let elf = elf_memory(region.baseAddress?.assumingMemoryBound(to: CChar.self), region.count) else {
             throw .corrupt(path: path, detail: "in-memory ELF image refused (\(Self.elfMessage()))")
         }

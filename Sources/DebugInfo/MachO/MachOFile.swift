@@ -1,7 +1,8 @@
 import ReportModel
 
 /// A Mach-O file, thin or fat (universal): its slices, each parsed and checked against the
-/// file's size. Holds no file handle; `DebugFile(machO:)` maps the file again to read it.
+/// file's size. Holds no file handle; `DebugFile` reads slices through `MappedMachO`, which
+/// parses the file once from the mapping it reads DWARF from.
 public struct MachOFile: Sendable {
     public let path: String
     public let fileSize: UInt64

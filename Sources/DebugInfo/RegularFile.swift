@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 
 /// A regular file open for reading. Every input is opened through here: never blocking (a
 /// FIFO or a device is refused from its `fstat`, not waited on), and checked on the open
@@ -19,11 +20,10 @@ public final class RegularFile {
 
     /// Takes ownership of `fd` (closed if it is not a regular file); `path` names it in messages.
     public init(adopting fd: Int32, path: String) throws(RegularFileError) {
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let reason = String(cString: strerror(errno))
+        let st: stat
+        do { st = try SystemCall.status(of: fd, path: path) } catch {
             close(fd)
-            throw RegularFileError(path: path, reason: reason)
+            throw RegularFileError(path: path, reason: error.reason)
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
             close(fd)
@@ -44,7 +44,7 @@ public final class RegularFile {
         while done < count {
             let n = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
             if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw RegularFileError(path: path, reason: "cannot read: \(String(cString: strerror(errno)))") }
+            guard n >= 0 else { throw RegularFileError(path: path, reason: "cannot read: \(SystemCallError.reason(errno: errno))") }
             if n == 0 { break }
             done += n
         }
@@ -52,21 +52,10 @@ public final class RegularFile {
     }
 
     /// What a file mode is, for "not a regular file (a FIFO)".
-    public static func kind(mode: mode_t) -> String {
-        switch mode & S_IFMT {
-        case S_IFREG: return "a regular file"
-        case S_IFDIR: return "a directory"
-        case S_IFLNK: return "a symbolic link"
-        case S_IFIFO: return "a FIFO"
-        case S_IFSOCK: return "a socket"
-        case S_IFCHR: return "a character device"
-        case S_IFBLK: return "a block device"
-        default: return "file type \(String(mode & S_IFMT, radix: 8))"
-        }
-    }
+    public static func kind(mode: mode_t) -> String { FileKind(mode: mode).description }
 
     /// `open`'s errno as a reason; ELOOP under O_NOFOLLOW means the path is a link.
     public static func openFailure(_ code: Int32) -> String {
-        code == ELOOP ? "is a symbolic link, not followed" : String(cString: strerror(code))
+        code == ELOOP ? "is a symbolic link, not followed" : SystemCallError.reason(errno: code)
     }
 }

@@ -1,6 +1,7 @@
 import CElfUtils
 import Foundation
 import ReportModel
+import SystemCalls
 
 /// An open ELF file: owns the file descriptor, the libelf handle and, when the file has
 /// DWARF, the libdw handle. Every libelf/libdw pointer in Stackline is created and freed here,
@@ -45,13 +46,14 @@ public final class ElfFile {
     public convenience init(file: RegularFile) throws(ElfError) {
         _ = Self.libelfReady
         let path = file.path
-        let fd = fcntl(file.descriptor, F_DUPFD_CLOEXEC, 0)
-        guard fd >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let reason = String(cString: strerror(errno))
+        let fd: Int32
+        do { fd = try SystemCall.check("fcntl", path: path) { fcntl(file.descriptor, F_DUPFD_CLOEXEC, 0) } } catch {
+            throw .unreadable(path: path, reason: error.reason)
+        }
+        let st: stat
+        do { st = try SystemCall.status(of: fd, path: path) } catch {
             close(fd)
-            throw .unreadable(path: path, reason: reason)
+            throw .unreadable(path: path, reason: error.reason)
         }
         guard let elf = elf_begin(fd, ELF_C_READ_MMAP, nil) else {
             close(fd)

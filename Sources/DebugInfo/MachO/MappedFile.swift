@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 
 /// A regular file mapped read-only, optionally behind `headroom` writable zero bytes that
 /// precede it in the same contiguous region.
@@ -21,26 +22,35 @@ final class MappedFile {
         self.path = path
         let fd = file.descriptor
         // The size now, not when the file was opened: mapping past the end would fault on access.
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+        let st: stat
+        do { st = try SystemCall.status(of: fd, path: path) } catch { throw .unreadable(path: path, reason: error.reason) }
         guard st.st_size > 0 else { throw .empty(path: path) }
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         headroom = (requested + page - 1) / page * page
         fileSize = Int(st.st_size)
         regionLength = headroom + fileSize
         // Reserve the whole region first so the file can be placed right after the headroom.
-        guard let region = mmap(nil, regionLength, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
-            region != MAP_FAILED
-        else { throw .unreadable(path: path, reason: "cannot map \(regionLength) bytes: \(String(cString: strerror(errno)))") }
+        let region: UnsafeMutableRawPointer
+        do { region = try Self.map(nil, regionLength, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1) } catch {
+            throw .unreadable(path: path, reason: "cannot map \(regionLength) bytes: \(error.reason)")
+        }
         // Private and writable: libelf never writes a native-endian image, but a stray write
         // must not reach the file or fault.
-        let mapped = mmap(region + headroom, fileSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0)
-        guard mapped != MAP_FAILED else {
-            let reason = String(cString: strerror(errno))
+        do { _ = try Self.map(region + headroom, fileSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd) } catch {
             munmap(region, regionLength)
-            throw .unreadable(path: path, reason: "cannot map file: \(reason)")
+            throw .unreadable(path: path, reason: "cannot map file: \(error.reason)")
         }
         base = region
+    }
+
+    /// `mmap` at offset 0, checked: MAP_FAILED is not the -1 or nil `SystemCall.check` knows.
+    private static func map(_ address: UnsafeMutableRawPointer?, _ length: Int, _ protection: Int32, _ flags: Int32, _ fd: Int32)
+        throws(SystemCallError) -> UnsafeMutableRawPointer
+    {
+        try SystemCall.check("mmap") { () -> UnsafeMutableRawPointer? in
+            let mapped = mmap(address, length, protection, flags, fd, 0)
+            return mapped == MAP_FAILED ? nil : mapped
+        }
     }
 
     deinit { munmap(base, regionLength) }

@@ -24,7 +24,11 @@ extension DebugFile {
         } else {
             slice = try file.slice(arch: arch)
         }
-        try self.init(mapping: mapping, slice: file.slices.firstIndex(of: slice)!, symbolsFrom: companion.flatMap { try? MappedMachO(file: $0) })
+        // The slice came out of `file.slices`, so it is found; the guard keeps a crash off this path.
+        guard let index = file.slices.firstIndex(of: slice) else {
+            throw .noSuchArch(path: input.path, arch: slice.arch.name, available: file.architectures.map(\.name))
+        }
+        try self.init(mapping: mapping, slice: index, symbolsFrom: companion.flatMap { try? MappedMachO(file: $0) })
     }
 
     /// Every slice of a Mach-O file, in the file's order, all read from one mapping of it.

@@ -43,8 +43,11 @@ let package = Package(
         .target(name: "ReportModel"),
         .target(name: "Hashing"),
         .target(name: "Grouping", dependencies: ["ReportModel", "Hashing"]),
-        .target(name: "DebugInfo", dependencies: ["CElfUtils", "ReportModel"]),
-        .target(name: "SymbolStore", dependencies: ["DebugInfo", .product(name: "ZIPFoundation", package: "ZIPFoundation")]),
+        // errno-checked system calls, file locks and the directory walk: the one place that calls
+        // strerror or flock (Tests/DebugInfoTests/SystemCallsTests).
+        .target(name: "SystemCalls"),
+        .target(name: "DebugInfo", dependencies: ["CElfUtils", "ReportModel", "SystemCalls"]),
+        .target(name: "SymbolStore", dependencies: ["DebugInfo", "SystemCalls", .product(name: "ZIPFoundation", package: "ZIPFoundation")]),
         .target(
             name: "Symbolication",
             dependencies: ["DebugInfo", "SymbolStore", "ReportModel", "CDemangle"]
@@ -55,11 +58,11 @@ let package = Package(
         .target(name: "ReportRendering", dependencies: ["ReportModel"]),
         .target(
             name: "JobQueue",
-            dependencies: ["ReportModel", "Compression", "Hashing", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["ReportModel", "Compression", "Hashing", "SystemCalls", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // The master↔worker wire format (job and reply frames, length-prefixed framing). A worker
         // links this and never Master: it must not reach JobQueue or GRDB (Tests/ModuleGraphTests).
-        .target(name: "WorkerProtocol", dependencies: ["ReportModel"]),
+        .target(name: "WorkerProtocol", dependencies: ["ReportModel", "SystemCalls"]),
         // The escaping log handler every Stackline process logs through, master and worker alike.
         .target(
             name: "StacklineLogging",
@@ -68,7 +71,7 @@ let package = Package(
         .target(
             name: "Master",
             dependencies: [
-                "JobQueue", "WorkerProtocol", "ReportModel", "ReportFormats",
+                "JobQueue", "WorkerProtocol", "ReportModel", "ReportFormats", "SystemCalls",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -78,7 +81,7 @@ let package = Package(
             name: "stackline",
             dependencies: [
                 "DebugInfo", "SymbolStore", "Symbolication", "ReportModel", "ReportFormats", "ReportRendering",
-                "JobQueue", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping",
+                "JobQueue", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -95,12 +98,12 @@ let package = Package(
             path: "Workers/stackline-worker"
         ),
         // One function per fuzz target: the parsers, the debug-file readers, zip ingest, frames.
-        .target(name: "FuzzTargets", dependencies: ["ReportFormats", "ReportModel", "DebugInfo", "SymbolStore", "WorkerProtocol"]),
+        .target(name: "FuzzTargets", dependencies: ["ReportFormats", "ReportModel", "DebugInfo", "SymbolStore", "WorkerProtocol", "SystemCalls"]),
         // libFuzzer's driver entry point, declared for the -sanitize=fuzzer build only.
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
         .executableTarget(name: "stackline-fuzz", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/stackline-fuzz"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "ReportModel", "TestSupport"]),
+        .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "ReportModel", "SystemCalls", "TestSupport"]),
         .testTarget(name: "SymbolStoreTests", dependencies: ["SymbolStore", "DebugInfo", "ReportModel", "TestSupport"]),
         .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "SymbolStore", "ReportModel", "TestSupport"]),
         .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),

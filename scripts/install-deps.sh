@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
   libdw-dev libelf-dev libsqlite3-dev zlib1g-dev   # linked libraries
-  elfutils llvm-14 lld-14                           # test oracles and fixture tools
+  elfutils llvm-14 lld-14 strace                    # test oracles and fixture tools
   binutils                                          # objcopy for split debug files
   unzip zip python3                                 # test oracles: unzip -l lists zips, zip and python3 build them
   sqlite3                                           # tests check the database with plain SQL

@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 
 /// A private directory for the targets that need their input as a file. One per process,
 /// reused across inputs (libFuzzer runs millions of them), removed by `removeAll()`.
@@ -18,7 +19,7 @@ final class Scratch: @unchecked Sendable {
     func write(_ data: Data, name: String) throws(FuzzFailure) -> String {
         let file = path + "/" + name
         guard FileManager.default.createFile(atPath: file, contents: data) else {
-            throw FuzzFailure("harness: cannot write \(file): \(String(cString: strerror(errno)))")
+            throw FuzzFailure("harness: cannot write \(file): \(SystemCallError.reason(errno: errno))")
         }
         return file
     }

@@ -3,6 +3,7 @@ import Foundation
 import Hashing
 import GRDB
 import ReportModel
+import SystemCalls
 
 /// The SQLite job queue: reports, jobs and results in one WAL database.
 ///
@@ -61,11 +62,9 @@ public final class JobDatabase: Sendable {
     }
 
     private static func withExclusiveLock<T>(_ lockPath: String, _ body: () throws -> T) throws -> T {
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw JobQueueError.lockUnavailable(lockPath, String(cString: strerror(errno))) }
-        defer { close(fd) }
-        guard flock(fd, LOCK_EX) == 0 else { throw JobQueueError.lockUnavailable(lockPath, String(cString: strerror(errno))) }
-        defer { flock(fd, LOCK_UN) }
+        let lock: FileLock
+        do { lock = try FileLock(exclusive: lockPath) } catch { throw JobQueueError.lockUnavailable(lockPath, error.reason) }
+        defer { lock.release() }
         return try body()
     }
 

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import SystemCalls
 internal import WorkerProtocol
 
 /// How a worker process ended.
@@ -42,8 +43,8 @@ public enum WorkerSpawnError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .spawnFailed(let path, let e): "cannot start worker \(path): \(String(cString: strerror(e)))"
-        case .pipeFailed(let e): "cannot create pipe: \(String(cString: strerror(e)))"
+        case .spawnFailed(let path, let e): "cannot start worker \(path): \(SystemCallError.reason(errno: e))"
+        case .pipeFailed(let e): "cannot create pipe: \(SystemCallError.reason(errno: e))"
         }
     }
 }

@@ -1,5 +1,6 @@
 import DebugInfo
 import Foundation
+import SystemCalls
 
 /// A file the store creates itself: never an existing name, never through a symbolic link.
 /// Both the store's files and an unpacked archive's are written through here.
@@ -30,7 +31,7 @@ final class NewFile {
             written += UInt64(done)
             return nil
         }
-        if let failure { throw .io(path: path, reason: "cannot write: \(String(cString: strerror(failure)))") }
+        if let failure { throw .io(path: path, reason: "cannot write: \(SystemCallError.reason(errno: failure))") }
     }
 
     /// Copies `range` of `source` (all of it when nil) from its open descriptor.
@@ -42,7 +43,7 @@ final class NewFile {
             let want = Int(min(UInt64(buffer.count), end - offset))
             let n = buffer.withUnsafeMutableBytes { pread(source.descriptor, $0.baseAddress!, want, off_t(offset)) }
             if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw .io(path: source.path, reason: "cannot read: \(String(cString: strerror(errno)))") }
+            guard n >= 0 else { throw .io(path: source.path, reason: "cannot read: \(SystemCallError.reason(errno: errno))") }
             if n == 0 {
                 guard range == nil else { throw .io(path: source.path, reason: "slice at \(range!.lowerBound) is cut short") }
                 break

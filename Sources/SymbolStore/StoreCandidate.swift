@@ -29,12 +29,10 @@ struct StoreCandidate {
         let name = (path as NSString).lastPathComponent
         switch ObjectFormat.of(file: file) {
         case .machO, .fatMachO:
-            let machO: MachOFile
-            do { machO = try MachOFile(file: file) } catch { throw .rejectedMachO(error) }
+            let machO: MachOFile, debugFiles: [DebugFile]
+            do { (machO, debugFiles) = try DebugFile.slices(machO: file) } catch { throw .rejectedMachO(error) }
             var out: [StoreCandidate] = []
-            for slice in machO.slices {
-                let debug: DebugFile
-                do { debug = try DebugFile(machO: file, uuid: slice.uuid) } catch { throw .rejectedMachO(error) }
+            for (slice, debug) in zip(machO.slices, debugFiles) {
                 out.append(StoreCandidate(
                     id: slice.uuid, name: name, arch: slice.arch, kind: slice.kindDescription, size: slice.size,
                     hasDWARF: debug.elf.hasDWARF, hasSymbolTable: debug.symbolCount > 0, isImage: slice.isImage,

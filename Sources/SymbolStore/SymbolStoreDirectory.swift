@@ -1,6 +1,7 @@
 import DebugInfo
 import Foundation
 import ReportModel
+import SystemCalls
 
 /// Why a file was not stored. Each case reads as one line.
 public enum StoreError: Error, CustomStringConvertible {
@@ -190,7 +191,7 @@ public struct SymbolStoreDirectory: Sendable {
             for suffix in [".json", ".debug", ""] {
                 let path = base(id) + suffix
                 if unlink(path) != 0 && errno != ENOENT {
-                    throw .io(path: path, reason: String(cString: strerror(errno)))
+                    throw .io(path: path, reason: SystemCallError.reason(errno: errno))
                 }
             }
             // Removed while held, so an `add` waiting on it finds the entry gone and starts afresh.
@@ -288,7 +289,7 @@ public struct SymbolStoreDirectory: Sendable {
     /// folder holds many. A file named by `path` itself is never skipped: it is stored or refused.
     public func addTree(path: String, skipped: inout [String]) -> [(path: String, result: Result<AddOutcome, StoreError>)] {
         guard let resolved = realpath(path, nil) else {
-            return [(path, .failure(.rejected(.unreadable(path: path, reason: String(cString: strerror(errno))))))]
+            return [(path, .failure(.rejected(.unreadable(path: path, reason: SystemCallError.reason(errno: errno)))))]
         }
         let real = String(cString: resolved)
         free(resolved)
@@ -296,16 +297,15 @@ public struct SymbolStoreDirectory: Sendable {
         guard fd >= 0 else {
             return [(path, .failure(.rejected(.unreadable(path: path, reason: RegularFile.openFailure(errno)))))]
         }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let reason = String(cString: strerror(errno))
+        let st: stat
+        do { st = try SystemCall.status(of: fd, path: path) } catch {
             close(fd)
-            return [(path, .failure(.rejected(.unreadable(path: path, reason: reason))))]
+            return [(path, .failure(.rejected(.unreadable(path: path, reason: error.reason))))]
         }
         if (st.st_mode & S_IFMT) == S_IFDIR {
             defer { close(fd) }
             var results: Results = []
-            walk(directory: fd, label: path, relative: (real as NSString).lastPathComponent, depth: 0, archive: nil, into: &results, skipped: &skipped)
+            walk(directory: fd, label: path, relative: (real as NSString).lastPathComponent, archive: nil, into: &results, skipped: &skipped)
             return results
         }
         guard (st.st_mode & S_IFMT) == S_IFREG, let file = try? RegularFile(adopting: fd, path: path) else {
@@ -323,67 +323,43 @@ public struct SymbolStoreDirectory: Sendable {
     /// Walks the directory `fd` has open, in name order, through descriptors only: a name
     /// swapped for a link during the walk is refused by `O_NOFOLLOW`, not followed.
     private func walk(
-        directory fd: Int32, label: String, relative: String, depth: Int, archive: String?, into results: inout Results,
+        directory fd: Int32, label: String, relative: String, archive: String?, into results: inout Results,
         skipped: inout [String]
     ) {
-        var names: [String] = []
-        let listing = fcntl(fd, F_DUPFD_CLOEXEC, 0)
-        guard listing >= 0, let dir = fdopendir(listing) else {
-            if listing >= 0 { close(listing) }
-            results.append((label, .failure(.rejected(.unreadable(path: label, reason: String(cString: strerror(errno)))))))
-            return
-        }
-        while let item = readdir(dir) {
-            let name = withUnsafeBytes(of: item.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        closedir(dir)
-        for name in names.sorted() {
-            let path = label + "/" + name
-            let rel = relative + "/" + name
-            var st = stat()
-            guard fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
-                results.append((path, .failure(.rejected(.unreadable(path: path, reason: String(cString: strerror(errno)))))))
-                continue
-            }
-            let type = st.st_mode & S_IFMT
-            if type == S_IFDIR {
-                guard depth < Self.maximumDepth else {
-                    results.append((path, .failure(.tooDeep(path: path, limit: Self.maximumDepth))))
-                    continue
+        DirectoryWalk.walk(directory: fd, label: label, maximumDepth: Self.maximumDepth) { event in
+            switch event {
+            case .failed(let path, let error):
+                // An unopenable directory reads as `open` would say it ("is a symbolic link, not followed").
+                let reason = error.call == "openat" ? RegularFile.openFailure(error.errno) : error.reason
+                results.append((path, .failure(.rejected(.unreadable(path: path, reason: reason)))))
+            case .tooDeep(let path):
+                results.append((path, .failure(.tooDeep(path: path, limit: Self.maximumDepth))))
+            case .entry(let entry):
+                let path = entry.path
+                guard Self.mayHoldDebugInfo(relativePath: ([relative] + entry.components).joined(separator: "/")) else {
+                    skipped.append(path)
+                    return
                 }
-                let sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-                guard sub >= 0 else {
-                    results.append((path, .failure(.rejected(.unreadable(path: path, reason: RegularFile.openFailure(errno))))))
-                    continue
+                if entry.kind == .symbolicLink {
+                    results.append((path, .failure(.symbolicLink(path: path))))
+                    return
                 }
-                walk(directory: sub, label: path, relative: rel, depth: depth + 1, archive: archive, into: &results, skipped: &skipped)
-                close(sub)
-                continue
-            }
-            guard Self.mayHoldDebugInfo(relativePath: rel) else {
-                skipped.append(path)
-                continue
-            }
-            if type == S_IFLNK {
-                results.append((path, .failure(.symbolicLink(path: path))))
-                continue
-            }
-            guard type == S_IFREG else {
-                results.append((path, .failure(.notRegularFile(path: path, kind: RegularFile.kind(mode: st.st_mode)))))
-                continue
-            }
-            let opened = openat(fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            guard opened >= 0 else {
-                results.append((path, .failure(.rejected(.unreadable(path: path, reason: RegularFile.openFailure(errno))))))
-                continue
-            }
-            do throws(RegularFileError) {
-                results += addOne(try RegularFile(adopting: opened, path: path), archive: archive, skipped: &skipped, named: false)
-            } catch {
-                // The name was swapped between fstatat and openat.
-                results.append((path, .failure(error.kind.map { .notRegularFile(path: path, kind: $0) }
-                    ?? .rejected(.unreadable(path: path, reason: error.reason)))))
+                guard entry.kind == .regular else {
+                    results.append((path, .failure(.notRegularFile(path: path, kind: entry.kind.description))))
+                    return
+                }
+                let opened: Int32
+                do throws(SystemCallError) { opened = try entry.open(flags: O_RDONLY | O_NONBLOCK) } catch {
+                    results.append((path, .failure(.rejected(.unreadable(path: path, reason: RegularFile.openFailure(error.errno))))))
+                    return
+                }
+                do throws(RegularFileError) {
+                    results += addOne(try RegularFile(adopting: opened, path: path), archive: archive, skipped: &skipped, named: false)
+                } catch {
+                    // The name was swapped between fstatat and openat.
+                    results.append((path, .failure(error.kind.map { .notRegularFile(path: path, kind: $0) }
+                        ?? .rejected(.unreadable(path: path, reason: error.reason)))))
+                }
             }
         }
     }
@@ -418,12 +394,12 @@ public struct SymbolStoreDirectory: Sendable {
             defer { try? FileManager.default.removeItem(atPath: scratch) }
             let fd = Foundation.open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else {
-                return [(label, .failure(.archive(path: label, reason: "cannot open the unpacked copy: \(String(cString: strerror(errno)))")))]
+                return [(label, .failure(.archive(path: label, reason: "cannot open the unpacked copy: \(SystemCallError.reason(errno: errno))")))]
             }
             defer { close(fd) }
             var results: Results = []
             walk(
-                directory: fd, label: label, relative: (scratch as NSString).lastPathComponent, depth: 0, archive: label,
+                directory: fd, label: label, relative: (scratch as NSString).lastPathComponent, archive: label,
                 into: &results, skipped: &skipped)
             return results
         }
@@ -495,7 +471,7 @@ public struct SymbolStoreDirectory: Sendable {
     private func hardLink(_ existing: String, to destination: String) throws(StoreError) {
         let temp = destination + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         guard link(existing, temp) == 0 else {
-            throw .io(path: destination, reason: "cannot link to \(existing): \(String(cString: strerror(errno)))")
+            throw .io(path: destination, reason: "cannot link to \(existing): \(SystemCallError.reason(errno: errno))")
         }
         try rename(temp, destination)
     }
@@ -510,18 +486,16 @@ public struct SymbolStoreDirectory: Sendable {
 
     private func rename(_ from: String, _ to: String) throws(StoreError) {
         if Foundation.rename(from, to) != 0 {
-            let reason = String(cString: strerror(errno))
+            let reason = SystemCallError.reason(errno: errno)
             unlink(from)
             throw .io(path: to, reason: "cannot rename into place: \(reason)")
         }
     }
 
     private func withLock<T>(_ lockPath: String, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        let fd = Foundation.open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .io(path: lockPath, reason: String(cString: strerror(errno))) }
-        defer { close(fd) }
-        flock(fd, LOCK_EX)
-        defer { flock(fd, LOCK_UN) }
+        let lock: FileLock
+        do { lock = try FileLock(exclusive: lockPath, followingLinks: false) } catch { throw .io(path: lockPath, reason: error.reason) }
+        defer { lock.release() }
         return try body()
     }
 

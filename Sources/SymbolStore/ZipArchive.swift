@@ -1,5 +1,6 @@
 import DebugInfo
 import Foundation
+import SystemCalls
 import ZIPFoundation
 
 /// Unpacks zip archives (dSYM uploads, the way Xcode archives them) in-process with
@@ -53,7 +54,7 @@ enum ZipArchive {
 
         var template = Array((temporary + "/stackline-unzip.XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
-            throw .archive(path: label, reason: "cannot make a temporary directory: \(String(cString: strerror(errno)))")
+            throw .archive(path: label, reason: "cannot make a temporary directory: \(SystemCallError.reason(errno: errno))")
         }
         let directory = String(cString: made)
         do {
@@ -186,7 +187,7 @@ enum ZipArchive {
         let code = errno
         var st = stat()
         guard code == EEXIST, lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw .archive(path: archive, reason: "cannot make directory \(path): \(String(cString: strerror(code)))")
+            throw .archive(path: archive, reason: "cannot make directory \(path): \(SystemCallError.reason(errno: code))")
         }
     }
 

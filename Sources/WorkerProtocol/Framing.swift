@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import SystemCalls
 
 /// Errors of the length-prefixed frame protocol.
 public enum FrameError: Error, Equatable, CustomStringConvertible {
@@ -17,7 +18,7 @@ public enum FrameError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .endOfStream: "end of stream"
         case .tooLarge(let n): "frame of \(n) bytes exceeds the limit of \(Framing.describe(bytes: Framing.maxFrame))"
-        case .io(let op, let e): "\(op) failed: \(String(cString: strerror(e)))"
+        case .io(let op, let e): "\(op) failed: \(SystemCallError.reason(errno: e))"
         }
     }
 }

@@ -2,6 +2,7 @@ import Compression
 import Foundation
 import ReportFormats
 import ReportModel
+import SystemCalls
 
 /// One input of `submit` or `parse`: a file, stdin for `-`, or an entry of a directory that
 /// was refused while listing it (reported in its turn, like a file that fails to load).
@@ -37,37 +38,28 @@ struct ReportInput {
         return inputs
     }
 
-    /// Every non-directory entry under `root`, without following symbolic links. Iterative, so
-    /// a deeply nested tree cannot exhaust the stack.
+    /// Every non-directory entry under `root`, without following symbolic links. The walk holds
+    /// one descriptor per level, so a tree nested deeper than descriptors allow is reported
+    /// as unlistable there, never exhausts the stack.
     private static func walk(_ root: String) -> [ReportInput] {
         var found: [ReportInput] = []
-        var pending = [root]
-        while let directory = pending.popLast() {
-            let names: [String]
-            do {
-                names = try FileManager.default.contentsOfDirectory(atPath: directory)
-            } catch {
-                found.append(ReportInput(
-                    label: directory, source: .refused(.unreadable(directory, "cannot list the directory"))))
-                continue
-            }
-            for name in names {
-                let path = (directory as NSString).appendingPathComponent(name)
-                var info = stat()
-                guard lstat(path, &info) == 0 else {
-                    found.append(ReportInput(label: path, source: .refused(.unreadable(path, lastErrorText()))))
-                    continue
-                }
-                switch info.st_mode & S_IFMT {
-                case S_IFDIR:
-                    pending.append(path)
-                case S_IFLNK:
-                    found.append(ReportInput(label: path, source: .refused(.unreadable(
-                        path, "a symbolic link inside a directory is not followed (name the file itself to submit it)"))))
-                default:
-                    // FIFOs, sockets and devices too: `load` refuses them by type, without blocking.
-                    found.append(ReportInput(label: path, source: .file(path: path, followSymlink: false)))
-                }
+        let unlistable = "cannot list the directory"
+        let fd = open(root, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return [ReportInput(label: root, source: .refused(.unreadable(root, unlistable)))] }
+        defer { close(fd) }
+        DirectoryWalk.walk(directory: fd, label: root, joining: { ($0 as NSString).appendingPathComponent($1) }) { event in
+            switch event {
+            case .failed(let path, let error):
+                let why = error.call == "fstatat" ? error.reason : unlistable
+                found.append(ReportInput(label: path, source: .refused(.unreadable(path, why))))
+            case .tooDeep(let path):
+                found.append(ReportInput(label: path, source: .refused(.unreadable(path, unlistable))))
+            case .entry(let entry) where entry.kind == .symbolicLink:
+                found.append(ReportInput(label: entry.path, source: .refused(.unreadable(
+                    entry.path, "a symbolic link inside a directory is not followed (name the file itself to submit it)"))))
+            case .entry(let entry):
+                // FIFOs, sockets and devices too: `load` refuses them by type, without blocking.
+                found.append(ReportInput(label: entry.path, source: .file(path: entry.path, followSymlink: false)))
             }
         }
         return found.sorted { $0.label < $1.label }
@@ -99,13 +91,13 @@ struct ReportInput {
             if why == ENOENT, lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK {
                 throw SubmitError.unreadable(label, "a symbolic link to a missing file")
             }
-            throw SubmitError.unreadable(label, String(cString: strerror(why)))
+            throw SubmitError.unreadable(label, SystemCallError.reason(errno: why))
         }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw SubmitError.unreadable(label, lastErrorText()) }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            throw SubmitError.unreadable(label, "not a regular file (\(fileKind(info.st_mode)))")
+            throw SubmitError.unreadable(label, "not a regular file (\(FileKind(mode: info.st_mode)))")
         }
         if info.st_size > limit { throw SubmitError.tooLarge(label, limit) }
         // The file may still grow while it is read: the limit applies to what is read.
@@ -146,21 +138,8 @@ struct ReportInput {
     }
 }
 
-/// `strerror(errno)`, for messages.
-private func lastErrorText() -> String { String(cString: strerror(errno)) }
-
-/// What a non-regular file is, for the refusal.
-private func fileKind(_ mode: mode_t) -> String {
-    switch mode & S_IFMT {
-    case S_IFDIR: "a directory"
-    case S_IFIFO: "a FIFO"
-    case S_IFSOCK: "a socket"
-    case S_IFCHR: "a character device"
-    case S_IFBLK: "a block device"
-    case S_IFLNK: "a symbolic link"
-    default: "file type \(String(mode & S_IFMT, radix: 8))"
-    }
-}
+/// The text of the errno the last call set, for messages.
+private func lastErrorText() -> String { SystemCallError.reason(errno: errno) }
 
 /// Why `submit` refused an input.
 enum SubmitError: Error, CustomStringConvertible {

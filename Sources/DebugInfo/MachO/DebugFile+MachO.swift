@@ -13,34 +13,47 @@ extension DebugFile {
 
     /// `init(machO:arch:uuid:symbolsFrom:)` on files already open.
     public convenience init(machO input: RegularFile, arch: Arch? = nil, uuid: BuildID? = nil, symbolsFrom companion: RegularFile? = nil) throws(MachOError) {
-        let path = input.path
+        let mapping = try MappedMachO(file: input)
+        let file = mapping.file
         let slice: MachOSlice
-        let file = try MachOFile(file: input)
         if let uuid {
             guard let s = file.slice(uuid: uuid) else {
-                throw .noSuchArch(path: path, arch: "UUID \(uuid)", available: file.slices.map { "\($0.arch) \($0.uuid)" })
+                throw .noSuchArch(path: input.path, arch: "UUID \(uuid)", available: file.slices.map { "\($0.arch) \($0.uuid)" })
             }
             slice = s
         } else {
             slice = try file.slice(arch: arch)
         }
-        let header = MachOElfImage.headerSize(for: slice)
-        let image = try MappedFile(file: input, headroom: header)
-        // The file was parsed from an earlier mapping: its offsets hold only for the same bytes.
-        guard UInt64(image.fileSize) == file.fileSize, let again = try? MachOFile(path: path, bytes: image.contents),
-            again.slices == file.slices
-        else { throw .unreadable(path: path, reason: "the file changed while it was being opened") }
-        let bytes = MachOElfImage.header(for: slice, fileStart: image.headroom)
-        image.region.copyBytes(from: bytes)
+        // The slice came out of `file.slices`, so it is found; the guard keeps a crash off this path.
+        guard let index = file.slices.firstIndex(of: slice) else {
+            throw .noSuchArch(path: input.path, arch: slice.arch.name, available: file.architectures.map(\.name))
+        }
+        try self.init(mapping: mapping, slice: index, symbolsFrom: companion.flatMap { try? MappedMachO(file: $0) })
+    }
 
+    /// Every slice of a Mach-O file, in the file's order, all read from one mapping of it.
+    public static func slices(machO input: RegularFile) throws(MachOError) -> (file: MachOFile, slices: [DebugFile]) {
+        let mapping = try MappedMachO(file: input)
+        var out: [DebugFile] = []
+        for index in mapping.file.slices.indices {
+            out.append(try DebugFile(mapping: mapping, slice: index, symbolsFrom: nil))
+        }
+        return (mapping.file, out)
+    }
+
+    /// Slice `index` of `mapping`; `companion`'s slice with the same UUID lends its symbols
+    /// when this one has none.
+    private convenience init(mapping: MappedMachO, slice index: Int, symbolsFrom companion: MappedMachO?) throws(MachOError) {
+        let path = mapping.file.path
+        let slice = mapping.file.slices[index]
+        let image = mapping.image
+        let start = mapping.elfImageOffset(slice: index)
         var symbols = SymbolTable(machO: slice, file: ByteReader(bytes: image.contents, bigEndian: false))
-        if symbols.isEmpty, let companion, let other = try? MachOFile(file: companion),
-            let match = other.slice(uuid: slice.uuid), let mapped = try? MappedFile(file: companion)
-        {
-            symbols = SymbolTable(machO: match, file: ByteReader(bytes: mapped.contents, bigEndian: false))
+        if symbols.isEmpty, let companion, let match = companion.file.slice(uuid: slice.uuid) {
+            symbols = SymbolTable(machO: match, file: ByteReader(bytes: companion.image.contents, bigEndian: false))
         }
         do {
-            let elf = try ElfFile(image: image, path: path)
+            let elf = try ElfFile(image: image, at: start, path: path)
             try self.init(elf: elf, symbols: symbols, machO: slice, preferredBase: slice.textVMAddress, architecture: slice.arch)
         } catch {
             throw .corrupt(path: path, detail: "\(slice.arch) DWARF: \(error.description)")

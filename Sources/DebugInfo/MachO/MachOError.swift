@@ -22,3 +22,13 @@ public enum MachOError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
+
+extension MachOError {
+    /// A mapping failure as a Mach-O file's: an empty file is not a Mach-O file.
+    init(_ error: MappedFileError) {
+        switch error {
+        case .empty(let path): self = .notMachO(path: path, detail: "empty file")
+        case .unreadable(let path, let reason): self = .unreadable(path: path, reason: reason)
+        }
+    }
+}

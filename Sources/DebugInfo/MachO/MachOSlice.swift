@@ -1,42 +1,6 @@
 import Foundation
 import ReportModel
 
-/// A section of a Mach-O segment.
-public struct MachOSection: Sendable, Equatable {
-    /// 1-based, in load-command order: the `n_sect` numbering of the symbol table.
-    public let number: Int
-    public let segment: String
-    public let name: String
-    public let address: UInt64
-    public let size: UInt64
-    /// Offset from the start of the slice; 0 for sections without file contents.
-    public let offset: UInt64
-    public let flags: UInt32
-
-    /// Zero-fill sections and the code sections of a dSYM (offset 0) carry no bytes.
-    public var hasFileContents: Bool {
-        let type = flags & 0xff
-        return offset != 0 && size != 0 && type != 0x1 && type != 0xc && type != 0x12
-    }
-}
-
-/// A `LC_SEGMENT_64`.
-public struct MachOSegment: Sendable, Equatable {
-    public let name: String
-    public let vmAddress: UInt64
-    public let vmSize: UInt64
-    public let fileOffset: UInt64
-    public let fileSize: UInt64
-}
-
-/// Where `LC_SYMTAB` says the symbols and their names are, relative to the slice.
-public struct MachOSymtabCommand: Sendable, Equatable {
-    public let symbolOffset: UInt64
-    public let symbolCount: UInt64
-    public let stringOffset: UInt64
-    public let stringSize: UInt64
-}
-
 /// One thin 64-bit little-endian Mach-O image: a whole thin file or one slice of a fat file.
 /// Built only from load commands that were checked against the slice's size.
 public struct MachOSlice: Sendable, Equatable {

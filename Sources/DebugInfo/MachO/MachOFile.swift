@@ -1,7 +1,8 @@
 import ReportModel
 
 /// A Mach-O file, thin or fat (universal): its slices, each parsed and checked against the
-/// file's size. Holds no file handle; `DebugFile(machO:)` maps the file again to read it.
+/// file's size. Holds no file handle; `DebugFile` reads slices through `MappedMachO`, which
+/// parses the file once from the mapping it reads DWARF from.
 public struct MachOFile: Sendable {
     public let path: String
     public let fileSize: UInt64
@@ -13,13 +14,15 @@ public struct MachOFile: Sendable {
     static let maximumSlices: UInt32 = 64
 
     public init(path: String) throws(MachOError) {
-        let mapped = try MappedFile(path: path)
-        try self.init(path: path, bytes: mapped.contents)
+        let file: RegularFile
+        do { file = try RegularFile(path: path) } catch { throw .unreadable(path: path, reason: error.reason) }
+        try self.init(file: file)
     }
 
     /// Parses the file `file` has open.
     public init(file: RegularFile) throws(MachOError) {
-        let mapped = try MappedFile(file: file)
+        let mapped: MappedFile
+        do { mapped = try MappedFile(file: file) } catch { throw MachOError(error) }
         try self.init(path: file.path, bytes: mapped.contents)
     }
 

@@ -1,14 +1,5 @@
 import CElfUtils
 
-/// A function-ish symbol from `.symtab` or `.dynsym`.
-public struct ElfSymbol: Sendable {
-    public let name: String
-    public let address: UInt64
-    public let size: UInt64
-    /// The `STT_FILE` symbol a local symbol follows: the source file, when DWARF has none.
-    public var sourceFile: String? = nil
-}
-
 /// Address-sorted symbols of one ELF file, answering "which symbol covers this address".
 ///
 /// Selection follows llvm-symbolizer so the two agree on the outermost function name: among

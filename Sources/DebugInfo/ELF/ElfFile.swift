@@ -1,48 +1,7 @@
 import CElfUtils
 import Foundation
 import ReportModel
-
-/// Why an ELF file cannot be used. Each case reads as a one-line reason.
-public enum ElfError: Error, Equatable, CustomStringConvertible {
-    case unreadable(path: String, reason: String)
-    case notELF(path: String)
-    case truncated(path: String, detail: String)
-    case corrupt(path: String, detail: String)
-
-    public var description: String {
-        switch self {
-        case .unreadable(let p, let r): return "\(p): cannot read file: \(r)"
-        case .notELF(let p): return "\(p): not an ELF file"
-        case .truncated(let p, let d): return "\(p): truncated ELF file: \(d)"
-        case .corrupt(let p, let d): return "\(p): corrupt ELF file: \(d)"
-        }
-    }
-}
-
-/// A section header, with its name resolved.
-public struct ElfSection: Sendable {
-    public let index: Int
-    public let name: String
-    public let type: UInt32
-    public let flags: UInt64
-    public let address: UInt64
-    public let offset: UInt64
-    public let size: UInt64
-    public let link: UInt32
-    public let entrySize: UInt64
-
-    public var hasFileContents: Bool { type != UInt32(SHT_NOBITS) && type != UInt32(SHT_NULL) }
-    public var isExecutable: Bool { flags & UInt64(SHF_EXECINSTR) != 0 }
-}
-
-/// A `PT_LOAD` program header.
-public struct LoadSegment: Sendable {
-    public let virtualAddress: UInt64
-    public let memorySize: UInt64
-    public let fileOffset: UInt64
-    public let fileSize: UInt64
-    public let alignment: UInt64
-}
+import SystemCalls
 
 /// An open ELF file: owns the file descriptor, the libelf handle and, when the file has
 /// DWARF, the libdw handle. Every libelf/libdw pointer in Stackline is created and freed here,
@@ -87,13 +46,14 @@ public final class ElfFile {
     public convenience init(file: RegularFile) throws(ElfError) {
         _ = Self.libelfReady
         let path = file.path
-        let fd = fcntl(file.descriptor, F_DUPFD_CLOEXEC, 0)
-        guard fd >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let reason = String(cString: strerror(errno))
+        let fd: Int32
+        do { fd = try SystemCall.check("fcntl", path: path) { fcntl(file.descriptor, F_DUPFD_CLOEXEC, 0) } } catch {
+            throw .unreadable(path: path, reason: error.reason)
+        }
+        let st: stat
+        do { st = try SystemCall.status(of: fd, path: path) } catch {
             close(fd)
-            throw .unreadable(path: path, reason: reason)
+            throw .unreadable(path: path, reason: error.reason)
         }
         guard let elf = elf_begin(fd, ELF_C_READ_MMAP, nil) else {
             close(fd)
@@ -102,11 +62,11 @@ public final class ElfFile {
         try self.init(elf: elf, path: path, fileSize: UInt64(st.st_size), backing: .descriptor(fd))
     }
 
-    /// Opens the ELF image in `image.region` (headroom included). `image` stays alive as
-    /// long as this object, because libelf and libdw point into it.
-    convenience init(image: MappedFile, path: String) throws(ElfError) {
+    /// Opens the ELF image that starts `offset` bytes into `image.region` (in the headroom) and
+    /// runs to its end. `image` stays alive as long as this object, because libelf and libdw point into it.
+    convenience init(image: MappedFile, at offset: Int, path: String) throws(ElfError) {
         _ = Self.libelfReady
-        let region = image.region
+        let region = UnsafeMutableRawBufferPointer(rebasing: image.region[offset...])
         guard let elf = elf_memory(region.baseAddress?.assumingMemoryBound(to: CChar.self), region.count) else {
             throw .corrupt(path: path, detail: "in-memory ELF image refused (\(Self.elfMessage()))")
         }

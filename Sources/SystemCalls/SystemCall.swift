@@ -1,0 +1,38 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// errno-checked system calls: each runs a call that returns -1 (or nil) and sets errno on
+/// failure, reads errno before anything else can change it, retries `EINTR`, and throws a
+/// `SystemCallError` naming the call and the path.
+public enum SystemCall {
+    /// Runs `body` until it does not fail with `EINTR`; -1 becomes a `SystemCallError`.
+    @inline(never) @discardableResult
+    public static func check<T: FixedWidthInteger>(_ call: String, path: String? = nil, _ body: () -> T) throws(SystemCallError) -> T {
+        while true {
+            let result = body()
+            guard result == -1 else { return result }
+            let code = errno
+            guard code == EINTR else { throw SystemCallError(call: call, path: path, errno: code) }
+        }
+    }
+
+    /// `check` for calls that return a pointer, nil on failure.
+    @inline(never)
+    public static func check<T>(_ call: String, path: String? = nil, _ body: () -> T?) throws(SystemCallError) -> T {
+        while true {
+            if let result = body() { return result }
+            let code = errno
+            guard code == EINTR else { throw SystemCallError(call: call, path: path, errno: code) }
+        }
+    }
+
+    /// The `stat` of what `fd` has open.
+    public static func status(of fd: Int32, path: String? = nil) throws(SystemCallError) -> stat {
+        var info = stat()
+        try check("fstat", path: path) { fstat(fd, &info) }
+        return info
+    }
+}

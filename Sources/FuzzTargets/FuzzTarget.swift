@@ -23,9 +23,9 @@ public struct FuzzTarget: Sendable {
     @discardableResult
     public func run(_ data: Data) throws(FuzzFailure) -> String { try body(data) }
 
-    /// STACKLINE_FUZZ_VALID_UTF8_ONLY=1: the report targets (and the frame target's reports) skip report bytes that are not valid UTF-8. A known
-    /// crash on such bytes (the JSON5 decoder, issue 10 defect 1) otherwise ends every
-    /// run of the JSON targets within seconds and hides everything behind it.
+    /// STACKLINE_FUZZ_VALID_UTF8_ONLY=1: the report targets (and the reports in frames) skip
+    /// bytes that are not valid UTF-8. A known crash on such bytes (the JSON5 decoder, issue 10
+    /// defect 1) otherwise ends every run of the JSON targets within seconds.
     static let validUTF8Only = ProcessInfo.processInfo.environment["STACKLINE_FUZZ_VALID_UTF8_ONLY"] == "1"
 
     static func isValidUTF8(_ data: Data) -> Bool { String(validating: data, as: UTF8.self) != nil }

@@ -68,6 +68,8 @@ let package = Package(
             name: "StacklineLogging",
             dependencies: ["ReportModel", .product(name: "Logging", package: "swift-log")]
         ),
+        // Where a request becomes a job: raw bytes split, parsed, tagged and stored (submit, HTTP ingest).
+        .target(name: "Intake", dependencies: ["JobQueue", "ReportFormats", "ReportModel"]),
         .target(
             name: "Master",
             dependencies: [
@@ -82,6 +84,7 @@ let package = Package(
             dependencies: [
                 "DebugInfo", "SymbolStore", "Symbolication", "ReportModel", "ReportFormats", "ReportRendering",
                 "JobQueue", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
+                "Intake",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

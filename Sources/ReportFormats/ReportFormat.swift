@@ -8,6 +8,13 @@ public protocol ReportFormat: Sendable {
     /// True when `data` looks like this format. Must be cheap: it runs on every submission.
     func matches(_ data: Data) -> Bool
     func parse(_ data: Data) throws(ReportParseError) -> RawReport
+    /// The reports inside one input, as byte ranges of it, in order: a logcat capture with two
+    /// tombstones holds two. Each part is stored and parsed on its own. Most formats hold one.
+    func split(_ data: Data) -> [Data]
+}
+
+extension ReportFormat {
+    public func split(_ data: Data) -> [Data] { [data] }
 }
 
 /// Why bytes could not be turned into a `RawReport`. These are input errors: retrying cannot help.
@@ -74,6 +81,27 @@ public struct FormatRegistry: Sendable {
         throw .formatNotDetected(data.isEmpty ? "input is empty" : "not a known report format")
     }
 
+    /// Detects the format, splits the input into the reports it holds and parses each one. Every
+    /// part comes back with its own bytes (what gets stored for it) and its own outcome, so one
+    /// malformed crash in a capture never costs its neighbours. Throws only when the input as a
+    /// whole is not a report.
+    public func detectAndParseAll(_ data: Data) throws(ReportParseError) -> [ReportPart] {
+        try Self.checkSize(data)
+        guard let format = detect(data) else {
+            _ = try detectAndParse(data)  // throws the precise reason
+            return []
+        }
+        let pieces = format.split(data)
+        if pieces.count <= 1 { return [ReportPart(data: data, format: format.id, outcome: .success(try Self.checked(format.parse(data))))] }
+        return pieces.map { piece in
+            do throws(ReportParseError) {
+                return ReportPart(data: piece, format: format.id, outcome: .success(try Self.checked(format.parse(piece))))
+            } catch {
+                return ReportPart(data: piece, format: format.id, outcome: .failure(error))
+            }
+        }
+    }
+
     /// Parses bytes stored with format `id`.
     public func parse(_ data: Data, format id: String) throws(ReportParseError) -> RawReport {
         guard let format = format(id: id) else { throw .unknownFormat(id) }
@@ -105,6 +133,14 @@ public struct FormatRegistry: Sendable {
         }
         return report
     }
+}
+
+/// One report of an input that may hold several (`FormatRegistry.detectAndParseAll`).
+public struct ReportPart: Sendable {
+    /// This report's own bytes: a slice of the input, or all of it.
+    public var data: Data
+    public var format: String
+    public var outcome: Result<RawReport, ReportParseError>
 }
 
 /// Counts what a report holds as it is parsed, so a text parser can stop at the first limit

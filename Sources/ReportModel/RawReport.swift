@@ -83,11 +83,22 @@ public struct RawFrame: Codable, Sendable, Hashable {
     /// True when the report's address for this frame could not be read (it is then 0, and the
     /// parser said why in a warning): the frame is shown as `malformed`, never looked up.
     public var malformed: Bool?
-    public init(address: Address, kind: FrameKind, imageIndex: Int? = nil, malformed: Bool? = nil) {
+    /// The name the device already resolved this frame to (`JSValueIsString + 155`), as the report
+    /// printed it. Kept so a frame without a debug file still has a name (`FrameStatus.deviceSymbol`);
+    /// a debug file in the store always wins over it.
+    public var symbol: String?
+    /// Distance from `symbol`'s start, when the report gives one.
+    public var symbolOffset: UInt64?
+    public init(
+        address: Address, kind: FrameKind, imageIndex: Int? = nil, malformed: Bool? = nil,
+        symbol: String? = nil, symbolOffset: UInt64? = nil
+    ) {
         self.address = address
         self.kind = kind
         self.imageIndex = imageIndex
         self.malformed = malformed
+        self.symbol = symbol
+        self.symbolOffset = symbolOffset
     }
 }
 
@@ -97,11 +108,15 @@ public struct RawThread: Codable, Sendable, Hashable {
     public var name: String?
     public var crashed: Bool
     public var frames: [RawFrame]
-    public init(index: Int, name: String? = nil, crashed: Bool = false, frames: [RawFrame]) {
+    /// Which part of a composite report the thread comes from, e.g. `recrash` for the threads of
+    /// KSCrash's "handler crashed while reporting" section. Nil for the report proper.
+    public var part: String?
+    public init(index: Int, name: String? = nil, crashed: Bool = false, frames: [RawFrame], part: String? = nil) {
         self.index = index
         self.name = name
         self.crashed = crashed
         self.frames = frames
+        self.part = part
     }
 }
 

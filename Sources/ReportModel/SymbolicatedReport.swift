@@ -6,6 +6,8 @@ public enum FrameStatus: String, Codable, Sendable {
     case noLineInfo
     /// The image is known but its debug file is not in the store.
     case missingDebugFile
+    /// No debug file, but the report carried the name the device resolved (`function`, `offset`).
+    case deviceSymbol
     /// The debug file is there but nothing covers this address.
     case noSymbol
     /// The address lies in no image of the report.
@@ -76,11 +78,14 @@ public struct SymbolicatedThread: Codable, Sendable, Hashable {
     public var name: String?
     public var crashed: Bool
     public var frames: [SymbolicatedFrame]
-    public init(index: Int, name: String? = nil, crashed: Bool, frames: [SymbolicatedFrame]) {
+    /// `RawThread.part`: which part of a composite report the thread comes from.
+    public var part: String?
+    public init(index: Int, name: String? = nil, crashed: Bool, frames: [SymbolicatedFrame], part: String? = nil) {
         self.index = index
         self.name = name
         self.crashed = crashed
         self.frames = frames
+        self.part = part
     }
 }
 

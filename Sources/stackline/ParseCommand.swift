@@ -28,30 +28,51 @@ struct ParseCommand: ParsableCommand {
     var maxSize = Zlib.defaultLimit
 
     func run() throws {
-        let report: RawReport
+        let parts: [ReportPart]
         do {
             let item = ReportInput.expand([input])
             guard item.count == 1 else { throw fail("stackline parse: \(input): give one file, not a directory") }
             let data = try item[0].load(limit: maxSize)
-            report = try FormatRegistry.standard.detectAndParse(data)
+            parts = try FormatRegistry.standard.detectAndParseAll(data)
         } catch let error as SubmitError {
             throw fail("stackline parse: \(error)")
         } catch let error as ReportParseError {
             throw fail("stackline parse: \(input): \(error)")
         }
+        // A capture with several crashes prints each (JSON: an array); `submit` stores each.
+        var outputs: [String] = []
+        var failed = false
+        for (n, part) in parts.enumerated() {
+            let label = parts.count == 1 ? input : "\(input)#\(n + 1)"
+            switch part.outcome {
+            case .failure(let error):
+                printError("stackline parse: \(label): \(error)")
+                failed = true
+            case .success(let report):
+                let text = try render(report)
+                outputs.append(parts.count > 1 && !json ? "=== report \(n + 1) of \(parts.count) ===\n\(text)" : text)
+            }
+        }
+        if json && parts.count > 1 {
+            print("[\n" + outputs.joined(separator: ",\n") + "\n]")
+        } else {
+            for output in outputs { print(output) }
+        }
+        if failed { throw ExitCode(1) }
+    }
+
+    private func render(_ report: RawReport) throws -> String {
         if summary {
             let frames = report.threads.reduce(0) { $0 + $1.frames.count }
                 + (report.lag?.samples.reduce(0) { $0 + $1.frames.count } ?? 0)
             if json {
-                print(try encodeJSON(ParseSummaryJSON(
+                return try encodeJSON(ParseSummaryJSON(
                     format: report.format, images: report.images.count, threads: report.threads.count, frames: frames,
-                    warnings: report.warnings.count)))
-            } else {
-                print("\(report.format): \(report.images.count) images, \(report.threads.count) threads, \(frames) frames, \(report.warnings.count) warnings")
+                    warnings: report.warnings.count))
             }
-            return
+            return "\(report.format): \(report.images.count) images, \(report.threads.count) threads, \(frames) frames, \(report.warnings.count) warnings"
         }
-        print(json ? try ParsedReportJSON.render(report) : ParsedReportText.render(report))
+        return json ? try ParsedReportJSON.render(report) : ParsedReportText.render(report)
     }
 }
 

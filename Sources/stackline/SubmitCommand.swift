@@ -1,6 +1,7 @@
 import ArgumentParser
 import Compression
 import Foundation
+import Intake
 import JobQueue
 import ReportFormats
 import ReportModel
@@ -58,11 +59,24 @@ struct SubmitCommand: ParsableCommand {
 
         for item in items {
             do {
-                let outcome = try submit(item, registry: registry, db: db)
-                entries.append(Submission(input: item.label, outcome: .stored(outcome)))
-                if !json { printLine(items.count == 1 ? "\(outcome.reportId)" : "\(outcome.reportId)\t\(item.label)") }
-                if outcome.duplicate {
-                    printError("\(item.label): identical to report \(outcome.reportId); nothing queued")
+                let outcomes = try submit(item, registry: registry, db: db)
+                // A capture holding several crashes is stored as one report each: `label#N`.
+                for (n, outcome) in outcomes.enumerated() {
+                    let label = outcomes.count == 1 ? item.label : "\(item.label)#\(n + 1)"
+                    switch outcome {
+                    case .stored(let stored, _):
+                        entries.append(Submission(input: label, outcome: .stored(stored)))
+                        if !json {
+                            printLine(items.count == 1 && outcomes.count == 1 ? "\(stored.reportId)" : "\(stored.reportId)\t\(label)")
+                        }
+                        if stored.duplicate {
+                            printError("\(label): identical to report \(stored.reportId); nothing queued")
+                        }
+                    case .refused(let error):
+                        let message = "\(SubmitError.unparseable(label, error))"
+                        printError("stackline submit: \(message)")
+                        entries.append(Submission(input: label, outcome: .refused(message)))
+                    }
                 }
             } catch {
                 // Anything one input provokes (a database error storing it, say) is that input's
@@ -84,18 +98,13 @@ struct SubmitCommand: ParsableCommand {
         if failed || entries.contains(where: { $0.reportId == nil }) { throw ExitCode(1) }
     }
 
-    private func submit(_ item: ReportInput, registry: FormatRegistry, db: JobDatabase) throws -> SubmitOutcome {
+    private func submit(_ item: ReportInput, registry: FormatRegistry, db: JobDatabase) throws -> [ReportIntake.Outcome] {
         let data = try item.load(limit: maxSize)
         do {
-            let report = try registry.detectAndParse(data)
-            return try db.submit(NewReport(
-                raw: data, format: report.format, kind: report.kind, app: report.app?.name ?? app,
-                version: report.app?.version ?? version))
+            return try ReportIntake(db: db, registry: registry).submit(
+                data, defaults: .init(app: app, version: version), acceptUnparsed: acceptUnparsed)
         } catch let error as ReportParseError {
-            guard acceptUnparsed else { throw SubmitError.unparseable(item.label, error) }
-            return try db.submit(NewReport(
-                raw: data, format: "unparsed", kind: .crash, app: app, version: version,
-                rejectedBecause: "input error: \(error)"))
+            throw SubmitError.unparseable(item.label, error)
         }
     }
 

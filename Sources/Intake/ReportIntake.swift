@@ -1,0 +1,60 @@
+import Foundation
+import JobQueue
+import ReportFormats
+import ReportModel
+
+/// Where raw report bytes become stored reports and queued jobs: `stackline submit` and the
+/// HTTP ingest endpoints both come through here, so both split, parse, tag and refuse alike.
+public struct ReportIntake: Sendable {
+    /// What the sender says about reports that do not say it themselves.
+    public struct Defaults: Sendable {
+        public var app: String?
+        public var version: String?
+        public init(app: String? = nil, version: String? = nil) {
+            self.app = app
+            self.version = version
+        }
+    }
+
+    /// What happened to one report of an input.
+    public enum Outcome: Sendable {
+        case stored(SubmitOutcome, format: String)
+        /// This part could not be parsed; its neighbours are unaffected.
+        case refused(ReportParseError)
+    }
+
+    public let db: JobDatabase
+    public let registry: FormatRegistry
+
+    public init(db: JobDatabase, registry: FormatRegistry = .standard) {
+        self.db = db
+        self.registry = registry
+    }
+
+    /// Stores every report the (already decompressed) bytes hold. Throws `ReportParseError` when
+    /// the input as a whole is no report and `acceptUnparsed` is false; with it, such input is
+    /// stored as format `unparsed` with its job already failed, so nothing sent is lost.
+    public func submit(_ data: Data, defaults: Defaults = Defaults(), acceptUnparsed: Bool = false) throws -> [Outcome] {
+        let parts: [ReportPart]
+        do {
+            parts = try registry.detectAndParseAll(data)
+        } catch {
+            guard acceptUnparsed else { throw error }
+            let outcome = try db.submit(NewReport(
+                raw: data, format: "unparsed", kind: .crash, app: defaults.app, version: defaults.version,
+                rejectedBecause: "input error: \(error)"))
+            return [.stored(outcome, format: "unparsed")]
+        }
+        return try parts.map { part in
+            switch part.outcome {
+            case .success(let report):
+                let outcome = try db.submit(NewReport(
+                    raw: part.data, format: report.format, kind: report.kind,
+                    app: report.app?.name ?? defaults.app, version: report.app?.version ?? defaults.version))
+                return .stored(outcome, format: report.format)
+            case .failure(let error):
+                return .refused(error)
+            }
+        }
+    }
+}

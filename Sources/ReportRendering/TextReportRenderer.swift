@@ -106,12 +106,11 @@ public enum TextReportRenderer {
         return text
     }
 
-    /// A crash message under its label, one line each, continuation lines indented.
+    /// A crash message under its label on one line: its own line breaks print escaped (`\n`), so
+    /// a message can never add lines that pass for lines of the report.
     public static func messageLines(_ message: String?, label: String) -> [String] {
-        guard let message else { return [] }
-        let lines = message.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.allSatisfy(\.isWhitespace) }
-        guard let first = lines.first else { return [] }
-        return ["\(label) \(first)"] + lines.dropFirst().map { "  \($0)" }
+        guard let message = message?.trimmingCharacters(in: .whitespacesAndNewlines), !message.isEmpty else { return [] }
+        return ["\(label) \(message)"]
     }
 
     /// `ID  NAME  PATH` for a missing debug file: the image the report gives that id, so the

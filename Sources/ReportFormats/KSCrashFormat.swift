@@ -3,20 +3,36 @@ import ReportModel
 
 /// KSCrash's JSON report (raw or processed): `binary_images`, `crash.threads[].backtrace`,
 /// `crash.error`, `system`. Addresses are decimal integers up to 2^64−1, decoded exactly.
+///
+/// Besides crashes it reads the variants KSCrash writes with the same skeleton (docs/formats.md,
+/// "KSCrash"): a main-thread hang (`crash.error.type: hang`) and a 2.x profile
+/// (`crash.error.type: profile`) are lag reports; a termination with no threads and no images
+/// (`memory_termination`, watchdog kills) is a crash with no stack; `recrash_report` ("handler
+/// crashed while reporting") becomes threads of part `recrash`.
 public struct KSCrashFormat: ReportFormat {
     public let id = "kscrash"
+
+    /// The part label of the threads in `recrash_report`.
+    public static let recrashPart = "recrash"
 
     public init() {}
 
     public func matches(_ data: Data) -> Bool {
-        JSONText.looksLikeJSON(data) && JSONText.head(data, contains: "\"binary_images\"")
-            && JSONText.head(data, contains: "\"image_addr\"")
+        guard JSONText.looksLikeJSON(data) else { return false }
+        if JSONText.head(data, contains: "\"binary_images\"") && JSONText.head(data, contains: "\"image_addr\"") { return true }
+        // Termination and profile reports may carry no images; the `crash` object next to the
+        // app's `system` block (or the `report` header's process name) is KSCrash's skeleton.
+        return JSONText.head(data, contains: "\"crash\"")
+            && (JSONText.head(data, contains: "\"CFBundleExecutable\"") || JSONText.head(data, contains: "\"process_name\""))
     }
 
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
         let report = try ExactJSON.decode(KSReport.self, from: data, format: id)
         var warnings = WarningLog()
-        let images = (report.binaryImages ?? []).map { image in
+        guard let crash = report.crash else {
+            throw .invalidReport(format: id, reason: "crash: missing (expected crash.threads and crash.error)")
+        }
+        var images = (report.binaryImages ?? []).map { image in
             let path = image.name
             let name = path.map(ReportText.basename) ?? "???"
             return BinaryImage(
@@ -27,42 +43,167 @@ public struct KSCrashFormat: ReportFormat {
                 // Absent means "not reported": the debug file's __TEXT.vmaddr is used instead.
                 vmAddress: image.imageVmaddr?.address)
         }
-        guard let crash = report.crash else {
-            throw .invalidReport(format: id, reason: "crash: missing (expected crash.threads and crash.error)")
-        }
+        // Profile reports (and reports cut short) name each frame's image only in the frame:
+        // `object_name`, `object_addr`, `object_uuid`. Those become the images.
+        var frameImages = FrameImages(enabled: images.isEmpty)
+
+        let error = crash.error
+        let kind = error?.type
         var threads: [RawThread] = []
         for (position, thread) in (crash.threads ?? []).enumerated() {
-            let index = thread.index ?? position
-            let contents = thread.backtrace?.contents ?? []
-            if let skipped = thread.backtrace?.skipped, skipped > 0 {
-                warnings.append("thread \(index): \(skipped) frames skipped by KSCrash")
-            }
-            let frames = contents.enumerated().map { i, frame in
-                frame.instructionAddr.frame(
-                    kind: i == 0 ? .pc : .returnAddress, context: "thread \(index) frame \(i)", warnings: &warnings)
-            }
-            threads.append(RawThread(
-                index: index, name: thread.name ?? thread.dispatchQueue, crashed: thread.crashed ?? false, frames: frames))
+            threads.append(self.thread(thread, position: position, part: nil, images: &frameImages, warnings: &warnings))
         }
-        guard !threads.isEmpty else {
-            throw .invalidReport(format: id, reason: "crash.threads: missing or empty")
+        if let recrash = report.recrashReport?.crash {
+            // The handler's own crash: its threads keep their indices under their own part, and
+            // never count as the report's crashed thread (the report proper says what crashed).
+            let recrashThreads = (recrash.crashedThread.map { [$0] } ?? []) + (recrash.threads ?? [])
+            for (position, thread) in recrashThreads.enumerated() {
+                var parsed = self.thread(
+                    thread, position: position, part: Self.recrashPart, images: &frameImages, warnings: &warnings)
+                parsed.crashed = false
+                threads.append(parsed)
+            }
+            let what = [recrash.error?.mach?.exceptionName, recrash.error?.signal?.name].compactMap { $0 }.joined(separator: " ")
+            warnings.append(
+                "KSCrash's handler crashed while reporting\(what.isEmpty ? "" : " (\(what))"); its threads are part '\(Self.recrashPart)'")
         }
-        let error = crash.error
+
+        var lag: LagData?
+        switch kind {
+        case "hang":
+            // A hang caught while the main thread was still stuck: one sample of that thread.
+            let main = threads.first { $0.crashed && $0.part == nil } ?? threads.first { $0.index == 0 && $0.part == nil }
+            guard let main, !main.frames.isEmpty else {
+                throw .invalidReport(format: id, reason: "crash.threads: a hang report without the hung main thread's backtrace")
+            }
+            lag = LagData(samples: [LagSample(frames: main.frames)])
+        case "profile":
+            guard let profile = error?.profile else {
+                throw .invalidReport(format: id, reason: "crash.error.profile: missing in a profile report")
+            }
+            lag = try self.profile(profile, images: &frameImages, warnings: &warnings)
+        default:
+            if threads.allSatisfy({ $0.frames.isEmpty }) && error == nil {
+                throw .invalidReport(format: id, reason: "crash.threads: missing or empty, and no crash.error")
+            }
+        }
+        images += frameImages.images
+
         let system = report.system
-        let os = [system?.systemName, system?.systemVersion].compactMap { $0 }.joined(separator: " ")
+        let message = error?.reason ?? error?.nsexception?.reason
+            ?? report.binaryImages?.lazy.compactMap(\.crashInfoMessage).first.map(SwiftRuntimeMessage.withoutLocation)
         return RawReport(
-            format: id, kind: .crash, platform: system?.systemName, arch: system?.cpuArch.map { Arch($0) },
+            format: id, kind: lag == nil ? .crash : .lag, platform: system?.systemName,
+            arch: system?.cpuArch.map { Arch($0) },
             app: AppInfo(
                 name: system?.bundleExecutable ?? report.report?.processName,
                 version: system?.bundleShortVersion, build: system?.bundleVersion),
-            os: os.isEmpty ? nil : os, timestamp: report.report?.timestamp?.text,
+            os: Self.os(system), timestamp: report.report?.timestamp?.text,
             exception: error.map { error in
                 ExceptionInfo(
-                    type: error.mach?.exceptionName ?? error.type, signal: error.signal?.name,
-                    code: error.mach?.code?.text, faultAddress: error.address?.address,
-                    message: error.reason ?? error.nsexception?.reason)
+                    type: error.nsexception?.name ?? error.mach?.exceptionName ?? error.type, signal: error.signal?.name,
+                    code: error.mach?.code?.text, faultAddress: error.address?.address, message: message)
             },
-            images: images, threads: threads, warnings: warnings.all)
+            images: images, threads: threads, lag: lag, warnings: warnings.all)
+    }
+
+    /// `iPhone OS 16.0 (20A362)`: name, version and the OS build, as Apple's reports write it.
+    static func os(_ system: KSReport.System?) -> String? {
+        guard let system else { return nil }
+        var os = [system.systemName, system.systemVersion].compactMap { $0 }.joined(separator: " ")
+        if let build = system.osVersion, !build.isEmpty { os += os.isEmpty ? build : " (\(build))" }
+        return os.isEmpty ? nil : os
+    }
+
+    private func thread(
+        _ thread: KSReport.Thread, position: Int, part: String?, images: inout FrameImages, warnings: inout WarningLog
+    ) -> RawThread {
+        let index = thread.index ?? position
+        let label = part.map { "\($0) thread \(index)" } ?? "thread \(index)"
+        if let skipped = thread.backtrace?.skipped, skipped > 0 {
+            warnings.append("\(label): \(skipped) frames skipped by KSCrash")
+        }
+        let frames = (thread.backtrace?.contents ?? []).enumerated().map { i, frame in
+            self.frame(frame, kind: i == 0 ? .pc : .returnAddress, context: "\(label) frame \(i)", images: &images, warnings: &warnings)
+        }
+        return RawThread(
+            index: index, name: thread.name ?? thread.dispatchQueue, crashed: thread.crashed ?? false, frames: frames, part: part)
+    }
+
+    /// A frame with the name the device resolved (`symbol_name`), exactly as given, and its
+    /// offset `instruction_addr − symbol_addr` when the symbol starts at or below the address.
+    private func frame(
+        _ frame: KSReport.Frame, kind: FrameKind, context: @autoclosure () -> String, images: inout FrameImages,
+        warnings: inout WarningLog
+    ) -> RawFrame {
+        var raw = frame.instructionAddr.frame(kind: kind, context: context(), warnings: &warnings)
+        if let name = frame.symbolName, !name.isEmpty {
+            raw.symbol = name
+            if let start = frame.symbolAddr?.address.value, raw.malformed != true, raw.address.value >= start {
+                raw.symbolOffset = raw.address.value - start
+            }
+        }
+        raw.imageIndex = images.index(of: frame, warnings: &warnings)
+        return raw
+    }
+
+    /// A 2.x profile: unique frames once, samples as indexes into them (deepest call first);
+    /// a multi-thread profile (a hang) keeps its primary thread's samples, each repeated `count` times.
+    private func profile(
+        _ profile: KSReport.Profile, images: inout FrameImages, warnings: inout WarningLog
+    ) throws(ReportParseError) -> LagData {
+        let table = profile.frames ?? []
+        var samples: [KSReport.ProfileSample]
+        if let threads = profile.threads, !threads.isEmpty {
+            let primary = threads.first { $0.primary == true } ?? threads[0]
+            samples = primary.samples ?? []
+        } else {
+            samples = profile.samples ?? []
+        }
+        var lagSamples: [LagSample] = []
+        for (n, sample) in samples.enumerated() {
+            var frames: [RawFrame] = []
+            for (i, index) in (sample.frames ?? []).enumerated() {
+                let kind: FrameKind = i == 0 ? .pc : .returnAddress
+                guard table.indices.contains(index) else {
+                    warnings.append("profile sample \(n) frame \(i): index \(index) names no entry of profile.frames; frame marked malformed")
+                    frames.append(RawFrame(address: 0, kind: kind, malformed: true))
+                    continue
+                }
+                frames.append(frame(table[index], kind: kind, context: "profile frame \(index)", images: &images, warnings: &warnings))
+            }
+            let repeats = max(1, sample.count ?? 1)
+            guard lagSamples.count + repeats <= ReportLimits.maxLagSamples else {
+                throw .overLimit("profile samples (counted with their repeats) exceed \(ReportLimits.maxLagSamples)")
+            }
+            let timestamp = sample.timeStartUptime.map { "uptime \($0) ns" }
+            lagSamples += Array(repeating: LagSample(timestamp: timestamp, frames: frames), count: repeats)
+        }
+        guard !lagSamples.isEmpty else {
+            throw .invalidReport(format: id, reason: "crash.error.profile: no samples")
+        }
+        return LagData(samples: lagSamples)
+    }
+}
+
+/// Images made from the frames themselves (`object_name`, `object_addr`, `object_uuid`), for
+/// reports without `binary_images`; one image per load address, in order of first use.
+struct FrameImages {
+    let enabled: Bool
+    private(set) var images: [BinaryImage] = []
+    private var byAddress: [UInt64: Int] = [:]
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    mutating func index(of frame: KSReport.Frame, warnings: inout WarningLog) -> Int? {
+        guard enabled, let base = frame.objectAddr?.address else { return nil }
+        if let known = byAddress[base.value] { return known }
+        let name = frame.objectName ?? "???"
+        images.append(BinaryImage(
+            name: name, id: BuildID.reported(frame.objectUUID, image: name, lengths: .appleReport, warnings: &warnings),
+            loadAddress: base))
+        byAddress[base.value] = images.count - 1
+        return images.count - 1
     }
 }
 
@@ -85,21 +226,27 @@ struct KSReport: Decodable {
         var uuid: String?
         var cpuType: Int64?
         var cpuSubtype: Int64?
+        /// The image's `__crash_info` message (e.g. the Swift runtime's `Fatal error: …`).
+        var crashInfoMessage: String?
         enum CodingKeys: String, CodingKey {
             case imageAddr = "image_addr", imageVmaddr = "image_vmaddr", imageSize = "image_size"
             case name, uuid, cpuType = "cpu_type", cpuSubtype = "cpu_subtype"
+            case crashInfoMessage = "crash_info_message"
         }
     }
 
     struct System: Decodable {
         var systemName: String?
         var systemVersion: String?
+        /// The OS build, e.g. `20A362`.
+        var osVersion: String?
         var cpuArch: String?
         var bundleExecutable: String?
         var bundleShortVersion: String?
         var bundleVersion: String?
         enum CodingKeys: String, CodingKey {
-            case systemName = "system_name", systemVersion = "system_version", cpuArch = "cpu_arch"
+            case systemName = "system_name", systemVersion = "system_version", osVersion = "os_version"
+            case cpuArch = "cpu_arch"
             case bundleExecutable = "CFBundleExecutable", bundleShortVersion = "CFBundleShortVersionString"
             case bundleVersion = "CFBundleVersion"
         }
@@ -107,7 +254,15 @@ struct KSReport: Decodable {
 
     struct Frame: Decodable {
         var instructionAddr: JSONFrameAddress
-        enum CodingKeys: String, CodingKey { case instructionAddr = "instruction_addr" }
+        var symbolName: String?
+        var symbolAddr: JSONAddress?
+        var objectName: String?
+        var objectAddr: JSONAddress?
+        var objectUUID: String?
+        enum CodingKeys: String, CodingKey {
+            case instructionAddr = "instruction_addr", symbolName = "symbol_name", symbolAddr = "symbol_addr"
+            case objectName = "object_name", objectAddr = "object_addr", objectUUID = "object_uuid"
+        }
     }
 
     struct Backtrace: Decodable {
@@ -126,6 +281,24 @@ struct KSReport: Decodable {
         }
     }
 
+    struct ProfileSample: Decodable {
+        var timeStartUptime: UInt64?
+        var count: Int?
+        var frames: [Int]?
+        enum CodingKeys: String, CodingKey { case timeStartUptime = "time_start_uptime", count, frames }
+    }
+
+    struct ProfileThread: Decodable {
+        var primary: Bool?
+        var samples: [ProfileSample]?
+    }
+
+    struct Profile: Decodable {
+        var frames: [Frame]?
+        var samples: [ProfileSample]?
+        var threads: [ProfileThread]?
+    }
+
     struct ErrorInfo: Decodable {
         struct Mach: Decodable {
             var exceptionName: String?
@@ -133,25 +306,37 @@ struct KSReport: Decodable {
             enum CodingKeys: String, CodingKey { case exceptionName = "exception_name", code }
         }
         struct Signal: Decodable { var name: String? }
-        struct NSException: Decodable { var reason: String? }
+        struct NSException: Decodable {
+            var name: String?
+            var reason: String?
+        }
         var type: String?
         var reason: String?
         var address: JSONAddress?
         var mach: Mach?
         var signal: Signal?
         var nsexception: NSException?
+        var profile: Profile?
     }
 
     struct Crash: Decodable {
         var threads: [Thread]?
+        /// `recrash_report` holds the handler's crashed thread alone.
+        var crashedThread: Thread?
         var error: ErrorInfo?
+        enum CodingKeys: String, CodingKey { case threads, crashedThread = "crashed_thread", error }
+    }
+
+    struct Recrash: Decodable {
+        var crash: Crash?
     }
 
     var report: Info?
     var binaryImages: [Image]?
     var system: System?
     var crash: Crash?
+    var recrashReport: Recrash?
     enum CodingKeys: String, CodingKey {
-        case report, binaryImages = "binary_images", system, crash
+        case report, binaryImages = "binary_images", system, crash, recrashReport = "recrash_report"
     }
 }

@@ -2,21 +2,33 @@ import Foundation
 import ReportModel
 
 /// The Swift runtime backtracer's JSON crash report
-/// (`SWIFT_BACKTRACE=enable=yes,format=json,output-to=…`), symbolicated or not.
+/// (`SWIFT_BACKTRACE=enable=yes,format=json,output-to=…`), symbolicated or not, alone or inside
+/// captured stderr (after the runtime's `Fatal error: …` and `*** Signal N: …` lines).
 public struct SwiftBacktraceJSONFormat: ReportFormat {
     public let id = "swift-backtrace-json"
 
     public init() {}
 
     public func matches(_ data: Data) -> Bool {
-        JSONText.looksLikeJSON(data) && JSONText.head(data, contains: "\"crashReport\"")
-            && JSONText.head(data, contains: "\"threads\"")
+        guard JSONText.head(data, contains: "\"crashReport\"") && JSONText.head(data, contains: "\"threads\"") else { return false }
+        return JSONText.looksLikeJSON(data) || SwiftBacktraceOutput.jsonStart(data) != nil
     }
 
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
+        var json = data
+        var output: SwiftBacktraceOutput?
+        if !JSONText.looksLikeJSON(data) {
+            guard let start = SwiftBacktraceOutput.jsonStart(data) else {
+                throw .invalidReport(format: id, reason: "no JSON report (a line starting with { and holding \"kind\": \"crashReport\") in the first 64 KiB")
+            }
+            output = SwiftBacktraceOutput(data, before: start)
+            // The report is one JSON object; anything after its closing brace is more stderr.
+            let end = data[start...].lastIndex(of: UInt8(ascii: "}")).map { $0 + 1 } ?? data.endIndex
+            json = data[start..<end]
+        }
         // JSONDecoder into structs, not JSONSerialization: its NSDictionary per frame took
         // 60 times the report's size in memory.
-        let report = try ExactJSON.decode(SwiftBacktraceJSON.self, from: data, format: id)
+        let report = try ExactJSON.decode(SwiftBacktraceJSON.self, from: json, format: id)
         guard report.kind == "crashReport" else {
             throw .invalidReport(format: id, reason: "kind: expected \"crashReport\", found \"\(report.kind.prefix(40))\"")
         }
@@ -45,11 +57,11 @@ public struct SwiftBacktraceJSONFormat: ReportFormat {
         }
         return RawReport(
             format: id, kind: .crash, platform: report.platform, arch: report.architecture.map { Arch($0) },
-            // The runtime lists the main executable first.
-            app: images.first.map { AppInfo(name: $0.name) }, os: report.platform,
-            timestamp: report.timestamp,
+            app: SwiftBacktraceOutput.executable(images: images, mainThreadName: threads.first?.name).map { AppInfo(name: $0) },
+            os: report.platform, timestamp: report.timestamp,
             exception: ExceptionInfo(
-                type: report.description, signal: report.description, faultAddress: report.faultAddress?.address),
+                type: report.description, signal: output?.signal, faultAddress: report.faultAddress?.address,
+                message: output?.trapMessage ?? report.description),
             images: images, threads: threads, warnings: warnings.all)
     }
 

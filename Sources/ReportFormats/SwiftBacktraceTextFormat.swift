@@ -5,14 +5,16 @@ import ReportModel
 /// or not: `*** Program crashed: …`, `Thread N "name" crashed:`, frames `idx [ra] 0x…`, and
 /// `Images (N omitted):` lines `base–end buildid name path` (an en dash between the addresses).
 ///
-/// Hand-written line parsing: the runtime documents the layout only by example.
+/// Hand-written line parsing: the runtime documents the layout only by example. The report may
+/// sit inside captured stderr: what comes before `*** Program crashed:` is read only for the
+/// runtime's trap message and signal line (`SwiftBacktraceOutput`).
 public struct SwiftBacktraceTextFormat: ReportFormat {
     public let id = "swift-backtrace-text"
 
     public init() {}
 
     public func matches(_ data: Data) -> Bool {
-        ReportText.textHead(data, contains: "*** Program crashed: ", window: 4096)
+        ReportText.textHead(data, contains: "*** Program crashed: ")
     }
 
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
@@ -25,12 +27,20 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
         var images: [BinaryImage] = []
         var warnings = WarningLog()
         var limits = LimitCounter()
+        var reportStarted = false
 
         for line in TextLine.lines(data) {
             if let crash = Self.programCrashed(line) {
-                exception = ExceptionInfo(type: crash.description, signal: crash.description, faultAddress: crash.address)
+                // One report per input; stderr before it is the program's own output.
+                if reportStarted { break }
+                reportStarted = true
+                let output = SwiftBacktraceOutput(data, before: line.position)
+                exception = ExceptionInfo(
+                    type: crash.description, signal: output.signal, faultAddress: crash.address,
+                    message: output.trapMessage ?? crash.description)
                 continue
             }
+            guard reportStarted else { continue }
             if line.hasPrefix("Platform: ") {
                 let platform = line.string(line.position + "Platform: ".utf8.count..<line.end)
                 arch = platform.split(separator: " ").first.map { Arch(String($0)) }
@@ -86,7 +96,8 @@ public struct SwiftBacktraceTextFormat: ReportFormat {
         }
         return RawReport(
             format: id, kind: .crash, platform: os.map { $0.hasPrefix("Linux") ? "Linux" : $0 }, arch: arch,
-            app: images.first.map { AppInfo(name: $0.name) }, os: os, exception: exception, images: images,
+            app: SwiftBacktraceOutput.executable(images: images, mainThreadName: threads.first { $0.index == 0 }?.name).map { AppInfo(name: $0) },
+            os: os, exception: exception, images: images,
             threads: threads, warnings: warnings.all)
     }
 

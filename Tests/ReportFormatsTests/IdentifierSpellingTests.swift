@@ -96,7 +96,10 @@ import Testing
             let ids = Set(report.images.compactMap { $0.id?.hex })
             let spelled = Set(Self.idSpellings.filter { text.contains($0.spelling) }.map { $0.spelling.replacingOccurrences(of: "-", with: "").lowercased() })
             #expect(ids.isSubset(of: spelled), "\(path): \(ids.subtracting(spelled).sorted())")
-            #expect(!ids.isEmpty, "\(path)")
+            // KSCrash samples whose images carry no id: a memory termination lists no images, and
+            // the hang's images come from its frames, which name no object_uuid.
+            let idless = ["kscrash/oom.json", "kscrash/Hang-main-thread.json"]
+            #expect(!ids.isEmpty || idless.contains { path.hasSuffix($0) }, "\(path)")
             checked += 1
         }
         #expect(checked >= 8)
@@ -110,6 +113,8 @@ import Testing
         "arm64": .arm64, "arm": .arm, "x86": .i386, "x86_64": .x86_64, "riscv64": .riscv64,
         // The SDK's lag reports ("arm64 v8": ARMv8 arm64) and Apple image arch columns.
         "arm64 v8": .arm64, "arm64e v8": .arm64e, "arm64e": .arm64e, "(x86_64)": .x86_64,
+        // KSCrash's system.cpu_arch (CrashInHandler.json, an iPhone 4 of 2011).
+        "armv7": .armv7,
     ]
 
     @Test func everyFixtureArchSpellingResolves() throws {

@@ -11,6 +11,16 @@ struct SampleCounts: Equatable, CustomStringConvertible {
     var frames: Int
     var description: String { "\(images) images, \(threads) threads, \(frames) frames" }
 
+    init(images: Int, threads: Int, frames: Int) {
+        self.images = images
+        self.threads = threads
+        self.frames = frames
+    }
+
+    init(_ counts: (images: Int, threads: Int, frames: Int)) {
+        self.init(images: counts.images, threads: counts.threads, frames: counts.frames)
+    }
+
     static func + (a: SampleCounts, b: SampleCounts) -> SampleCounts {
         SampleCounts(images: a.images + b.images, threads: a.threads + b.threads, frames: a.frames + b.frames)
     }
@@ -53,7 +63,7 @@ struct SampleCounts: Equatable, CustomStringConvertible {
         var got = SampleCounts(images: 0, threads: 0, frames: 0)
         for part in parts {
             let report = try part.outcome.get()
-            let frames = report.threads.reduce(0) { $0 + $1.frames.count } + (report.lag?.samples.reduce(0) { $0 + $1.frames.count } ?? 0)
+            let frames = report.threads.reduce(0) { $0 + $1.frames.count }
             got = got + SampleCounts(images: report.images.count, threads: report.threads.count, frames: frames)
         }
         #expect(got == expected, "\(path)")
@@ -74,7 +84,9 @@ enum WildCounter {
             }
             return appleCrashText(text)
         case "ips": return try ips(text)
-        case "kscrash": return try kscrash(data)
+        case "kscrash" where path.hasSuffix(".txt"): return appleCrashText(text)  // KSCrash's Apple-style text
+        case "kscrash": return SampleCounts(try kscrashExpectedCounts(data))
+        case "swift-backtrace": return SampleCounts(try swiftBacktraceExpectedCounts(data, format: path.hasSuffix(".json.txt") ? "json" : "text"))
         default: return nil
         }
     }
@@ -113,15 +125,5 @@ enum WildCounter {
             images: (body["usedImages"] as? [Any])?.count ?? 0,
             threads: threads.count + (last.isEmpty ? 0 : 1),
             frames: threads.reduce(0) { $0 + (($1["frames"] as? [Any])?.count ?? 0) } + last.count)
-    }
-
-    /// KSCrash JSON: `binary_images`, `crash.threads[].backtrace.contents`.
-    static func kscrash(_ data: Data) throws -> SampleCounts {
-        guard let report = try JSONSerialization.jsonObject(with: data) as? [String: Any] else { throw TestSupportError("not a JSON object") }
-        let threads = (report["crash"] as? [String: Any])?["threads"] as? [[String: Any]] ?? []
-        let frames = threads.reduce(0) { total, thread in
-            total + ((((thread["backtrace"] as? [String: Any])?["contents"]) as? [Any])?.count ?? 0)
-        }
-        return SampleCounts(images: (report["binary_images"] as? [Any])?.count ?? 0, threads: threads.count, frames: frames)
     }
 }

@@ -230,6 +230,10 @@ struct SanitizerParser {
             throw .invalidReport(format: format, reason: "no \"#0 0x…\" frames")
         }
         if !threads.contains(where: \.crashed) { threads[0].crashed = true }
+        if !images.images.isEmpty, images.images.allSatisfy({ $0.id == nil }) {
+            warnings.append(
+                "no frame carries \"(BuildId: …)\" (GCC's libasan does not print it; clang's runtime does): no debug file can be matched")
+        }
         let exception = ExceptionInfo(type: summaryType ?? error.type, faultAddress: error.faultAddress, message: error.message)
         return RawReport(
             format: format, kind: .crash, exception: exception, images: images.images, threads: threads,

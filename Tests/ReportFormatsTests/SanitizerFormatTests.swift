@@ -19,14 +19,6 @@ func sanitizerExpectedCounts(_ text: String) -> (images: Int, threads: Int, fram
     return (modules.count, all(#"^\s*#0 0x"#).count, frames)
 }
 
-/// The report's own `ERROR:` line, read with a regular expression: (type, message, address).
-func sanitizerErrorLine(_ text: String) throws -> (type: String, message: String, address: UInt64) {
-    let regex = try NSRegularExpression(pattern: #"==\d+==ERROR: (\w+Sanitizer: ([\w-]+) on (?:unknown )?address 0x([0-9a-f]+)[^\n]*)"#)
-    let match = try #require(regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)))
-    func group(_ i: Int) -> String { String(text[Range(match.range(at: i), in: text)!]) }
-    return (group(2), group(1), try #require(UInt64(group(3), radix: 16)))
-}
-
 @Suite struct SanitizerFormatTests {
     static let samples = ["clang-heap-use-after-free.txt", "gcc-heap-use-after-free.txt", "clang-symbolized.txt"]
 

@@ -187,7 +187,8 @@ struct TombstoneParser {
         var c = cursor
         _ = c.skip("0x")
         let hex = c.take(while: TextLine.isHexDigit)
-        guard !hex.isEmpty, c.skipBlanks() > 0 || c.isAtEnd, let pc = UInt64(c.string(hex), radix: 16) else {
+        // Like ndk-stack, a frame names its mapping after the pc (`<unknown>` when the unwinder has none).
+        guard !hex.isEmpty, c.skipBlanks() > 0, !c.isAtEnd, let pc = UInt64(c.string(hex), radix: 16) else {
             warnings.append("line \(c.number): frame not understood: \(c.excerpt)")
             return
         }
@@ -209,7 +210,7 @@ struct TombstoneParser {
         }
         var imageIndex: Int?
         if path.isEmpty {
-            warnings.append("line \(c.number): frame without a mapping")
+            warnings.append("line \(c.number): frame without a mapping: \(c.excerpt)")
         } else {
             imageIndex = try images.image(path: path, buildID: buildID, in: c, arch: arch, warnings: &warnings, limits: &limits)
         }

@@ -1,3 +1,4 @@
+import Foundation
 import ReportModel
 
 /// Crash grouping: the crashing thread's frames (inline levels expanded), minus the
@@ -36,18 +37,32 @@ public struct CrashFingerprinter: Sendable {
 
     public func key(for report: SymbolicatedReport) -> GroupKey {
         let exception = Self.exceptionName(report.exception)
+        // The message says more than the signal (`Fatal error: Index out of range`), so titles lead
+        // with it; it is never hashed, because messages carry indices and addresses that vary.
+        let headline = Self.headline(report.exception) ?? exception
         let frames = Self.crashingThread(of: report)?.frames ?? []
         let signatures = skippingMachinery(frames).compactMap(FrameSignature.init)
         let decisive = FrameSelection.decide(signatures, maxFrames: rules.maxFrames)
         guard let top = decisive.first else {
-            // Nothing to group by but what went wrong.
+            // Nothing to group by but what went wrong (a memory termination has no stack): the
+            // app's version and the stated reason then keep unrelated events apart.
+            let reason = Self.headline(report.exception) ?? ""
             return GroupKey(
-                kind: .crash, title: "\(exception) (no stack)", rulesVersion: rules.version,
-                frames: ["<no frames>", exception])
+                kind: .crash, title: "\(headline) (no stack)", rulesVersion: rules.version, app: report.app?.name,
+                frames: ["<no frames>", exception, "version:\(report.app?.version ?? "")", "reason:\(reason)"])
         }
         return GroupKey(
-            kind: .crash, title: "\(exception) in \(top.display)", rulesVersion: rules.version,
+            kind: .crash, title: "\(headline) in \(top.display)", rulesVersion: rules.version, app: report.app?.name,
             frames: decisive.map(\.signature))
+    }
+
+    /// The message's first non-empty line, shortened for a title; nil when the report has none.
+    static func headline(_ exception: ExceptionInfo?) -> String? {
+        guard let message = exception?.message else { return nil }
+        let line = message.split(whereSeparator: \.isNewline).lazy
+            .map { $0.trimmingCharacters(in: .whitespaces) }.first { !$0.isEmpty }
+        guard let line else { return nil }
+        return line.count > 120 ? String(line.prefix(119)) + "…" : line
     }
 
     /// `SIGSEGV`, `EXC_BAD_ACCESS (SIGSEGV)` style name for titles.

@@ -3,10 +3,11 @@ import Hashing
 import ReportModel
 
 extension GroupKey {
-    /// A key for `frames`; the fingerprint hashes kind, rules version and frames, so a rules
-    /// change can never silently merge or split groups.
-    public init(kind: ReportKind, title: String, rulesVersion: Int, frames: [String]) {
-        let text = (["stackline-group", kind.rawValue, "rules-v\(rulesVersion)"] + frames).joined(separator: "\n")
+    /// A key for `frames`; the fingerprint hashes kind, rules version, the app and the frames, so a
+    /// rules change can never silently merge or split groups, and two programs never share one.
+    public init(kind: ReportKind, title: String, rulesVersion: Int, app: String?, frames: [String]) {
+        let text = (["stackline-group", kind.rawValue, "rules-v\(rulesVersion)", "app:\(app ?? "")"] + frames)
+            .joined(separator: "\n")
         self.init(
             fingerprint: String(SHA256.hex(Data(text.utf8)).prefix(32)), kind: kind, title: title,
             rulesVersion: rulesVersion, frames: frames)

@@ -23,15 +23,20 @@ public struct LagKeyMaker: Sendable {
 
     public func key(for report: SymbolicatedReport) -> GroupKey {
         guard let stack = lagStack(of: report) else {
-            return GroupKey(kind: .lag, title: "Main-thread hang (no stack)", rulesVersion: rules.version, frames: ["<no frames>"])
+            return GroupKey(
+                kind: .lag, title: "Main-thread hang (no stack)", rulesVersion: rules.version, app: report.app?.name,
+                frames: ["<no frames>"])
         }
         let signatures = stack.frames.compactMap(FrameSignature.init)
         let decisive = FrameSelection.decide(signatures, maxFrames: rules.maxFrames)
         guard let top = decisive.first else {
-            return GroupKey(kind: .lag, title: "Main-thread hang (no stack)", rulesVersion: rules.version, frames: ["<no frames>"])
+            return GroupKey(
+                kind: .lag, title: "Main-thread hang (no stack)", rulesVersion: rules.version, app: report.app?.name,
+                frames: ["<no frames>"])
         }
         return GroupKey(
-            kind: .lag, title: "Hang in \(top.display)", rulesVersion: rules.version, frames: decisive.map(\.signature))
+            kind: .lag, title: "Hang in \(top.display)", rulesVersion: rules.version, app: report.app?.name,
+            frames: decisive.map(\.signature))
     }
 
     /// Samples when the report has them, else the profile tree, else the main thread's stack.

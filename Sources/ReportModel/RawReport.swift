@@ -1,3 +1,5 @@
+import Foundation
+
 /// Crash or lag: lag reports are main-thread hangs sampled by the SDK.
 public enum ReportKind: String, Codable, Sendable, CaseIterable {
     case crash
@@ -38,6 +40,36 @@ public struct ExceptionInfo: Codable, Sendable, Hashable {
         self.code = code
         self.faultAddress = faultAddress
         self.message = message
+    }
+}
+
+extension ExceptionInfo {
+    /// `EXC_BAD_ACCESS / SIGSEGV / KERN_INVALID_ADDRESS at 0x10`: type, signal, code and fault
+    /// address, each fact once. Formats repeat themselves (a tombstone's code already says
+    /// `at 0x88`, Apple's type is often the signal), and every view prints this one line.
+    public var summary: String {
+        var parts: [String] = []
+        for part in [type, signal, code] {
+            guard let part = part?.trimmingCharacters(in: .whitespaces), !part.isEmpty else { continue }
+            if parts.contains(where: { $0.contains(part) }) { continue }
+            parts.removeAll { part.contains($0) }
+            parts.append(part)
+        }
+        var text = parts.isEmpty ? "unknown" : parts.joined(separator: " / ")
+        if let fault = faultAddress, !Self.hexNumbers(in: text).contains(fault.value) { text += " at \(fault)" }
+        return text
+    }
+
+    /// Every `0x…` number in `text`, so a fault address already spelled out (with any padding) is not repeated.
+    static func hexNumbers(in text: String) -> Set<UInt64> {
+        var found: Set<UInt64> = []
+        var rest = Substring(text)
+        while let start = rest.range(of: "0x") {
+            let digits = rest[start.upperBound...].prefix { $0.isHexDigit }
+            if let value = UInt64(digits.suffix(16), radix: 16) { found.insert(value) }
+            rest = rest[start.upperBound...].dropFirst(digits.count)
+        }
+        return found
     }
 }
 

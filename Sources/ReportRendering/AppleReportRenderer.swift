@@ -43,7 +43,8 @@ public enum AppleReportRenderer {
                 out.append("Last Exception Backtrace:")
             } else {
                 if let name = thread.name { out.append("Thread \(thread.index) name:  \(name)") }
-                out.append("Thread \(thread.index)\(thread.crashed ? " Crashed" : ""):")
+                let part = thread.part.map { " (\($0))" } ?? ""
+                out.append("Thread \(thread.index)\(part)\(thread.crashed ? " Crashed" : ""):")
             }
             out += thread.frames.map { frameLine($0, images: images, width: width) }
         }

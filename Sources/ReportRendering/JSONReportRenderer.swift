@@ -7,8 +7,8 @@ public enum JSONReportRenderer {
     static let keyOrder = [
         "reportId", "input", "duplicate", "state", "error", "report", "id", "format", "kind", "status", "group",
         "missingBuildIds", "app", "os", "arch", "timestamp", "exception",
-        "images", "threads", "warnings", "index", "name", "crashed", "frames", "address", "image",
-        "imageOffset", "symbol", "function", "offset", "file", "line", "column", "inlined", "inApp", "path",
+        "images", "threads", "warnings", "index", "name", "part", "crashed", "frames", "address", "image",
+        "imageOffset", "symbol", "symbolOffset", "function", "offset", "file", "line", "column", "inlined", "inApp", "path",
         "loadAddress", "size", "vmAddress", "type", "signal", "code", "faultAddress", "message", "version", "build",
     ]
 

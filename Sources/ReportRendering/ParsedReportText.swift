@@ -11,8 +11,8 @@ public enum ParsedReportText {
         }
         if let os = report.os { out.append("os: \(os)") }
         if let e = report.exception {
-            out.append("exception: \([e.type, e.signal, e.code].compactMap { $0 }.joined(separator: " / "))"
-                + (e.faultAddress.map { " at \($0)" } ?? ""))
+            out.append("exception: \(e.summary)")
+            out += TextReportRenderer.messageLines(e.message, label: "message:")
         }
         out.append("images (\(report.images.count)):")
         for (i, image) in report.images.enumerated() {
@@ -27,7 +27,8 @@ public enum ParsedReportText {
         let locator = ImageLocator(images: report.images)
         for thread in report.threads {
             let name = thread.name.map { " \"\($0)\"" } ?? ""
-            out.append("thread \(thread.index)\(name)\(thread.crashed ? " crashed" : ""):")
+            let part = thread.part.map { " [\($0)]" } ?? ""
+            out.append("thread \(thread.index)\(name)\(part)\(thread.crashed ? " crashed" : ""):")
             out += frames(thread.frames, report: report, locator: locator)
         }
         if let lag = report.lag {
@@ -50,7 +51,8 @@ public enum ParsedReportText {
         frames.enumerated().map { i, frame in
             let image = frame.imageIndex.flatMap { report.images.indices.contains($0) ? report.images[$0].name : nil }
                 ?? locator.image(containing: frame.address.value).map { report.images[$0].name } ?? "???"
-            return "  \(String(i).padding(toLength: 4, withPad: " ", startingAt: 0))\(hex(frame.address.value))  \(frame.kind == .pc ? "pc" : "ra")  \(image)"
+            let device = frame.symbol.map { " \($0)" + (frame.symbolOffset.map { " + \($0)" } ?? "") } ?? ""
+            return "  \(String(i).padding(toLength: 4, withPad: " ", startingAt: 0))\(hex(frame.address.value))  \(frame.kind == .pc ? "pc" : "ra")  \(image)\(device)"
         }
     }
 

@@ -12,10 +12,8 @@ public enum TextReportRenderer {
         if let app = report.app?.name { out.append("App: \(app)\(report.app?.version.map { " \($0)" } ?? "")") }
         if let os = report.os { out.append("OS: \(os)\(report.arch.map { " (\($0))" } ?? "")") }
         if let e = report.exception {
-            var line = "Exception: \(e.type ?? e.signal ?? "unknown")"
-            if let fault = e.faultAddress { line += " at \(fault)" }
-            if let message = e.message { line += ": \(message)" }
-            out.append(line)
+            out.append("Exception: \(e.summary)")
+            out += messageLines(e.message, label: "Message:")
         }
         if !report.missingBuildIds.isEmpty {
             out.append("Missing debug files (add them with `stackline symbols add`):")
@@ -25,7 +23,8 @@ public enum TextReportRenderer {
         for thread in report.threads {
             out.append("")
             let name = thread.name.map { " \"\($0)\"" } ?? ""
-            out.append("Thread \(thread.index)\(name)\(thread.crashed ? " crashed" : ""):")
+            let part = thread.part.map { " [\($0)]" } ?? ""
+            out.append("Thread \(thread.index)\(name)\(part)\(thread.crashed ? " crashed" : ""):")
             // Frames the symbolicator could not attribute still get the image the report lists.
             let frames = thread.frames.map { frame in
                 var f = frame
@@ -90,6 +89,8 @@ public enum TextReportRenderer {
         if let function = f.function ?? f.symbol {
             text += " \(function)"
             if let offset = f.offset, !f.inlined { text += " + \(offset)" }
+            // Provenance: this name is the device's, not a debug file's.
+            if f.status == .deviceSymbol { text += " <deviceSymbol>" }
         } else if f.status != .symbolicated {
             // What a later lookup needs: the image and the offset into it.
             if let image = f.image, let offset = f.imageOffset { text += " \(image) + 0x\(String(offset.value, radix: 16))" }
@@ -103,6 +104,13 @@ public enum TextReportRenderer {
             }
         }
         return text
+    }
+
+    /// A crash message under its label on one line: its own line breaks print escaped (`\n`), so
+    /// a message can never add lines that pass for lines of the report.
+    public static func messageLines(_ message: String?, label: String) -> [String] {
+        guard let message = message?.trimmingCharacters(in: .whitespacesAndNewlines), !message.isEmpty else { return [] }
+        return ["\(label) \(message)"]
     }
 
     /// `ID  NAME  PATH` for a missing debug file: the image the report gives that id, so the

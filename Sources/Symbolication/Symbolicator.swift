@@ -24,7 +24,7 @@ public final class Symbolicator {
         let threads = report.threads.map { thread in
             SymbolicatedThread(
                 index: thread.index, name: thread.name, crashed: thread.crashed,
-                frames: context.symbolicate(thread.frames))
+                frames: context.symbolicate(thread.frames), part: thread.part)
         }
         let lag = report.lag.map { lag in
             SymbolicatedLag(
@@ -117,7 +117,8 @@ public final class Symbolicator {
                 let address = PointerAuthentication.strip(raw.address.value, arch: arch, platform: report.platform ?? report.os)
                 guard let imageIndex = attributed ?? locator.image(containing: address)
                 else {
-                    frames.append(SymbolicatedFrame(index: index, address: raw.address, kind: raw.kind, status: .outsideAnyImage))
+                    frames.append(deviceNamed(
+                        SymbolicatedFrame(index: index, address: raw.address, kind: raw.kind, status: .outsideAnyImage), raw))
                     continue
                 }
                 let image = report.images[imageIndex]
@@ -128,10 +129,10 @@ public final class Symbolicator {
                 switch state(ofImage: imageIndex) {
                 case .missing(let id), .replaced(let id, _):
                     if !missing.contains(id) { missing.append(id) }
-                    frames.append(base)
+                    frames.append(deviceNamed(base, raw))
                 case .unusable:
                     base.status = .malformed
-                    frames.append(base)
+                    frames.append(deviceNamed(base, raw))
                 case .loaded(let file):
                     let resolver = AddressResolver(file: file, names: names)
                     let fileAddress = resolver.fileAddress(
@@ -140,7 +141,7 @@ public final class Symbolicator {
                     let levels = resolver.resolve(fileAddress, kind: raw.kind)
                     if levels.isEmpty {
                         base.status = .noSymbol
-                        frames.append(base)
+                        frames.append(deviceNamed(base, raw))
                         continue
                     }
                     resolved += 1
@@ -164,6 +165,19 @@ public final class Symbolicator {
                 }
             }
             return frames
+        }
+
+        /// A frame no debug file resolved keeps the name the device gave it, marked as such: a
+        /// report never comes out with less than it went in with. A stored debug file always wins,
+        /// because this is only called where none answered.
+        func deviceNamed(_ frame: SymbolicatedFrame, _ raw: RawFrame) -> SymbolicatedFrame {
+            guard let symbol = raw.symbol, !symbol.isEmpty else { return frame }
+            var named = frame
+            named.status = .deviceSymbol
+            named.symbol = symbol
+            named.function = names.demangle(symbol)
+            named.offset = raw.symbolOffset
+            return named
         }
     }
 }

@@ -1,0 +1,127 @@
+import Foundation
+import ReportFormats
+import ReportModel
+import TestSupport
+import Testing
+
+/// Images, threads and frames of one report, as an independent reading of the file gives them.
+struct SampleCounts: Equatable, CustomStringConvertible {
+    var images: Int
+    var threads: Int
+    var frames: Int
+    var description: String { "\(images) images, \(threads) threads, \(frames) frames" }
+
+    static func + (a: SampleCounts, b: SampleCounts) -> SampleCounts {
+        SampleCounts(images: a.images + b.images, threads: a.threads + b.threads, frames: a.frames + b.frames)
+    }
+}
+
+/// Every real sample in `Tests/Fixtures/wild` and `../shared/fixtures/wild` parses to the counts
+/// an independent reading of the file gives: the sample's snapshot from the project it came from
+/// where one exists, else a count written here (a regex over the text, or the JSON read with
+/// `JSONSerialization`), never Stackline's own output. A sample with no counter fails the test,
+/// so nothing new slips in unchecked.
+@Suite struct WildCountTests {
+    static let roots = [TestPaths.packageRoot + "/Tests/Fixtures/wild", TestPaths.packageRoot + "/../shared/fixtures/wild"]
+
+    /// Sample files: everything under the roots but snapshots and notes.
+    static let samples: [String] = {
+        var found: [String] = []
+        for root in roots {
+            guard let walker = FileManager.default.enumerator(atPath: root) else { continue }
+            while let relative = walker.nextObject() as? String {
+                let path = root + "/" + relative
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+                let name = (relative as NSString).lastPathComponent
+                if name.hasSuffix(".snap") || name.hasSuffix(".md") || name.hasPrefix(".") || name == "LICENSE" { continue }
+                found.append(path)
+            }
+        }
+        return found.sorted()
+    }()
+
+    @Test func thereAreSamples() {
+        #expect(Self.samples.count >= 10, "\(Self.samples)")
+    }
+
+    @Test(arguments: samples)
+    func parsedCountsMatchAnIndependentCount(_ path: String) throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let expected = try #require(try WildCounter.expected(path: path, data: data), "no independent counter for \(path): add one to WildCounter")
+        let parts = try FormatRegistry.standard.detectAndParseAll(data)
+        var got = SampleCounts(images: 0, threads: 0, frames: 0)
+        for part in parts {
+            let report = try part.outcome.get()
+            let frames = report.threads.reduce(0) { $0 + $1.frames.count } + (report.lag?.samples.reduce(0) { $0 + $1.frames.count } ?? 0)
+            got = got + SampleCounts(images: report.images.count, threads: report.threads.count, frames: frames)
+        }
+        #expect(got == expected, "\(path)")
+    }
+}
+
+/// The independent counts, one function per kind of sample.
+enum WildCounter {
+    static func expected(path: String, data: Data) throws -> SampleCounts? {
+        let directory = ((path as NSString).deletingLastPathComponent as NSString).lastPathComponent
+        let text = String(decoding: data, as: UTF8.self)
+        switch directory {
+        case "apple-crash":
+            let snapshot = (path as NSString).deletingPathExtension + ".expected.snap"
+            if let snap = FileManager.default.contents(atPath: snapshot) {
+                let s = try SentrySnapshot(String(decoding: snap, as: UTF8.self))
+                return SampleCounts(images: s.images.count, threads: s.threads.count, frames: s.threads.reduce(0) { $0 + $1.frames.count })
+            }
+            return appleCrashText(text)
+        case "ips": return try ips(text)
+        case "kscrash": return try kscrash(data)
+        default: return nil
+        }
+    }
+
+    static func lines(_ text: String) -> [Substring] {
+        text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+    }
+
+    /// `.crash` text: `Thread N[ Crashed]:` and `Last Exception Backtrace:` sections, their
+    /// `N  image  0x…` lines, and the `0x… - 0x…` lines under `Binary Images:`.
+    static func appleCrashText(_ text: String) -> SampleCounts {
+        let threadHeader = /^(Thread \d+( Crashed)?:|Last Exception Backtrace:)\s*$/
+        let frameLine = /^\d+\s+\S.*\s0x[0-9a-fA-F]+\s/
+        let imageLine = /^\s*0x[0-9a-fA-F]+\s*-\s*0x[0-9a-fA-F]+\s/
+        var counts = SampleCounts(images: 0, threads: 0, frames: 0)
+        var section = ""
+        for line in lines(text) {
+            if line.wholeMatch(of: threadHeader) != nil { counts.threads += 1; section = "thread"; continue }
+            if line.hasPrefix("Binary Images:") { section = "images"; continue }
+            if line.trimmingCharacters(in: .whitespaces).isEmpty { if section == "thread" { section = "" }; continue }
+            if section == "thread", line.firstMatch(of: frameLine) != nil { counts.frames += 1 }
+            if section == "images", line.firstMatch(of: imageLine) != nil { counts.images += 1 }
+        }
+        return counts
+    }
+
+    /// `.ips`: a JSON header line, then the report: `usedImages`, `threads[].frames`, and the
+    /// `lastExceptionBacktrace`, which Stackline carries as one more thread.
+    static func ips(_ text: String) throws -> SampleCounts {
+        guard let newline = text.firstIndex(of: "\n"),
+            let body = try JSONSerialization.jsonObject(with: Data(text[newline...].utf8)) as? [String: Any]
+        else { throw TestSupportError("not an .ips file") }
+        let threads = body["threads"] as? [[String: Any]] ?? []
+        let last = body["lastExceptionBacktrace"] as? [[String: Any]] ?? []
+        return SampleCounts(
+            images: (body["usedImages"] as? [Any])?.count ?? 0,
+            threads: threads.count + (last.isEmpty ? 0 : 1),
+            frames: threads.reduce(0) { $0 + (($1["frames"] as? [Any])?.count ?? 0) } + last.count)
+    }
+
+    /// KSCrash JSON: `binary_images`, `crash.threads[].backtrace.contents`.
+    static func kscrash(_ data: Data) throws -> SampleCounts {
+        guard let report = try JSONSerialization.jsonObject(with: data) as? [String: Any] else { throw TestSupportError("not a JSON object") }
+        let threads = (report["crash"] as? [String: Any])?["threads"] as? [[String: Any]] ?? []
+        let frames = threads.reduce(0) { total, thread in
+            total + ((((thread["backtrace"] as? [String: Any])?["contents"]) as? [Any])?.count ?? 0)
+        }
+        return SampleCounts(images: (report["binary_images"] as? [Any])?.count ?? 0, threads: threads.count, frames: frames)
+    }
+}

@@ -75,6 +75,12 @@ enum WildCounter {
             return appleCrashText(text)
         case "ips": return try ips(text)
         case "kscrash": return try kscrash(data)
+        case "android":  // AndroidFidelityTests.swift
+            let c = tombstoneExpectedCounts(text)
+            return SampleCounts(images: c.images, threads: c.threads, frames: c.frames)
+        case "asan":  // SanitizerFormatTests.swift
+            let c = sanitizerExpectedCounts(text)
+            return SampleCounts(images: c.images, threads: c.threads, frames: c.frames)
         default: return nil
         }
     }

@@ -54,10 +54,7 @@ public struct AndroidTombstoneFormat: ReportFormat {
                 pendingBanner = nil
             }
         }
-        guard starts.count > 1 else { return [data] }
-        let base = data.startIndex
-        let bounds = [0] + starts.dropFirst() + [data.count]
-        return zip(bounds, bounds.dropFirst()).map { Data(data[base + $0..<base + $1]) }
+        return ReportSplit.pieces(data, startingAt: starts)
     }
 
     /// True when a line ends with `backtrace:` (debuggerd's heading of a thread's frames, after

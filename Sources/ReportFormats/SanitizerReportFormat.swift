@@ -44,10 +44,7 @@ public struct SanitizerReportFormat: ReportFormat {
             if SanitizerText.errorLine(text) != nil { starts.append(rule ?? line.position) }
             rule = nil
         }
-        guard starts.count > 1 else { return [data] }
-        let base = data.startIndex
-        let bounds = [0] + starts.dropFirst() + [data.count]
-        return zip(bounds, bounds.dropFirst()).map { Data(data[base + $0..<base + $1]) }
+        return ReportSplit.pieces(data, startingAt: starts)
     }
 }
 

@@ -6,11 +6,7 @@ import Testing
 /// Android tombstones end to end, through the real `stackline` binaries: a logcat capture with
 /// two crashes becomes two reports, and device symbols survive next to the debug file's answer.
 @Suite(.serialized) struct AndroidFidelityEndToEndTests {
-    func symbolicated(_ h: Harness, _ id: Int64) throws -> SymbolicatedReport {
-        let out = try h.stackline(["report", "\(id)", "--format", "json"])
-        #expect(out.status == 0, "\(out.stderr)")
-        return try JSONDecoder().decode(SymbolicatedReport.self, from: Data(out.stdout.utf8))
-    }
+    func symbolicated(_ h: Harness, _ id: Int64) throws -> SymbolicatedReport { try FormatsEndToEndTests().symbolicated(h, id) }
 
     /// ndk-stack's two-crash sample as a threadtime logcat capture: `submit` stores two reports,
     /// each with its own crashed thread, exception, app, arch and OS, as the sample's text says.

@@ -61,6 +61,7 @@ public struct FormatRegistry: Sendable {
         LagReportFormat(),
         SwiftBacktraceTextFormat(),
         AndroidTombstoneFormat(),
+        SanitizerReportFormat(),
         AppleCrashTextFormat(),
     ])
 

@@ -9,11 +9,15 @@ public struct ParsedReportJSON: Encodable {
         var imageIndex: Int?
         /// The report's address for this frame could not be read (a warning says why).
         var malformed: Bool?
+        /// The name the device resolved the frame to, and the distance from it.
+        var symbol: String?
+        var symbolOffset: UInt64?
     }
     public struct Thread: Encodable {
         var index: Int
         var name: String?
         var crashed: Bool
+        var part: String?
         var frames: [Frame]
     }
     var format: String
@@ -33,8 +37,12 @@ public struct ParsedReportJSON: Encodable {
             exception: report.exception, images: report.images,
             threads: report.threads.map { thread in
                 Thread(
-                    index: thread.index, name: thread.name, crashed: thread.crashed,
-                    frames: thread.frames.map { Frame(address: $0.address, kind: $0.kind, imageIndex: $0.imageIndex, malformed: $0.malformed) })
+                    index: thread.index, name: thread.name, crashed: thread.crashed, part: thread.part,
+                    frames: thread.frames.map {
+                        Frame(
+                            address: $0.address, kind: $0.kind, imageIndex: $0.imageIndex, malformed: $0.malformed,
+                            symbol: $0.symbol, symbolOffset: $0.symbolOffset)
+                    })
             }, lag: report.lag, warnings: report.warnings)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

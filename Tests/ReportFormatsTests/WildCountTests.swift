@@ -87,6 +87,12 @@ enum WildCounter {
         case "kscrash" where path.hasSuffix(".txt"): return appleCrashText(text)  // KSCrash's Apple-style text
         case "kscrash": return SampleCounts(try kscrashExpectedCounts(data))
         case "swift-backtrace": return SampleCounts(try swiftBacktraceExpectedCounts(data, format: path.hasSuffix(".json.txt") ? "json" : "text"))
+        case "android":  // AndroidFidelityTests.swift
+            let c = tombstoneExpectedCounts(text)
+            return SampleCounts(images: c.images, threads: c.threads, frames: c.frames)
+        case "asan":  // SanitizerFormatTests.swift
+            let c = sanitizerExpectedCounts(text)
+            return SampleCounts(images: c.images, threads: c.threads, frames: c.frames)
         default: return nil
         }
     }

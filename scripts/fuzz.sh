@@ -58,7 +58,10 @@ fi
 seeds_for() {
   local f=Tests/Fixtures
   case "$1" in
-    swift-backtrace-json | swift-backtrace-text | sdk-lag | android-tombstone | frame) echo "$f/fuzz-seeds/$1" ;;
+    swift-backtrace-json | swift-backtrace-text | sdk-lag | frame) echo "$f/fuzz-seeds/$1" ;;
+    android-tombstone) echo "$f/fuzz-seeds/android-tombstone $f/wild/android" ;;
+    sanitizer) echo "$f/wild/asan" ;;
+    metrickit) echo "$f/wild/metrickit" ;;
     kscrash) echo "$f/wild/kscrash" ;;
     apple-ips) echo "$f/wild/ips" ;;
     apple-crash) echo "$f/wild/apple-crash" ;;

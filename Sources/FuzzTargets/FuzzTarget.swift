@@ -38,7 +38,7 @@ public struct FuzzTarget: Sendable {
                 try ReportTargets.parse(data, as: format)
             }
         } + [
-            FuzzTarget(name: "detect-and-parse", summary: "FormatRegistry.standard.detectAndParse") { data throws(FuzzFailure) in
+            FuzzTarget(name: "detect-and-parse", summary: "FormatRegistry.standard.detectAndParseAll: detection, split, parse, as submit runs them") { data throws(FuzzFailure) in
                 try ReportTargets.detectAndParse(data)
             },
             FuzzTarget(name: "elf", summary: "ElfFile + DebugFile as symbols add opens them, then lookups") { data throws(FuzzFailure) in

@@ -16,16 +16,30 @@ enum ReportTargets {
         return try summary(report)
     }
 
+    /// Detection, splitting and parsing, as `submit` runs them: every part must be a report of
+    /// the detected format, or a refusal with a reason.
     static func detectAndParse(_ data: Data) throws(FuzzFailure) -> String {
         if FuzzTarget.validUTF8Only, !FuzzTarget.isValidUTF8(data) { return "skipped: not valid UTF-8" }
-        let report: RawReport
-        do { report = try FormatRegistry.standard.detectAndParse(data) } catch {
+        let parts: [ReportPart]
+        do { parts = try FormatRegistry.standard.detectAndParseAll(data) } catch {
             return try refusal(error)
         }
-        guard let detected = FormatRegistry.standard.detect(data), detected.id == report.format else {
-            throw FuzzFailure("detectAndParse returned format '\(report.format)', detect says \(FormatRegistry.standard.detect(data)?.id ?? "none")")
+        guard let detected = FormatRegistry.standard.detect(data) else {
+            throw FuzzFailure("detectAndParseAll returned \(parts.count) parts, detect says none")
         }
-        return try summary(report)
+        var summaries: [String] = []
+        for part in parts {
+            guard part.data.count <= data.count else { throw FuzzFailure("a part is larger than its input") }
+            switch part.outcome {
+            case .failure(let error): summaries.append(try refusal(error))
+            case .success(let report):
+                guard detected.id == report.format else {
+                    throw FuzzFailure("detectAndParseAll returned format '\(report.format)', detect says \(detected.id)")
+                }
+                summaries.append(try summary(report))
+            }
+        }
+        return summaries.joined(separator: "; ")
     }
 
     /// A refusal must say why: an empty message is no message.

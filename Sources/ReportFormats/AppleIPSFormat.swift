@@ -12,23 +12,22 @@ public struct AppleIPSFormat: ReportFormat {
     public init() {}
 
     public func matches(_ data: Data) -> Bool {
-        guard JSONText.looksLikeJSON(data), let newline = data.firstIndex(of: 0x0a) else { return false }
-        let header = data[data.startIndex..<newline]
-        return header.range(of: Data("\"bug_type\"".utf8)) != nil
-            && data[newline...].contains(UInt8(ascii: "{"))
+        guard JSONText.looksLikeJSON(data), let (header, rest) = JSONText.headerLine(data) else { return false }
+        return data[header].range(of: Data("\"bug_type\"".utf8)) != nil
+            && data[rest...].contains(UInt8(ascii: "{"))
     }
 
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
         // Checked on the whole file first, so a bad byte's offset counts from the file's start.
         if let offset = JSONPreflight.firstInvalidUTF8(in: data) { throw .invalidUTF8(offset: offset) }
-        guard let newline = data.firstIndex(of: 0x0a) else {
+        guard let (headerRange, rest) = JSONText.headerLine(data) else {
             throw .invalidReport(format: id, reason: "only a header line; the report body is missing")
         }
-        let header = try ExactJSON.decode(IPSHeader.self, from: Data(data[data.startIndex..<newline]), format: id)
+        let header = try ExactJSON.decode(IPSHeader.self, from: Data(data[headerRange]), format: id)
         if let type = header.bugType?.text, !Self.crashBugTypes.contains(type) {
             throw .invalidReport(format: id, reason: "bug_type \(type) is not a crash report (309)")
         }
-        let body = try ExactJSON.decode(IPSBody.self, from: Data(data[data.index(after: newline)...]), format: id)
+        let body = try ExactJSON.decode(IPSBody.self, from: Data(data[rest...]), format: id)
         var warnings = WarningLog()
         let images = (body.usedImages ?? []).enumerated().map { i, image in
             let name = image.name ?? image.path.map(ReportText.basename) ?? "???"

@@ -58,6 +58,8 @@ public struct FormatRegistry: Sendable {
         SwiftBacktraceJSONFormat(),
         KSCrashFormat(),
         AppleIPSFormat(),
+        AppleLegacyIPSFormat(),
+        MetricKitFormat(),
         LagReportFormat(),
         SwiftBacktraceTextFormat(),
         AndroidTombstoneFormat(),

@@ -163,7 +163,10 @@ struct AppleCrashTextParser {
         }
         let crashed = cursor.skip(" Crashed")
         guard cursor.skip(":") else { return false }
-        let name = cursor.restTrimmed
+        // macOS writes "Thread 0::  Dispatch queue: com.apple.main-thread" (and "Thread 2 Crashed::").
+        var name = cursor.restTrimmed
+        if name.hasPrefix(":") { name = name.dropFirst().trimmingCharacters(in: .whitespaces) }
+        if name.hasPrefix("Dispatch queue:") { name = name.dropFirst("Dispatch queue:".count).trimmingCharacters(in: .whitespaces) }
         try limits.addThread()
         threads.append(PendingThread(index: index, name: name.isEmpty ? nil : name, crashed: crashed))
         section = .thread
@@ -294,8 +297,10 @@ struct AppleCrashTextParser {
         let pathRange = line.trimming(close + 1..<line.end)
         let path = pathRange.isEmpty ? nil : line.string(pathRange)
         let id = BuildID.reported(line.string(open + 1..<close), image: name, lengths: .appleReport, warnings: &warnings)
-        // The end address is the image's last byte.
-        return BinaryImage(name: name, path: path, id: id, arch: arch, loadAddress: Address(start), size: end - start + 1)
+        // The end address is the image's last byte; `0x0 - 0xffffffffffffffff` (a placeholder real
+        // reports print) spans 2^64 bytes, one more than a size can hold.
+        let (size, overflow) = (end - start).addingReportingOverflow(1)
+        return BinaryImage(name: name, path: path, id: id, arch: arch, loadAddress: Address(start), size: overflow ? UInt64.max : size)
     }
 
     mutating func finish() throws(ReportParseError) -> RawReport {
@@ -364,7 +369,8 @@ struct AppleCrashTextParser {
         let name = process ?? header["Path"].map(ReportText.basename) ?? header["Identifier"]
         guard name != nil || header["Version"] != nil else { return nil }
         // "1.0 (45)": short version, then build.
-        var version = header["Version"]
+        // "???" is how the report says it does not know.
+        var version = header["Version"].flatMap { $0 == "???" ? nil : $0 }
         var build: String?
         if let v = version, v.hasSuffix(")"), let open = v.lastIndex(of: "(") {
             build = String(v[v.index(after: open)..<v.index(before: v.endIndex)])

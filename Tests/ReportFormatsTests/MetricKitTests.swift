@@ -159,7 +159,8 @@ func metricKitExpectedCounts(_ data: Data) throws -> [(section: String, images: 
 
     @Test func brokenJSONIsAnErrorWithItsPlace() throws {
         let payload = Data("{\"crashDiagnostics\": [{\"callStackTree\": {\"callStacks\": [}]}\n".utf8)
-        #expect(throws: ReportParseError.invalidJSON("expected a value", line: 1, column: 57))  // the "}" after "[" {
+        // Column 57 is the "}" right after "[".
+        #expect(throws: ReportParseError.invalidJSON("expected a value", line: 1, column: 57)) {
             try MetricKitFormat().parse(payload)
         }
     }

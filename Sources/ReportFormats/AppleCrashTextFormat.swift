@@ -344,7 +344,7 @@ struct AppleCrashTextParser {
 
     /// "Code Type: X86-64 (Native)" in its canonical spelling, else the first image's arch.
     var arch: Arch? {
-        if let code = header["Code Type"].map(Arch.init), code.isKnown { return code.canonical }
+        if let code = header["Code Type"].map({ Arch($0) }), code.isKnown { return code.canonical }
         return images.first?.arch
     }
 

@@ -17,12 +17,19 @@ public struct AppleCrashTextFormat: ReportFormat {
 
     public init() {}
 
+    /// Fields only an Apple crash report starts a line with; two of them make a header-only report.
+    static let headerOnlyKeys = ["Incident Identifier:", "Hardware Model:", "Process:", "Code Type:", "OS Version:", "Report Version:", "Exception Type:"]
+
     public func matches(_ data: Data) -> Bool {
         guard !JSONText.looksLikeJSON(data) else { return false }
         let head = String(decoding: data.prefix(65536), as: UTF8.self)
-        return Self.headerKeys.contains { head.contains($0) }
-            && (head.hasPrefix("Thread ") || head.contains("\nThread ") || head.contains("\nLast Exception Backtrace:"))
-            && !head.contains("*** Program crashed:")
+        guard !head.contains("*** Program crashed:") else { return false }
+        if Self.headerKeys.contains(where: { head.contains($0) })
+            && (head.hasPrefix("Thread ") || head.contains("\nThread ") || head.contains("\nLast Exception Backtrace:")) {
+            return true
+        }
+        // A header with no threads at all is still this format, refused by name in `parse`.
+        return Self.headerOnlyKeys.filter { head.hasPrefix($0) || head.contains("\n" + $0) }.count >= 2
     }
 
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
@@ -36,12 +43,15 @@ public struct AppleCrashTextFormat: ReportFormat {
 
 /// One pass over the lines of a `.crash` report.
 struct AppleCrashTextParser {
-    enum Section { case root, thread, lastException, exceptionList, threadState, binaryImages }
+    enum Section { case root, thread, lastException, exceptionList, threadState, binaryImages, applicationInfo }
 
     /// A frame as written, before its image is known.
     struct PendingFrame {
         var imageName: String?
         var address: UInt64
+        /// The name the device printed (`JSValueIsString + 155`), never the `0xLOAD + offset` form.
+        var symbol: String?
+        var symbolOffset: UInt64?
     }
 
     struct PendingThread {
@@ -58,6 +68,9 @@ struct AppleCrashTextParser {
     var threadNames: [Int: String] = [:]
     var images: [BinaryImage] = []
     var sawBinaryImages = false
+    /// `Application Specific Information:` lines, and `Fatal error:` lines outside any thread.
+    var applicationInfo: [String] = []
+    var fatalErrors: [String] = []
     var warnings = WarningLog()
     var limits = LimitCounter()
 
@@ -81,8 +94,22 @@ struct AppleCrashTextParser {
 
         switch section {
         case .root:
-            if let (key, value) = Self.headerField(line), header[key] == nil {
-                header[key] = value
+            if line.firstIndex(of: "Fatal error: ") != nil {
+                fatalErrors.append(line.restTrimmed)
+            } else if let (key, value) = Self.headerField(line) {
+                if key == "Application Specific Information" {
+                    section = .applicationInfo
+                    if !value.isEmpty { applicationInfo.append(value) }
+                } else if header[key] == nil {
+                    header[key] = value
+                }
+            }
+        case .applicationInfo:
+            if line.isBlankToEnd || line.hasPrefix("Application Specific ") {
+                section = .root
+                if !line.isBlankToEnd { try consume(line) }
+            } else {
+                applicationInfo.append(line.restTrimmed)
             }
         case .threadState:
             if line.isAtEnd { section = .root }
@@ -136,7 +163,10 @@ struct AppleCrashTextParser {
         }
         let crashed = cursor.skip(" Crashed")
         guard cursor.skip(":") else { return false }
-        let name = cursor.restTrimmed
+        // macOS writes "Thread 0::  Dispatch queue: com.apple.main-thread" (and "Thread 2 Crashed::").
+        var name = cursor.restTrimmed
+        if name.hasPrefix(":") { name = name.dropFirst().trimmingCharacters(in: .whitespaces) }
+        if name.hasPrefix("Dispatch queue:") { name = name.dropFirst("Dispatch queue:".count).trimmingCharacters(in: .whitespaces) }
         try limits.addThread()
         threads.append(PendingThread(index: index, name: name.isEmpty ? nil : name, crashed: crashed))
         section = .thread
@@ -191,10 +221,35 @@ struct AppleCrashTextParser {
             guard let value = pc.value else { return nil }
             let name = line.string(line.trimming(nameStart..<blank))
             candidate.skipBlanks()
-            checkLoadPlusOffset(candidate, pc: value, pcText: pc.text)
-            return PendingFrame(imageName: name == "???" ? nil : name, address: value)
+            var frame = PendingFrame(imageName: name == "???" ? nil : name, address: value)
+            if candidate.hasPrefix("0x") {
+                checkLoadPlusOffset(candidate, pc: value, pcText: pc.text)
+            } else {
+                (frame.symbol, frame.symbolOffset) = Self.deviceSymbol(candidate.rest, image: frame.imageName)
+            }
+            return frame
         }
         return nil
+    }
+
+    /// `JSValueIsString + 155`, `main (main.swift:5)`, `-[A b] (in App) + 12 (A.m:3)`: the name
+    /// exactly as printed and the decimal offset after it. Nil for nothing or `<redacted>`, which
+    /// names no function and would merge unrelated frames.
+    static func deviceSymbol(_ text: String, image: String?) -> (String?, UInt64?) {
+        var name = Substring(text.trimmingCharacters(in: .whitespaces))
+        // A trailing "(file:line)" is where, not who.
+        if name.hasSuffix(")"), let open = name.range(of: " (", options: .backwards), name[open.upperBound...].contains(":") {
+            name = name[..<open.lowerBound]
+        }
+        var offset: UInt64?
+        if let plus = name.range(of: " + ", options: .backwards), let value = UInt64(name[plus.upperBound...]) {
+            offset = value
+            name = name[..<plus.lowerBound]
+        }
+        if let image, name.hasSuffix(" (in \(image))") { name = name.dropLast(" (in \(image))".count) }
+        name = name.drop { $0 == " " }
+        guard !name.isEmpty, name != "<redacted>", name != "???" else { return (nil, nil) }
+        return (String(name), offset)
     }
 
     /// `0x7fff61bc6000 + 3114` after the pc must add up to it.
@@ -242,11 +297,18 @@ struct AppleCrashTextParser {
         let pathRange = line.trimming(close + 1..<line.end)
         let path = pathRange.isEmpty ? nil : line.string(pathRange)
         let id = BuildID.reported(line.string(open + 1..<close), image: name, lengths: .appleReport, warnings: &warnings)
-        // The end address is the image's last byte.
-        return BinaryImage(name: name, path: path, id: id, arch: arch, loadAddress: Address(start), size: end - start + 1)
+        // The end address is the image's last byte; `0x0 - 0xffffffffffffffff` (a placeholder real
+        // reports print) spans 2^64 bytes, one more than a size can hold.
+        let (size, overflow) = (end - start).addingReportingOverflow(1)
+        return BinaryImage(name: name, path: path, id: id, arch: arch, loadAddress: Address(start), size: overflow ? UInt64.max : size)
     }
 
     mutating func finish() throws(ReportParseError) -> RawReport {
+        if threads.isEmpty && !sawBinaryImages {
+            throw .invalidReport(
+                format: format,
+                reason: "Apple crash report with no threads: the header is there, but no \"Thread N:\" backtrace and no \"Binary Images:\" (was the report cut short?)")
+        }
         guard threads.contains(where: { !$0.frames.isEmpty }) else {
             throw .invalidReport(format: format, reason: "no thread backtraces (expected \"Thread 0:\" followed by frames)")
         }
@@ -265,7 +327,8 @@ struct AppleCrashTextParser {
             let frames = thread.frames.enumerated().map { position, frame in
                 RawFrame(
                     address: Address(frame.address), kind: position == 0 ? .pc : .returnAddress,
-                    imageIndex: imagesByName.index(for: frame, unknown: &unknownImages, seen: &unknownSeen))
+                    imageIndex: imagesByName.index(for: frame, unknown: &unknownImages, seen: &unknownSeen),
+                    symbol: frame.symbol, symbolOffset: frame.symbolOffset)
             }
             return RawThread(
                 index: thread.index, name: thread.name ?? threadNames[thread.index],
@@ -281,16 +344,20 @@ struct AppleCrashTextParser {
 
     /// "Code Type: X86-64 (Native)" in its canonical spelling, else the first image's arch.
     var arch: Arch? {
-        if let code = header["Code Type"].map { Arch($0) }, code.isKnown { return code.canonical }
+        if let code = header["Code Type"].map({ Arch($0) }), code.isKnown { return code.canonical }
         return images.first?.arch
     }
 
-    var platform: String? {
-        guard let os = header["OS Version"] else { return nil }
-        if os.hasPrefix("iPhone OS") || os.hasPrefix("iOS") { return "iOS" }
+    var platform: String? { header["OS Version"].flatMap(Self.platform(os:)) }
+
+    /// The platform an Apple OS version string names (`iPhone OS 16.0 (20A362)` is iOS); shared
+    /// by every Apple format.
+    static func platform(os: String) -> String? {
+        if os.hasPrefix("iPhone OS") || os.hasPrefix("iOS") || os.hasPrefix("iPadOS") { return "iOS" }
         if os.hasPrefix("Mac OS") || os.hasPrefix("macOS") { return "macOS" }
-        if os.hasPrefix("tvOS") { return "tvOS" }
-        if os.hasPrefix("watchOS") { return "watchOS" }
+        if os.hasPrefix("tvOS") || os.hasPrefix("Apple TVOS") { return "tvOS" }
+        if os.hasPrefix("watchOS") || os.hasPrefix("Watch OS") { return "watchOS" }
+        if os.hasPrefix("visionOS") || os.hasPrefix("xrOS") { return "visionOS" }
         return nil
     }
 
@@ -298,19 +365,22 @@ struct AppleCrashTextParser {
         let process = header["Process"].map { name in
             name.range(of: " [").map { String(name[..<$0.lowerBound]) } ?? name
         }
-        guard process != nil || header["Version"] != nil else { return nil }
+        // The main executable: Process, else Path's last component, else the bundle id.
+        let name = process ?? header["Path"].map(ReportText.basename) ?? header["Identifier"]
+        guard name != nil || header["Version"] != nil else { return nil }
         // "1.0 (45)": short version, then build.
-        var version = header["Version"]
+        // "???" is how the report says it does not know.
+        var version = header["Version"].flatMap { $0 == "???" ? nil : $0 }
         var build: String?
         if let v = version, v.hasSuffix(")"), let open = v.lastIndex(of: "(") {
             build = String(v[v.index(after: open)..<v.index(before: v.endIndex)])
             version = v[..<open].trimmingCharacters(in: .whitespaces)
         }
-        return AppInfo(name: process ?? header["Identifier"], version: version, build: build)
+        return AppInfo(name: name, version: version, build: build)
     }
 
     var exception: ExceptionInfo? {
-        guard let type = header["Exception Type"] else { return nil }
+        guard let type = header["Exception Type"] else { return message.map { ExceptionInfo(message: $0) } }
         var name = type
         var signal: String?
         if let open = type.lastIndex(of: "("), type.hasSuffix(")") {
@@ -328,8 +398,27 @@ struct AppleCrashTextParser {
             }
         }
         return ExceptionInfo(
-            type: name, signal: signal, code: codes, faultAddress: fault,
-            message: header["Exception Reason"] ?? header["Termination Reason"] ?? header["Exception Message"])
+            type: name, signal: signal, code: Self.code(codes, subtype: header["Exception Subtype"]), faultAddress: fault,
+            message: message)
+    }
+
+    /// `Exception Codes` and `Exception Subtype` in one field (the `.ips` `codes` and `subtype`
+    /// likewise), so both forms of one crash carry the same text.
+    static func code(_ codes: String?, subtype: String?) -> String? {
+        let parts = [codes, subtype].compactMap { $0?.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return parts.isEmpty ? nil : parts.joined(separator: ", ")
+    }
+
+    /// What the report says went wrong, one fact per line: the exception's reason, Swift's
+    /// `Fatal error:` lines, `Application Specific Information:`; else the termination reason.
+    var message: String? {
+        var lines: [String] = []
+        for line in [header["Exception Reason"], header["Exception Message"]].compactMap({ $0 }) + fatalErrors + applicationInfo {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if !text.isEmpty, !lines.contains(where: { $0.contains(text) }) { lines.append(text) }
+        }
+        if lines.isEmpty, let termination = header["Termination Reason"], !termination.isEmpty { lines.append(termination) }
+        return lines.isEmpty ? nil : lines.joined(separator: "\n")
     }
 }
 
@@ -361,5 +450,55 @@ struct ImagesByName {
         }
         if seen.insert(name).inserted { unknown.append(name) }
         return nil
+    }
+}
+
+/// An old-style `.ips`: line 1 is a JSON header (`bug_type` 109 on iOS ≤ 14, 309 in Xcode's
+/// Devices window export), the rest is plain `.crash` text. Detected by that structure, so a
+/// `{` somewhere in the text body never sends it to the JSON `.ips` reader.
+public struct AppleLegacyIPSFormat: ReportFormat {
+    public let id = "apple-ips-legacy"
+    /// Crash reports; other bug types (hangs, jetsam, …) have a different body.
+    static let crashBugTypes: Set<String> = ["109", "309"]
+
+    public init() {}
+
+    public func matches(_ data: Data) -> Bool {
+        guard JSONText.looksLikeJSON(data), let (header, rest) = JSONText.headerLine(data) else { return false }
+        let line = data[header]
+        return line.range(of: Data("\"bug_type\"".utf8)) != nil
+            && line.last(where: { !TextLine.isWhitespace($0) }) == UInt8(ascii: "}")
+            && AppleCrashTextFormat().matches(Data(data[rest...].prefix(65536)))
+    }
+
+    public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
+        guard let (headerRange, _) = JSONText.headerLine(data) else {
+            throw .invalidReport(format: id, reason: "no JSON header line")
+        }
+        let header = try ExactJSON.decode(IPSHeader.self, from: Data(data[headerRange]), format: id)
+        if let type = header.bugType?.text, !Self.crashBugTypes.contains(type) {
+            throw .invalidReport(format: id, reason: "bug_type \(type) is not a crash report (109 or 309)")
+        }
+        var parser = AppleCrashTextParser(format: id)
+        var sawHeader = false
+        for line in TextLine.lines(data) {
+            // Line numbers in warnings stay those of the file: the header line is read, not removed.
+            if !sawHeader {
+                sawHeader = !line.isBlankToEnd
+                continue
+            }
+            try parser.consume(line)
+        }
+        var report = try parser.finish()
+        func known(_ s: String?) -> String? { s?.isEmpty == false ? s : nil }
+        var app = report.app ?? AppInfo()
+        app.name = app.name ?? known(header.appName) ?? known(header.name)
+        app.version = app.version ?? known(header.appVersion)
+        app.build = app.build ?? known(header.buildVersion)
+        report.app = app
+        report.os = report.os ?? known(header.osVersion)
+        report.platform = report.platform ?? report.os.flatMap(AppleCrashTextParser.platform(os:))
+        report.timestamp = report.timestamp ?? known(header.timestamp)
+        return report
     }
 }

@@ -12,23 +12,23 @@ public struct AppleIPSFormat: ReportFormat {
     public init() {}
 
     public func matches(_ data: Data) -> Bool {
-        guard JSONText.looksLikeJSON(data), let newline = data.firstIndex(of: 0x0a) else { return false }
-        let header = data[data.startIndex..<newline]
-        return header.range(of: Data("\"bug_type\"".utf8)) != nil
-            && data[newline...].contains(UInt8(ascii: "{"))
+        guard JSONText.looksLikeJSON(data), let (header, rest) = JSONText.headerLine(data) else { return false }
+        // The body is a JSON document; old-style reports carry `.crash` text there (AppleLegacyIPSFormat).
+        return data[header].range(of: Data("\"bug_type\"".utf8)) != nil
+            && data[rest...].first(where: { !TextLine.isWhitespace($0) }) == UInt8(ascii: "{")
     }
 
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
         // Checked on the whole file first, so a bad byte's offset counts from the file's start.
         if let offset = JSONPreflight.firstInvalidUTF8(in: data) { throw .invalidUTF8(offset: offset) }
-        guard let newline = data.firstIndex(of: 0x0a) else {
+        guard let (headerRange, rest) = JSONText.headerLine(data) else {
             throw .invalidReport(format: id, reason: "only a header line; the report body is missing")
         }
-        let header = try ExactJSON.decode(IPSHeader.self, from: Data(data[data.startIndex..<newline]), format: id)
+        let header = try ExactJSON.decode(IPSHeader.self, from: Data(data[headerRange]), format: id)
         if let type = header.bugType?.text, !Self.crashBugTypes.contains(type) {
             throw .invalidReport(format: id, reason: "bug_type \(type) is not a crash report (309)")
         }
-        let body = try ExactJSON.decode(IPSBody.self, from: Data(data[data.index(after: newline)...]), format: id)
+        let body = try ExactJSON.decode(IPSBody.self, from: Data(data[rest...]), format: id)
         var warnings = WarningLog()
         let images = (body.usedImages ?? []).enumerated().map { i, image in
             let name = image.name ?? image.path.map(ReportText.basename) ?? "???"
@@ -50,7 +50,9 @@ public struct AppleIPSFormat: ReportFormat {
                     warnings.append("\(context) frame \(i): base + imageOffset overflows 64 bits; frame marked malformed")
                     return RawFrame(address: 0, kind: kind, imageIndex: index, malformed: true)
                 }
-                return RawFrame(address: Address(address), kind: kind, imageIndex: index)
+                return RawFrame(
+                    address: Address(address), kind: kind, imageIndex: index, symbol: frame.symbol.flatMap { $0.isEmpty ? nil : $0 },
+                    symbolOffset: frame.symbol == nil ? nil : frame.symbolLocation)
             }
         }
         var threads: [RawThread] = []
@@ -68,22 +70,28 @@ public struct AppleIPSFormat: ReportFormat {
         guard threads.contains(where: { !$0.frames.isEmpty }) else {
             throw .invalidReport(format: id, reason: "threads: no frames")
         }
-        let exception = body.exception.map { e in
+        let message = body.message
+        var exception = body.exception.map { e in
             ExceptionInfo(
-                type: e.type, signal: e.signal, code: e.codes,
+                type: e.type, signal: e.signal, code: AppleCrashTextParser.code(e.codes, subtype: e.subtype),
                 faultAddress: e.subtype.flatMap { subtype in
                     subtype.range(of: " at ").flatMap { Address(parsing: subtype[$0.upperBound...]) }
-                }, message: e.subtype)
+                }, message: message)
         }
+        if exception == nil, let message { exception = ExceptionInfo(message: message) }
         // The header writes "" for versions it does not know.
         func known(_ s: String?) -> String? { s?.isEmpty == false ? s : nil }
         let app = AppInfo(
-            name: known(body.procName) ?? known(header.appName),
+            name: known(body.procName) ?? known(body.procPath).map(ReportText.basename) ?? known(header.appName) ?? known(header.name),
             version: known(body.bundleInfo?.shortVersion) ?? known(header.appVersion),
             build: known(body.bundleInfo?.version) ?? known(header.buildVersion))
+        // "iPhone OS 16.0 (20A362)", as the header and the .crash twin write it.
+        let os = body.osVersion.flatMap { v in v.train.map { train in v.build.map { "\(train) (\($0))" } ?? train } } ?? header.osVersion
+        // The process's CPU type (ARM-64 → arm64), not an image's (often arm64e).
+        let cpu = known(body.cpuType).map { Arch($0) }
         return RawReport(
-            format: id, kind: .crash, platform: header.osVersion.map { $0.hasPrefix("macOS") ? "macOS" : "iOS" },
-            arch: images.first?.arch ?? body.cpuType.map { Arch($0) }, app: app, os: body.osVersion?.train ?? header.osVersion,
+            format: id, kind: .crash, platform: os.flatMap(AppleCrashTextParser.platform(os:)),
+            arch: cpu.map { $0.isKnown ? $0.canonical : $0 } ?? images.first?.arch, app: app, os: os,
             timestamp: body.captureTime ?? header.timestamp, exception: exception, images: images, threads: threads,
             warnings: warnings.all)
     }
@@ -97,9 +105,10 @@ struct IPSHeader: Decodable {
     var buildVersion: String?
     var osVersion: String?
     var timestamp: String?
+    var name: String?
     enum CodingKeys: String, CodingKey {
         case bugType = "bug_type", appName = "app_name", appVersion = "app_version"
-        case buildVersion = "build_version", osVersion = "os_version", timestamp
+        case buildVersion = "build_version", osVersion = "os_version", timestamp, name
     }
 }
 
@@ -116,6 +125,9 @@ struct IPSBody: Decodable {
     struct Frame: Decodable {
         var imageIndex: Int?
         var imageOffset: UInt64
+        /// The name the device resolved, and the distance from its start.
+        var symbol: String?
+        var symbolLocation: UInt64?
     }
     struct Thread: Decodable {
         var name: String?
@@ -128,8 +140,17 @@ struct IPSBody: Decodable {
         var signal: String?
         var codes: String?
         var subtype: String?
+        var message: String?
     }
-    struct OSVersion: Decodable { var train: String? }
+    struct Termination: Decodable {
+        var namespace: String?
+        var code: JSONLooseString?
+        var indicator: String?
+    }
+    struct OSVersion: Decodable {
+        var train: String?
+        var build: String?
+    }
     struct BundleInfo: Decodable {
         var shortVersion: String?
         var version: String?
@@ -143,8 +164,47 @@ struct IPSBody: Decodable {
     var exception: Exception?
     var lastExceptionBacktrace: [Frame]?
     var procName: String?
+    var procPath: String?
+    /// Application Specific Information: image name → its lines.
+    var asi: [String: JSONStringList]?
+    var termination: Termination?
     var cpuType: String?
     var osVersion: OSVersion?
     var captureTime: String?
     var bundleInfo: BundleInfo?
+}
+
+extension IPSBody {
+    /// What went wrong in words: `exception.message`, then the `asi` lines (images in name order,
+    /// a bare `abort() called` last, as it says less than any message beside it); else the
+    /// termination reason in the `.crash` wording (`Namespace SIGNAL, Code 6 Abort trap: 6`).
+    var message: String? {
+        var lines: [String] = []
+        func add(_ text: String) {
+            let text = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !text.isEmpty, !lines.contains(where: { $0.contains(text) }) { lines.append(text) }
+        }
+        if let message = exception?.message { add(message) }
+        let asiLines = (asi ?? [:]).sorted { $0.key < $1.key }.flatMap(\.value.lines)
+        for line in asiLines where line != "abort() called" { add(line) }
+        for line in asiLines where line == "abort() called" { add(line) }
+        if lines.isEmpty, let termination, let namespace = termination.namespace {
+            add(["Namespace \(namespace),", termination.code.map { "Code \($0.text)" }, termination.indicator].compactMap { $0 }.joined(separator: " "))
+        }
+        return lines.isEmpty ? nil : lines.joined(separator: "\n")
+    }
+}
+
+/// A list of strings some writers give as one string.
+struct JSONStringList: Decodable {
+    let lines: [String]
+
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let list = try? container.decode([String].self) {
+            lines = list
+        } else {
+            lines = [try container.decode(String.self)]
+        }
+    }
 }

@@ -8,7 +8,9 @@ import ReportModel
 /// nesting level. So the bytes must be valid UTF-8, and the number of values and the nesting
 /// depth are bounded here, in one linear pass that allocates nothing.
 enum JSONPreflight {
-    static func check(_ data: Data) throws(ReportParseError) {
+    /// `maxDepth` is lifted only by readers that do not recurse per level (MetricKit's stream
+    /// reader, whose call trees nest two levels per frame).
+    static func check(_ data: Data, maxDepth: Int = ReportLimits.maxJSONDepth) throws(ReportParseError) {
         if let offset = firstInvalidUTF8(in: data) { throw .invalidUTF8(offset: offset) }
         var values = 1
         var depth = 0
@@ -32,8 +34,8 @@ enum JSONPreflight {
             case UInt8(ascii: "{"), UInt8(ascii: "["):
                 depth += 1
                 values += 1
-                if depth > ReportLimits.maxJSONDepth {
-                    throw .overLimit("JSON nested deeper than \(ReportLimits.maxJSONDepth) levels")
+                if depth > maxDepth {
+                    throw .overLimit("JSON nested deeper than \(maxDepth) levels")
                 }
             case UInt8(ascii: "}"), UInt8(ascii: "]"):
                 depth -= 1

@@ -15,6 +15,16 @@ enum JSONText {
         return false
     }
 
+    /// The first line that is not blank, and the index where the rest begins: the header of
+    /// formats whose first line is a document of its own (`.ips`). Blank lines before it are
+    /// skipped, as a JSON reader would skip them. Nil when there is no such line or no newline after it.
+    static func headerLine(_ data: Data) -> (header: Range<Data.Index>, rest: Data.Index)? {
+        guard let start = data.firstIndex(where: { !TextLine.isWhitespace($0) }),
+            let newline = data[start...].firstIndex(of: 0x0a)
+        else { return nil }
+        return (start..<newline, data.index(after: newline))
+    }
+
     /// True when `needle` occurs in the first `window` bytes.
     static func head(_ data: Data, contains needle: String, window: Int = 65536) -> Bool {
         data.prefix(window).range(of: Data(needle.utf8)) != nil

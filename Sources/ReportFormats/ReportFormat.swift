@@ -58,6 +58,8 @@ public struct FormatRegistry: Sendable {
         SwiftBacktraceJSONFormat(),
         KSCrashFormat(),
         AppleIPSFormat(),
+        AppleLegacyIPSFormat(),
+        MetricKitFormat(),
         LagReportFormat(),
         SwiftBacktraceTextFormat(),
         AndroidTombstoneFormat(),
@@ -67,19 +69,24 @@ public struct FormatRegistry: Sendable {
 
     public func format(id: String) -> (any ReportFormat)? { formats.first { $0.id == id } }
 
-    public func detect(_ data: Data) -> (any ReportFormat)? { formats.first { $0.matches(data) } }
+    public func detect(_ data: Data) -> (any ReportFormat)? {
+        let text = ReportEncoding(data).text
+        return formats.first { $0.matches(text) }
+    }
 
     /// Detects the format and parses. Unrecognised JSON is reported with its syntax error,
     /// if it has one, because "format not detected" would hide the real problem.
     public func detectAndParse(_ data: Data) throws(ReportParseError) -> RawReport {
         try Self.checkSize(data)
-        if let format = detect(data) { return try Self.checked(format.parse(data)) }
-        if JSONText.looksLikeJSON(data) {
-            _ = try JSONText.object(data)
-            throw .formatNotDetected(
-                "JSON, but no known report format (expected a Swift runtime backtrace, KSCrash, .ips or SDK lag report; see docs/formats.md)")
+        return try ReportEncoding(data).parsing { data throws(ReportParseError) in
+            if let format = formats.first(where: { $0.matches(data) }) { return try Self.checked(format.parse(data)) }
+            if JSONText.looksLikeJSON(data) {
+                _ = try JSONText.object(data)
+                throw .formatNotDetected(
+                    "JSON, but no known report format (expected a Swift runtime backtrace, KSCrash, .ips or SDK lag report; see docs/formats.md)")
+            }
+            throw .formatNotDetected(data.isEmpty ? "input is empty" : "not a known report format")
         }
-        throw .formatNotDetected(data.isEmpty ? "input is empty" : "not a known report format")
     }
 
     /// Detects the format, splits the input into the reports it holds and parses each one. Every
@@ -92,8 +99,13 @@ public struct FormatRegistry: Sendable {
             _ = try detectAndParse(data)  // throws the precise reason
             return []
         }
-        let pieces = format.split(data)
-        if pieces.count <= 1 { return [ReportPart(data: data, format: format.id, outcome: .success(try Self.checked(format.parse(data))))] }
+        let input = ReportEncoding(data)
+        let pieces = format.split(input.text)
+        if pieces.count <= 1 {
+            // The input as sent is what gets stored; `parse(_:format:)` reads its encoding again.
+            let report = try input.parsing { text throws(ReportParseError) in try Self.checked(format.parse(text)) }
+            return [ReportPart(data: data, format: format.id, outcome: .success(report))]
+        }
         return pieces.map { piece in
             do throws(ReportParseError) {
                 return ReportPart(data: piece, format: format.id, outcome: .success(try Self.checked(format.parse(piece))))
@@ -107,7 +119,7 @@ public struct FormatRegistry: Sendable {
     public func parse(_ data: Data, format id: String) throws(ReportParseError) -> RawReport {
         guard let format = format(id: id) else { throw .unknownFormat(id) }
         try Self.checkSize(data)
-        return try Self.checked(format.parse(data))
+        return try ReportEncoding(data).parsing { text throws(ReportParseError) in try Self.checked(format.parse(text)) }
     }
 
     static func checkSize(_ data: Data) throws(ReportParseError) {

@@ -30,3 +30,38 @@ extension BuildID {
         }
     }
 }
+
+/// A report's bytes as the parsers read them: UTF-8 without a byte-order mark.
+///
+/// Editors on Windows save UTF-8 with a BOM (`EF BB BF`), and a JSON decoder or a `{` sniff
+/// refuses it. The registry strips it once here, for every format, and reports a bad byte's
+/// offset in the file as sent. (CRLF line endings need nothing here: `TextLine` drops the `\r`,
+/// and JSON counts it as whitespace.)
+struct ReportEncoding {
+    static let utf8BOM: [UInt8] = [0xef, 0xbb, 0xbf]
+
+    /// What the parsers get.
+    let text: Data
+    /// Bytes dropped from the front of the input.
+    let dropped: Int
+
+    init(_ data: Data) {
+        if data.starts(with: Self.utf8BOM) {
+            // Rebased, so parsers can keep assuming indices start at 0. Only BOM input pays the copy.
+            text = Data(data.dropFirst(Self.utf8BOM.count))
+            dropped = Self.utf8BOM.count
+        } else {
+            text = data
+            dropped = 0
+        }
+    }
+
+    /// Runs `parse` on `text`; a UTF-8 error's offset is moved back to count from the input's start.
+    func parsing<T>(_ parse: (Data) throws(ReportParseError) -> T) throws(ReportParseError) -> T {
+        do {
+            return try parse(text)
+        } catch .invalidUTF8(let offset) {
+            throw .invalidUTF8(offset: offset + dropped)
+        }
+    }
+}

@@ -61,8 +61,10 @@ struct SampleCounts: Equatable, CustomStringConvertible {
         let expected = try #require(try WildCounter.expected(path: path, data: data), "no independent counter for \(path): add one to WildCounter")
         let parts = try FormatRegistry.standard.detectAndParseAll(data)
         var got = SampleCounts(images: 0, threads: 0, frames: 0)
+        // Parts refused by name (MetricKit's CPU and disk diagnostics) are not reports; the
+        // format's own tests check those refusals.
         for part in parts {
-            let report = try part.outcome.get()
+            guard case .success(let report) = part.outcome else { continue }
             let frames = report.threads.reduce(0) { $0 + $1.frames.count }
             got = got + SampleCounts(images: report.images.count, threads: report.threads.count, frames: frames)
         }
@@ -82,9 +84,17 @@ enum WildCounter {
                 let s = try SentrySnapshot(String(decoding: snap, as: UTF8.self))
                 return SampleCounts(images: s.images.count, threads: s.threads.count, frames: s.threads.reduce(0) { $0 + $1.frames.count })
             }
-            return appleCrashText(text)
-        case "ips": return try ips(text)
-        case "kscrash" where path.hasSuffix(".txt"): return appleCrashText(text)  // KSCrash's Apple-style text
+            return SampleCounts(appleCrashExpectedCounts(text))  // AppleFidelityTests.swift
+        case "ips": return SampleCounts(try ipsExpectedCounts(data))
+        case "metrickit":  // MetricKitTests.swift: crashes count their stacks; a hang's tree is its lag profile
+            return try metricKitExpectedCounts(data).reduce(SampleCounts(images: 0, threads: 0, frames: 0)) { total, d in
+                switch d.section {
+                case "crashDiagnostics": total + SampleCounts(images: d.images, threads: d.threads, frames: d.frames)
+                case "hangDiagnostics": total + SampleCounts(images: d.images, threads: 0, frames: 0)
+                default: total  // refused by name (MetricKitTests checks the refusal)
+                }
+            }
+        case "kscrash" where path.hasSuffix(".txt"): return SampleCounts(appleCrashExpectedCounts(text))  // KSCrash's Apple-style text
         case "kscrash": return SampleCounts(try kscrashExpectedCounts(data))
         case "swift-backtrace": return SampleCounts(try swiftBacktraceExpectedCounts(data, format: path.hasSuffix(".json.txt") ? "json" : "text"))
         case "android":  // AndroidFidelityTests.swift
@@ -95,41 +105,5 @@ enum WildCounter {
             return SampleCounts(images: c.images, threads: c.threads, frames: c.frames)
         default: return nil
         }
-    }
-
-    static func lines(_ text: String) -> [Substring] {
-        text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
-    }
-
-    /// `.crash` text: `Thread N[ Crashed]:` and `Last Exception Backtrace:` sections, their
-    /// `N  image  0x…` lines, and the `0x… - 0x…` lines under `Binary Images:`.
-    static func appleCrashText(_ text: String) -> SampleCounts {
-        let threadHeader = /^(Thread \d+( Crashed)?:|Last Exception Backtrace:)\s*$/
-        let frameLine = /^\d+\s+\S.*\s0x[0-9a-fA-F]+\s/
-        let imageLine = /^\s*0x[0-9a-fA-F]+\s*-\s*0x[0-9a-fA-F]+\s/
-        var counts = SampleCounts(images: 0, threads: 0, frames: 0)
-        var section = ""
-        for line in lines(text) {
-            if line.wholeMatch(of: threadHeader) != nil { counts.threads += 1; section = "thread"; continue }
-            if line.hasPrefix("Binary Images:") { section = "images"; continue }
-            if line.trimmingCharacters(in: .whitespaces).isEmpty { if section == "thread" { section = "" }; continue }
-            if section == "thread", line.firstMatch(of: frameLine) != nil { counts.frames += 1 }
-            if section == "images", line.firstMatch(of: imageLine) != nil { counts.images += 1 }
-        }
-        return counts
-    }
-
-    /// `.ips`: a JSON header line, then the report: `usedImages`, `threads[].frames`, and the
-    /// `lastExceptionBacktrace`, which Stackline carries as one more thread.
-    static func ips(_ text: String) throws -> SampleCounts {
-        guard let newline = text.firstIndex(of: "\n"),
-            let body = try JSONSerialization.jsonObject(with: Data(text[newline...].utf8)) as? [String: Any]
-        else { throw TestSupportError("not an .ips file") }
-        let threads = body["threads"] as? [[String: Any]] ?? []
-        let last = body["lastExceptionBacktrace"] as? [[String: Any]] ?? []
-        return SampleCounts(
-            images: (body["usedImages"] as? [Any])?.count ?? 0,
-            threads: threads.count + (last.isEmpty ? 0 : 1),
-            frames: threads.reduce(0) { $0 + (($1["frames"] as? [Any])?.count ?? 0) } + last.count)
     }
 }

@@ -59,6 +59,8 @@ struct AppleCrashTextParser {
         var name: String?
         var crashed: Bool
         var frames: [PendingFrame] = []
+        /// `recrash` after KSCrash's "Handler crashed while reporting:" line.
+        var part: String?
     }
 
     let format: String
@@ -68,6 +70,9 @@ struct AppleCrashTextParser {
     var threadNames: [Int: String] = [:]
     var images: [BinaryImage] = []
     var sawBinaryImages = false
+    /// Set by KSCrash's "Handler crashed while reporting:": the threads after it are the crash
+    /// handler's own, kept as a labelled part that never decides the group.
+    var part: String?
     /// `Application Specific Information:` lines, and `Fatal error:` lines outside any thread.
     var applicationInfo: [String] = []
     var fatalErrors: [String] = []
@@ -88,6 +93,11 @@ struct AppleCrashTextParser {
                 index: AppleCrashTextFormat.lastExceptionThreadIndex, name: AppleCrashTextFormat.lastExceptionThreadName,
                 crashed: false))
             section = .lastException
+            return
+        }
+        if line.hasPrefix("Handler crashed while reporting") {
+            part = "recrash"
+            section = .root
             return
         }
         if line.hasPrefix("Thread "), try consumeThreadHeading(line) { return }
@@ -168,7 +178,7 @@ struct AppleCrashTextParser {
         if name.hasPrefix(":") { name = name.dropFirst().trimmingCharacters(in: .whitespaces) }
         if name.hasPrefix("Dispatch queue:") { name = name.dropFirst("Dispatch queue:".count).trimmingCharacters(in: .whitespaces) }
         try limits.addThread()
-        threads.append(PendingThread(index: index, name: name.isEmpty ? nil : name, crashed: crashed))
+        threads.append(PendingThread(index: index, name: name.isEmpty ? nil : name, crashed: crashed && part == nil, part: part))
         section = .thread
         return true
     }
@@ -224,6 +234,13 @@ struct AppleCrashTextParser {
             var frame = PendingFrame(imageName: name == "???" ? nil : name, address: value)
             if candidate.hasPrefix("0x") {
                 checkLoadPlusOffset(candidate, pc: value, pcText: pc.text)
+                // KSCrash's text (and symbolicated Apple reports) add the name after the
+                // offset: `0x28000 + 30048 (-[Crasher dereferenceBadPointer] + 24)`.
+                let rest = candidate.rest
+                if rest.hasSuffix(")"), let open = rest.range(of: " (") {
+                    (frame.symbol, frame.symbolOffset) = Self.deviceSymbol(
+                        String(rest[open.upperBound..<rest.index(before: rest.endIndex)]), image: frame.imageName)
+                }
             } else {
                 (frame.symbol, frame.symbolOffset) = Self.deviceSymbol(candidate.rest, image: frame.imageName)
             }
@@ -257,7 +274,9 @@ struct AppleCrashTextParser {
         var cursor = rest
         guard let base = cursor.hexNumber(), cursor.skip(" + ") else { return }
         let digits = cursor.take(while: TextLine.isDigit)
-        guard !digits.isEmpty, cursor.isAtEnd, let load = base.value, let offset = UInt64(cursor.string(digits)) else { return }
+        guard !digits.isEmpty, cursor.isAtEnd || cursor.first.map(TextLine.isBlank) == true,
+            let load = base.value, let offset = UInt64(cursor.string(digits))
+        else { return }
         let (sum, overflow) = load.addingReportingOverflow(offset)
         if overflow || sum != pc {
             warnings.append("line \(rest.number): 0x\(base.text) + \(cursor.string(digits)) is not the frame's address 0x\(pcText)")
@@ -332,7 +351,8 @@ struct AppleCrashTextParser {
             }
             return RawThread(
                 index: thread.index, name: thread.name ?? threadNames[thread.index],
-                crashed: thread.crashed || (!anyMarked && thread.index == crashedIndex && thread.index >= 0), frames: frames)
+                crashed: thread.crashed || (!anyMarked && thread.index == crashedIndex && thread.index >= 0 && thread.part == nil),
+                frames: frames, part: thread.part)
         }
         for name in unknownImages {
             warnings.append("frames name image '\(name)', which \"Binary Images:\" does not list at their address")

@@ -273,3 +273,18 @@ func ipsExpectedCounts(_ data: Data) throws -> (images: Int, threads: Int, frame
         }
     }
 }
+
+/// KSCrash's Apple-style text: names after `0xBASE + OFFSET`, and the handler's own crash as a part.
+@Suite struct KSCrashTextTwinTests {
+    @Test func namesAfterTheOffsetAndTheRecrashPart() throws {
+        let report = try FormatRegistry.standard.detectAndParse(try wildSample("kscrash/CrashInHandler.txt"))
+        // Line 21 of the file: "0   Crash-Tester   0x0002f560 0x28000 + 30048 (-[Crasher dereferenceBadPointer] + 24)".
+        let top = try #require(report.threads.first { $0.crashed }?.frames.first)
+        #expect(top.symbol == "-[Crasher dereferenceBadPointer]")
+        #expect(top.symbolOffset == 24)
+        #expect(report.threads.filter(\.crashed).map(\.index) == [0], "the handler's crash never takes over")
+        let recrash = report.threads.filter { $0.part == "recrash" }
+        #expect(recrash.map(\.index) == [7])
+        #expect(recrash.first?.frames.first?.symbol == "__vfprintf")
+    }
+}

@@ -64,7 +64,7 @@ seeds_for() {
     metrickit) echo "$f/wild/metrickit" ;;
     kscrash) echo "$f/wild/kscrash" ;;
     apple-ips) echo "$f/wild/ips" ;;
-    apple-crash) echo "$f/wild/apple-crash" ;;
+    apple-crash | apple-ips-legacy) echo "$f/wild/apple-crash" ;;
     detect-and-parse) echo "$f/wild $f/fuzz-seeds/swift-backtrace-json $f/fuzz-seeds/swift-backtrace-text $f/fuzz-seeds/sdk-lag $f/fuzz-seeds/android-tombstone" ;;
     elf) echo "$out/seeds/elf" ;;
     mach-o) echo "$f/macho" ;;

@@ -157,7 +157,8 @@ enum SanitizerText {
         }
         var f = c
         f.position = head.lowerBound
-        if f.skip("in ") {
+        // "in " may run past a short head (`#0 0x1 in(`): then there is no function to read.
+        if f.skip("in "), f.position <= head.upperBound {
             var end = head.upperBound
             // `in main /src/a.c:5:3`: a device-symbolized frame ends with its source location.
             if frame.module == nil, let blank = line.bytes[f.position..<end].lastIndex(where: TextLine.isBlank),

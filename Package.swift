@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // libdw + libelf (+ zlib for compressed sections): the only place their C headers enter.
@@ -68,8 +69,18 @@ let package = Package(
             name: "StacklineLogging",
             dependencies: ["ReportModel", .product(name: "Logging", package: "swift-log")]
         ),
+        // The reporting SDK's wire format: batch records, payload decoding (base64, AES-CBC, gunzip),
+        // monitor types, remote configuration. Pure: no database, no HTTP.
+        .target(
+            name: "SDKProtocol",
+            dependencies: [
+                "Compression", "ReportFormats",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // Where a request becomes a job: raw bytes split, parsed, tagged and stored (submit, HTTP ingest).
-        .target(name: "Intake", dependencies: ["JobQueue", "ReportFormats", "ReportModel"]),
+        .target(name: "Intake", dependencies: ["JobQueue", "ReportFormats", "ReportModel", "SDKProtocol"]),
         .target(
             name: "Master",
             dependencies: [

@@ -92,11 +92,11 @@ public final class JobDatabase: Sendable {
             let now = clock()
             try db.execute(
                 sql: """
-                    INSERT INTO reports (raw, raw_size, format, digest, app, version, kind, received_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO reports (raw, raw_size, format, digest, app, version, kind, received_at, namespace)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [compressed, report.raw.count, report.format, digest, report.app, report.version,
-                            report.kind.rawValue, now])
+                            report.kind.rawValue, now, report.namespace])
             let reportId = db.lastInsertedRowID
             let state: JobState = report.rejectedBecause == nil ? .queued : .failed
             try db.execute(

@@ -150,6 +150,7 @@ enum Schema {
                     CREATE INDEX results_fingerprint ON results (fingerprint);
                     """)
         }
+        registerNamespaces(&migrator)
         return migrator
     }
 }

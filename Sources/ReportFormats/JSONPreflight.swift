@@ -7,8 +7,8 @@ import ReportModel
 /// it expects a key, and both Foundation decoders hold every value as an object and recurse per
 /// nesting level. So the bytes must be valid UTF-8, and the number of values and the nesting
 /// depth are bounded here, in one linear pass that allocates nothing.
-enum JSONPreflight {
-    static func check(_ data: Data) throws(ReportParseError) {
+public enum JSONPreflight {
+    public static func check(_ data: Data) throws(ReportParseError) {
         if let offset = firstInvalidUTF8(in: data) { throw .invalidUTF8(offset: offset) }
         var values = 1
         var depth = 0

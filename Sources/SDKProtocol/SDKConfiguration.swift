@@ -108,6 +108,15 @@ public struct SDKConfiguration: Sendable, Equatable, Codable {
         }
     }
 
+    /// The configuration a namespace serves: what was stored (nil: the design's defaults).
+    public init(storedJSON: String?) throws(SDKConfigurationError) {
+        guard let storedJSON else {
+            self = .designDefault
+            return
+        }
+        try self.init(validating: Data(storedJSON.utf8))
+    }
+
     private static func read(_ root: JSONValue) throws(SDKFieldError) -> SDKConfiguration {
         guard case .object(let object) = root else {
             throw .wrongType("the configuration", expected: "a JSON object", got: root.typeName)

@@ -17,5 +17,6 @@ struct Stackline: ParsableCommand {
             GroupCommand.self,
             ParseCommand.self,
             PruneCommand.self,
+            NamespacesCommand.self,
         ])
 }

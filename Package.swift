@@ -79,7 +79,7 @@ let package = Package(
         .target(
             name: "SDKProtocol",
             dependencies: [
-                "Compression", "ReportFormats",
+                "Compression", "ReportFormats", "ReportModel",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]

@@ -1,6 +1,7 @@
 import Foundation
 import JobQueue
 import ReportFormats
+import ReportModel
 import SDKProtocol
 
 /// An SDK batch upload (`POST /api/v1/ingest`) → stored reports, one answer per record.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Hashing
+import ReportModel
 
 /// What a `stackline serve` API token may do. `admin` may do everything.
 public enum TokenScope: String, CaseIterable, Codable, Sendable {
@@ -59,10 +60,9 @@ public struct TokenStore: Sendable {
 
     static let prefix = "sl_"
 
-    /// A namespace is a short identifier; it reaches logs, metrics labels and queries.
+    /// A namespace is a short identifier; it reaches logs, metrics labels and queries (`NamespaceName`).
     public static func isValidNamespace(_ ns: String) -> Bool {
-        (1...64).contains(ns.utf8.count)
-            && ns.utf8.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+        (try? NamespaceName(ns)) != nil
     }
 
     /// Creates a token; the returned text is the only copy of the secret.
@@ -145,13 +145,6 @@ public struct TokenStore: Sendable {
         TokenRecord(
             id: row["id"], name: row["name"], scope: try row.stored("scope"), namespace: row["namespace"],
             createdAt: row["created_at"], revokedAt: row["revoked_at"], lastUsedAt: row["last_used_at"])
-    }
-}
-
-extension UInt8 {
-    fileprivate var isASCIIAlphanumeric: Bool {
-        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
-            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
     }
 }
 

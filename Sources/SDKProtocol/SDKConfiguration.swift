@@ -1,5 +1,6 @@
 import Foundation
 import ReportFormats
+import ReportModel
 
 /// Why a configuration document was refused.
 public enum SDKConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {

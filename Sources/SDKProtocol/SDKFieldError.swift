@@ -1,3 +1,5 @@
+import ReportModel
+
 /// Why one field of an SDK record or configuration was refused: names the field and the problem.
 public enum SDKFieldError: Error, Sendable, Equatable, CustomStringConvertible {
     case missing(String)
@@ -7,6 +9,7 @@ public enum SDKFieldError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalid(String, String)
     /// A configuration key nobody reads (usually a typo).
     case unknownKey(String)
+    case namespace(NamespaceNameError)
 
     public var description: String {
         switch self {
@@ -14,6 +17,7 @@ public enum SDKFieldError: Error, Sendable, Equatable, CustomStringConvertible {
         case .wrongType(let field, let expected, let got): "\(field) must be \(expected), not \(got)"
         case .invalid(let field, let why): "\(field) \(why)"
         case .unknownKey(let field): "\(field) is not a known key"
+        case .namespace(let error): "\(error)"
         }
     }
 }

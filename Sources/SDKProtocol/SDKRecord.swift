@@ -1,4 +1,5 @@
 import Foundation
+import ReportModel
 
 /// One record of an SDK batch upload (docs/sdk-protocol.md), checked field by field.
 public struct SDKRecord: Sendable, Equatable {
@@ -28,7 +29,12 @@ public struct SDKRecord: Sendable, Equatable {
         let reader = FieldReader(object: object, prefix: "")
         reportId = try Self.identifier(reader, "report_id")
         monitorType = try Self.identifier(reader, "monitor_type")
-        namespace = try NamespaceName(reader.requiredString("namespace"))
+        let namespaceText = try reader.requiredString("namespace")
+        do throws(NamespaceNameError) {
+            namespace = try NamespaceName(namespaceText)
+        } catch {
+            throw .namespace(error)
+        }
         guard let created = try reader.integer("created_time") else { throw .missing("created_time") }
         guard created >= 0 else { throw .invalid("created_time", "must be milliseconds since 1970, not \(created)") }
         createdTime = created

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import ReportModel
 import JobQueue
+import Queries
 import SDKProtocol
 
 /// `stackline namespaces …`: the reporting SDK's namespaces, their AES keys and remote configurations.

@@ -104,7 +104,7 @@ let package = Package(
             name: "Server",
             dependencies: [
                 "JobQueue", "Intake", "Master", "Queries", "ReportModel", "ReportFormats", "ReportRendering",
-                "Compression", "StacklineLogging", "SymbolStore", "WorkerProtocol",
+                "Compression", "StacklineLogging", "SymbolStore", "WorkerProtocol", "SDKProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),

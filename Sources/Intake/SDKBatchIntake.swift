@@ -38,8 +38,10 @@ public struct SDKBatchIntake: Sendable {
             case .record(let checked):
                 record = checked
             }
-            func answer(_ status: RecordStatus, ids: [Int64]? = nil, _ reason: String? = nil) {
-                outcomes.append(RecordOutcome(index: index, reportId: record.reportId, status: status, ids: ids, reason: reason))
+            func answer(_ status: RecordStatus, ids: [Int64]? = nil, formats: [String]? = nil, _ reason: String? = nil) {
+                outcomes.append(RecordOutcome(
+                    index: index, reportId: record.reportId, status: status, ids: ids, formats: formats, reason: reason,
+                    namespace: record.namespace.value, monitorClass: record.monitorClass))
             }
             if let tokenNamespace, tokenNamespace != record.namespace.value {
                 answer(.refused, "namespace '\(record.namespace)': this token may only upload into namespace '\(tokenNamespace)'")
@@ -72,7 +74,7 @@ public struct SDKBatchIntake: Sendable {
             switch try store(record, namespace: namespace) {
             case .success(let result):
                 stored[record.namespace, default: [:]][record.reportId] = result.ids
-                answer(result.duplicate ? .duplicate : .accepted, ids: result.ids, result.note)
+                answer(result.duplicate ? .duplicate : .accepted, ids: result.ids, formats: result.formats, result.note)
             case .failure(let reason):
                 answer(.refused, reason.description)
             }
@@ -82,6 +84,7 @@ public struct SDKBatchIntake: Sendable {
 
     private struct Stored {
         var ids: [Int64]
+        var formats: [String]
         /// Every report was already stored (identical bytes).
         var duplicate: Bool
         var note: String?
@@ -120,12 +123,14 @@ public struct SDKBatchIntake: Sendable {
             return .failure(Refusal(description: "payload: \(error)"))
         }
         var ids: [Int64] = []
+        var formats: [String] = []
         var fresh = false
         var refusedParts: [String] = []
         for (n, outcome) in outcomes.enumerated() {
             switch outcome {
-            case .stored(let submitted, _):
+            case .stored(let submitted, let format):
                 ids.append(submitted.reportId)
+                formats.append(format)
                 fresh = fresh || !submitted.duplicate
             case .refused(let error):
                 refusedParts.append("report \(n + 1) of the payload: \(error)")
@@ -140,6 +145,6 @@ public struct SDKBatchIntake: Sendable {
                 createdTime: record.createdTime, meta: String(decoding: record.meta.encoded(), as: UTF8.self)),
             reportIds: ids)
         let note = refusedParts.isEmpty ? (fresh ? nil : "identical report bytes already stored") : refusedParts.joined(separator: "; ")
-        return .success(Stored(ids: ids, duplicate: !fresh, note: note))
+        return .success(Stored(ids: ids, formats: formats, duplicate: !fresh, note: note))
     }
 }

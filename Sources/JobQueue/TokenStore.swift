@@ -43,7 +43,7 @@ public enum TokenError: Error, Equatable, CustomStringConvertible {
         case .notFound(let id): "no token with id \(id)"
         case .alreadyRevoked(let id): "token \(id) is already revoked"
         case .namespaceNeedsIngestScope(let scope): "--namespace applies to ingest tokens only, not \(scope.rawValue)"
-        case .badNamespace(let ns): "namespace \"\(ns)\" is not 1–64 characters of letters, digits, '.', '_' or '-'"
+        case .badNamespace(let ns): "namespace \"\(ns)\" is not 1–64 characters of letters, digits, '.', '_' or '-' starting with a letter or digit"
         }
     }
 }

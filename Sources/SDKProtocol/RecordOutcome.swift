@@ -13,7 +13,7 @@ public enum RecordStatus: String, Sendable, Codable, Equatable {
 }
 
 /// The answer for one record, in the order the batch sent them.
-public struct RecordOutcome: Sendable, Codable, Equatable {
+public struct RecordOutcome: Sendable, Encodable, Equatable {
     /// Position in the batch's `records` array.
     public var index: Int
     /// The record's `report_id`, when it could be read.
@@ -21,26 +21,37 @@ public struct RecordOutcome: Sendable, Codable, Equatable {
     public var status: RecordStatus
     /// Stored report ids (accepted and duplicate): one per report the payload held.
     public var ids: [Int64]?
-    /// Why a record was refused or dropped.
+    /// The format of each new report, parallel to `ids` (accepted records only).
+    public var formats: [String]?
+    /// Why a record was refused or dropped, or a note on a duplicate.
     public var reason: String?
+    /// The record's namespace and monitor class, when it could be read (for metrics; not sent).
+    public var namespace: String?
+    public var monitorClass: MonitorClass?
 
-    public init(index: Int, reportId: String?, status: RecordStatus, ids: [Int64]? = nil, reason: String? = nil) {
+    public init(
+        index: Int, reportId: String?, status: RecordStatus, ids: [Int64]? = nil, formats: [String]? = nil,
+        reason: String? = nil, namespace: String? = nil, monitorClass: MonitorClass? = nil
+    ) {
         self.index = index
         self.reportId = reportId
         self.status = status
         self.ids = ids
+        self.formats = formats
         self.reason = reason
+        self.namespace = namespace
+        self.monitorClass = monitorClass
     }
 
     enum CodingKeys: String, CodingKey {
         case index
         case reportId = "report_id"
-        case status, ids, reason
+        case status, ids, formats, reason
     }
 }
 
 /// The answer to a batch: counts per status, then one outcome per record in input order.
-public struct BatchResponse: Sendable, Codable, Equatable {
+public struct BatchResponse: Sendable, Encodable, Equatable {
     public var accepted: Int
     public var duplicate: Int
     public var dropped: Int
@@ -56,10 +67,4 @@ public struct BatchResponse: Sendable, Codable, Equatable {
         refused = count(.refused)
     }
 
-    public func encoded() -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Strings and integers only.
-        return (try? encoder.encode(self)) ?? Data("{}".utf8)
-    }
 }

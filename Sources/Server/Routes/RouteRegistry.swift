@@ -7,4 +7,6 @@ func registerRoutes(on router: Router<StacklineRequestContext>, deps: ServerDepe
     addOperationsRoutes(to: router, deps: deps)
     addReportRoutes(to: router, deps: deps)
     addQueryRoutes(to: router, deps: deps)
+    addIngestRoutes(to: router, deps: deps)
+    addConfigRoutes(to: router, deps: deps)
 }

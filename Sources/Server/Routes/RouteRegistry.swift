@@ -7,4 +7,5 @@ func registerRoutes(on router: Router<StacklineRequestContext>, deps: ServerDepe
     addOperationsRoutes(to: router, deps: deps)
     addReportRoutes(to: router, deps: deps)
     addQueryRoutes(to: router, deps: deps)
+    addSymbolicateRoutes(to: router, deps: deps)
 }

@@ -23,6 +23,9 @@ struct GroupsCommand: ParsableCommand {
     @Option(help: "Count only reports received since then: 30m, 24h, 7d, 2w, or a date (2026-11-01).")
     var since: SinceDate?
 
+    @Option(help: "Count only reports uploaded into this SDK namespace.")
+    var namespace: String?
+
     @Option(help: "At most this many groups.")
     var limit = 20
 
@@ -36,7 +39,8 @@ struct GroupsCommand: ParsableCommand {
     func run() throws {
         let db = try database.open(for: "groups")
         let filter = GroupFilter(
-            kind: kind, app: app, version: version, since: since.map { $0.milliseconds(now: db.now()) }, limit: limit)
+            kind: kind, app: app, version: version, since: since.map { $0.milliseconds(now: db.now()) }, limit: limit,
+            namespace: namespace)
         let groups = try db.groups(filter)
         if json {
             print(try encodeJSON(groups.map(GroupJSON.init)))

@@ -22,7 +22,7 @@ func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepe
         return try JSONResponse.encode(JobStatusJSON(job, now: db.now()))
     }
 
-    // `stackline groups --json [--kind] [--app] [--version] [--since] [--limit]`.
+    // `stackline groups --json [--kind] [--app] [--version] [--since] [--namespace] [--limit]`.
     read.get("/groups") { request, _ in
         let q = QueryParameters(request)
         let filter = GroupFilter(
@@ -30,7 +30,7 @@ func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepe
             app: q.string("app"), version: q.string("version"),
             since: try q.value("since", expected: "a duration (30m, 24h, 7d, 2w) or a date (2026-11-01)") { SinceDate(argument: $0) }
                 .map { $0.milliseconds(now: db.now()) },
-            limit: try q.int("limit", in: 1...10_000) ?? 20)
+            limit: try q.int("limit", in: 1...10_000) ?? 20, namespace: q.string("namespace"))
         return try JSONResponse.encode(try db.groups(filter).map(GroupJSON.init))
     }
 

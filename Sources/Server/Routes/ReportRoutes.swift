@@ -22,7 +22,7 @@ func addReportRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         }
         let outcomes: [ReportIntake.Outcome]
         do {
-            outcomes = try deps.intake.submit(data)
+            outcomes = try deps.intake.submit(data, defaults: .init(namespace: token.namespace))
         } catch let error as ReportParseError {
             ServerMetrics.reportRefused(reason: "malformed")
             throw APIError.badRequest(error.description)

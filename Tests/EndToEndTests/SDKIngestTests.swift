@@ -305,3 +305,41 @@ func sdkBatch(_ records: [[String: Any]]) throws -> Data {
         #expect(!(try h.stackline(["namespaces", "list"])).stdout.contains(first.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 }
+
+/// docs/sdk-protocol.md is exact: its example batch is accepted as it says, and its payloads are
+/// the reports it prints.
+@Suite struct SDKProtocolDocumentTests {
+    /// The fenced block after the first line containing `marker`.
+    func block(after marker: String, in text: String) throws -> String {
+        let start = try #require(text.range(of: marker), "no '\(marker)' in docs/sdk-protocol.md")
+        let rest = text[start.upperBound...]
+        let open = try #require(rest.range(of: "```"))
+        let body = rest[open.upperBound...].drop { $0 != "\n" }.dropFirst()
+        let close = try #require(body.range(of: "\n```"))
+        return String(body[..<close.lowerBound]) + "\n"
+    }
+
+    @Test func theDocumentedExampleBatchIsAcceptedAsDocumented() throws {
+        let doc = try String(contentsOfFile: TestPaths.packageRoot + "/docs/sdk-protocol.md", encoding: .utf8)
+        let batch = try block(after: "<!-- sdk-protocol example batch", in: doc)
+        let crash = try block(after: "The first payload is this minimal Apple crash report", in: doc)
+        let lag = try block(after: "The second is this lag report", in: doc)
+
+        let h = try Harness()
+        #expect(try h.stackline(["namespaces", "set-key", "prism", "--key", "000102030405060708090a0b0c0d0e0f"]).status == 0)
+        let token = try h.token("ingest", ["--namespace", "prism"])
+        let server = try h.startServer(["--workers", "0"])
+        let answer = try server.curl("POST", "/api/v1/ingest", token: token, body: Data(batch.utf8))
+        #expect(answer.status == 200, "\(answer)")
+        let records = try #require(answer.json?["records"] as? [[String: Any]], "\(answer)")
+        #expect(records.map { $0["status"] as? String } == ["accepted", "accepted", "dropped"], "\(answer)")
+        #expect(records.map { ($0["formats"] as? [String])?.first } == ["apple-crash", "sdk-lag", nil])
+        // The stored bytes are the printed reports (sha256sum of the document's text).
+        let ids = records.compactMap { ($0["ids"] as? [Int])?.first }
+        #expect(ids.count == 2)
+        for (id, text) in zip(ids, [crash, lag]) {
+            let digest = try #require(try sqlite(h.dbPath, "SELECT digest FROM reports WHERE id = \(id)").first?["digest"] as? String)
+            #expect(digest == (try sha256sum(Data(text.utf8))), "report \(id)")
+        }
+    }
+}

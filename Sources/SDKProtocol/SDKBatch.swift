@@ -1,5 +1,4 @@
 import Foundation
-import ReportFormats
 
 /// Why a batch as a whole was refused (HTTP 400); a bad record only refuses itself.
 public enum SDKBatchError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -32,19 +31,11 @@ public struct SDKBatch: Sendable {
     public static let maxRecords = 1_000
 
     public init(decoding body: Data) throws(SDKBatchError) {
-        // The same UTF-8, nesting and value-count checks every JSON report passes first.
-        do {
-            try JSONPreflight.check(body)
-        } catch {
-            throw .notJSON("\(error)")
-        }
         let root: JSONValue
         do {
-            root = try JSONDecoder().decode(JSONValue.self, from: body)
-        } catch let error as DecodingError {
-            throw .notJSON(Self.describe(error))
+            root = try JSONValue.parse(body)
         } catch {
-            throw .notJSON("\(error)")
+            throw .notJSON(error.message)
         }
         guard case .object(let object) = root else { throw .shape("must be a JSON object {\"records\": […]}, not \(root.typeName)") }
         guard let records = object["records"] else { throw .shape("has no \"records\" array") }
@@ -72,16 +63,6 @@ public struct SDKBatch: Sendable {
         switch entry {
         case .record(let record): record.monitorClass.processingRank
         case .invalid: MonitorClass.other.processingRank + 1
-        }
-    }
-
-    /// A decoding error in one line: what was wrong and where.
-    static func describe(_ error: DecodingError) -> String {
-        switch error {
-        case .dataCorrupted(let context): (context.underlyingError.map { "\($0)" } ?? context.debugDescription)
-        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context):
-            context.debugDescription
-        @unknown default: "\(error)"
         }
     }
 }

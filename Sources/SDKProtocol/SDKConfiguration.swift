@@ -1,5 +1,4 @@
 import Foundation
-import ReportFormats
 import ReportModel
 
 /// Why a configuration document was refused.
@@ -89,18 +88,11 @@ public struct SDKConfiguration: Sendable, Equatable, Codable {
     /// Reads and checks a configuration document. Keys left out keep the design's defaults;
     /// unknown keys, wrong types and values out of range are refused, naming the key.
     public init(validating data: Data) throws(SDKConfigurationError) {
-        do {
-            try JSONPreflight.check(data)
-        } catch {
-            throw .notJSON("\(error)")
-        }
         let root: JSONValue
         do {
-            root = try JSONDecoder().decode(JSONValue.self, from: data)
-        } catch let error as DecodingError {
-            throw .notJSON(SDKBatch.describe(error))
+            root = try JSONValue.parse(data)
         } catch {
-            throw .notJSON("\(error)")
+            throw .notJSON(error.message)
         }
         do throws(SDKFieldError) {
             self = try Self.read(root)

@@ -11,18 +11,7 @@ func addIngestRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
     let ingest = router.group("/api/v1").add(middleware: RequireScope(.ingest, deps))
     let batches = SDKBatchIntake(intake: deps.intake, payloadLimit: deps.limits.maxReportBytes)
     ingest.post("/ingest") { request, context -> Response in
-        let token = try context.requireToken()
-        do { try deps.checkIngestRate(token) } catch {
-            ServerMetrics.reportRefused(reason: "rate_limited")
-            throw error
-        }
-        let body: Data
-        do {
-            body = try await BodyReader.readReport(request, limit: deps.limits.maxBodyBytes, inflatedLimit: deps.limits.maxReportBytes)
-        } catch let error as APIError {
-            ServerMetrics.reportRefused(reason: error.status == .contentTooLarge ? "too_large" : "bad_body")
-            throw error
-        }
+        let (token, body) = try await deps.ingestRequest(request, context: context)
         let response: BatchResponse
         do {
             response = try batches.ingest(body, tokenNamespace: token.namespace)

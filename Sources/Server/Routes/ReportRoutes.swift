@@ -8,18 +8,7 @@ import ReportFormats
 func addReportRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
     let ingest = router.group("/api/v1").add(middleware: RequireScope(.ingest, deps))
     ingest.post("/reports") { request, context -> Response in
-        let token = try context.requireToken()
-        do { try deps.checkIngestRate(token) } catch {
-            ServerMetrics.reportRefused(reason: "rate_limited")
-            throw error
-        }
-        let data: Data
-        do {
-            data = try await BodyReader.readReport(request, limit: deps.limits.maxBodyBytes, inflatedLimit: deps.limits.maxReportBytes)
-        } catch let error as APIError {
-            ServerMetrics.reportRefused(reason: error.status == .contentTooLarge ? "too_large" : "bad_body")
-            throw error
-        }
+        let (token, data) = try await deps.ingestRequest(request, context: context)
         let outcomes: [ReportIntake.Outcome]
         do {
             outcomes = try deps.intake.submit(data, defaults: .init(namespace: token.namespace))

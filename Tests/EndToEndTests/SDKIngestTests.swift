@@ -180,6 +180,12 @@ func sdkBatch(_ records: [[String: Any]]) throws -> Data {
 
         let metrics = try server.curl("GET", "/metrics", token: read)
         #expect(metrics.text.contains(#"stackline_sdk_records_total{status="dropped",monitor_class="other"} 4"#), "\(metrics.text)")
+
+        // Retention takes the SDK's record ids with their reports.
+        let pruned = try h.stackline(["prune", "--older-than", "2100-01-01"])
+        #expect(pruned.status == 0, "\(pruned.stderr)")
+        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM reports") == 0)
+        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM sdk_records") == 0)
     }
 
     @Test func aNamespacedTokenUploadsAndReadsOnlyItsNamespace() throws {

@@ -10,9 +10,12 @@ public struct ReportIntake: Sendable {
     public struct Defaults: Sendable {
         public var app: String?
         public var version: String?
-        public init(app: String? = nil, version: String? = nil) {
+        /// The SDK namespace the reports were uploaded into; tags every report of the input.
+        public var namespace: String?
+        public init(app: String? = nil, version: String? = nil, namespace: String? = nil) {
             self.app = app
             self.version = version
+            self.namespace = namespace
         }
     }
 
@@ -42,7 +45,7 @@ public struct ReportIntake: Sendable {
             guard acceptUnparsed else { throw error }
             let outcome = try db.submit(NewReport(
                 raw: data, format: "unparsed", kind: .crash, app: defaults.app, version: defaults.version,
-                rejectedBecause: "input error: \(error)"))
+                namespace: defaults.namespace, rejectedBecause: "input error: \(error)"))
             return [.stored(outcome, format: "unparsed")]
         }
         return try parts.map { part in
@@ -50,7 +53,8 @@ public struct ReportIntake: Sendable {
             case .success(let report):
                 let outcome = try db.submit(NewReport(
                     raw: part.data, format: report.format, kind: report.kind,
-                    app: report.app?.name ?? defaults.app, version: report.app?.version ?? defaults.version))
+                    app: report.app?.name ?? defaults.app, version: report.app?.version ?? defaults.version,
+                    namespace: defaults.namespace))
                 return .stored(outcome, format: report.format)
             case .failure(let error):
                 return .refused(error)

@@ -10,13 +10,19 @@ public struct GroupFilter: Sendable {
     public var version: String?
     /// Count only reports received at or after this time (ms since the epoch).
     public var since: Int64?
+    /// Count only reports uploaded into this SDK namespace.
+    public var namespace: String?
     public var limit: Int
 
-    public init(kind: ReportKind? = nil, app: String? = nil, version: String? = nil, since: Int64? = nil, limit: Int = 20) {
+    public init(
+        kind: ReportKind? = nil, app: String? = nil, version: String? = nil, since: Int64? = nil, limit: Int = 20,
+        namespace: String? = nil
+    ) {
         self.kind = kind
         self.app = app
         self.version = version
         self.since = since
+        self.namespace = namespace
         self.limit = limit
     }
 }
@@ -65,7 +71,7 @@ public enum GroupQueryError: Error, CustomStringConvertible, Equatable {
 
 extension JobDatabase {
     /// Groups, most frequent first. Unfiltered counts come from the maintained `groups` table;
-    /// with `version` or `since` the members are counted under the filter.
+    /// with `version`, `since` or `namespace` the members are counted under the filter.
     public func groups(_ filter: GroupFilter) throws -> [GroupSummary] {
         try pool.read { db in
             var conditions: [String] = []
@@ -79,7 +85,7 @@ extension JobDatabase {
                 arguments.append(app)
             }
             let rows: [Row]
-            if filter.version == nil && filter.since == nil {
+            if filter.version == nil && filter.since == nil && filter.namespace == nil {
                 let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
                 rows = try Row.fetchAll(
                     db,
@@ -96,6 +102,10 @@ extension JobDatabase {
                 if let since = filter.since {
                     conditions.append("r.received_at >= ?")
                     arguments.append(since)
+                }
+                if let namespace = filter.namespace {
+                    conditions.append("r.namespace = ?")
+                    arguments.append(namespace)
                 }
                 rows = try Row.fetchAll(
                     db,

@@ -92,11 +92,11 @@ public final class JobDatabase: Sendable {
             let now = clock()
             try db.execute(
                 sql: """
-                    INSERT INTO reports (raw, raw_size, format, digest, app, version, kind, received_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO reports (raw, raw_size, format, digest, app, version, kind, received_at, namespace)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [compressed, report.raw.count, report.format, digest, report.app, report.version,
-                            report.kind.rawValue, now])
+                            report.kind.rawValue, now, report.namespace])
             let reportId = db.lastInsertedRowID
             let state: JobState = report.rejectedBecause == nil ? .queued : .failed
             try db.execute(
@@ -310,6 +310,15 @@ public final class JobDatabase: Sendable {
     }
 
     // MARK: Queries
+
+    /// Throws unless a write transaction can be taken and committed (`/readyz`): a full disk,
+    /// a read-only file or a lock held past `busy_timeout` all fail here.
+    public func checkWritable() throws {
+        try immediate { db in
+            let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+            try db.execute(sql: "PRAGMA user_version = \(version)")
+        }
+    }
 
     /// Number of jobs in each state (every state present, zero when empty).
     public func stateCounts() throws -> [JobState: Int] {

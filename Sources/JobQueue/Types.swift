@@ -26,6 +26,8 @@ public struct NewReport: Sendable {
     public var kind: ReportKind
     public var app: String?
     public var version: String?
+    /// The SDK namespace the report was uploaded into (nil: none).
+    public var namespace: String?
     public var priority: Int
     /// When set, the report is stored but its job is created already `failed` with this reason
     /// (input that was accepted without a parse, e.g. `submit --accept-unparsed`).
@@ -33,13 +35,14 @@ public struct NewReport: Sendable {
 
     public init(
         raw: Data, format: String, kind: ReportKind, app: String? = nil, version: String? = nil,
-        priority: Int? = nil, rejectedBecause: String? = nil
+        namespace: String? = nil, priority: Int? = nil, rejectedBecause: String? = nil
     ) {
         self.raw = raw
         self.format = format
         self.kind = kind
         self.app = app
         self.version = version
+        self.namespace = namespace
         self.priority = priority ?? JobPriority.fresh(kind)
         self.rejectedBecause = rejectedBecause
     }

@@ -7,10 +7,10 @@ import ReportModel
 /// it expects a key, and both Foundation decoders hold every value as an object and recurse per
 /// nesting level. So the bytes must be valid UTF-8, and the number of values and the nesting
 /// depth are bounded here, in one linear pass that allocates nothing.
-enum JSONPreflight {
+public enum JSONPreflight {
     /// `maxDepth` is lifted only by readers that do not recurse per level (MetricKit's stream
     /// reader, whose call trees nest two levels per frame).
-    static func check(_ data: Data, maxDepth: Int = ReportLimits.maxJSONDepth) throws(ReportParseError) {
+    public static func check(_ data: Data, maxDepth: Int = ReportLimits.maxJSONDepth) throws(ReportParseError) {
         if let offset = firstInvalidUTF8(in: data) { throw .invalidUTF8(offset: offset) }
         var values = 1
         var depth = 0

@@ -1,0 +1,73 @@
+import Foundation
+import JobQueue
+import ReportModel
+import ReportRendering
+
+/// How `report`, `submit --wait` and `GET /api/v1/reports/{id}` render a result.
+public enum ReportOutputFormat: String, CaseIterable, Sendable {
+    /// One line per frame and inline level.
+    case text
+    /// The `SymbolicatedReport` JSON, with the report's group.
+    case json
+    /// Apple's crash report layout with functions and file:line filled in.
+    case apple
+}
+
+/// Renders a stored result as text, JSON or an Apple-style crash report.
+public enum ReportPrinter {
+    public static func decode(_ result: StoredResult) throws -> SymbolicatedReport {
+        var report = try JSONDecoder().decode(SymbolicatedReport.self, from: result.symbolicatedJSON)
+        report.id = result.reportId
+        return report
+    }
+
+    /// The group a result was filed under, if it was grouped.
+    public static func group(of result: StoredResult, in db: JobDatabase) -> GroupSummary? {
+        guard let fingerprint = result.fingerprint else { return nil }
+        return (try? db.group(fingerprint: fingerprint, latest: 0))?.summary
+    }
+
+    public static func render(_ result: StoredResult, format: ReportOutputFormat, group: GroupSummary?) throws -> String {
+        try render(decode(result), format: format, group: group)
+    }
+
+    /// A symbolicated report (stored, or symbolicated on the spot) in `format`.
+    public static func render(_ report: SymbolicatedReport, format: ReportOutputFormat, group: GroupSummary?) throws -> String {
+        switch format {
+        case .text:
+            let text = TextReportRenderer.render(report)
+            guard let group else { return text }
+            return text + "\n\n" + TerminalText.escape(
+                "Group: \(group.fingerprint)  \(group.title)  (\(group.count) report\(group.count == 1 ? "" : "s"))")
+        case .json: return JSONReportRenderer.render(object: try document(report, group: group))
+        case .apple: return AppleReportRenderer.render(report)
+        }
+    }
+
+    /// The `report --json` document: the report with its group (docs/json.md).
+    public static func document(_ result: StoredResult, group: GroupSummary?) throws -> [String: Any] {
+        try document(decode(result), group: group)
+    }
+
+    public static func document(_ report: SymbolicatedReport, group: GroupSummary?) throws -> [String: Any] {
+        var object = try JSONReportRenderer.object(report)
+        if let group { object["group"] = try JSONReportRenderer.object(encoding: GroupJSON(group), with: JSONOutput.encoder) }
+        return object
+    }
+}
+
+/// What a report without a result is waiting for, and what to do about it.
+public enum JobStateText {
+    public static func sentence(reportId: Int64, _ job: JobStatus) -> String {
+        switch job.state {
+        case .queued:
+            "report \(reportId) is queued (no master has processed it yet: run `stackline master`)"
+        case .running:
+            "report \(reportId) is being symbolicated (attempt \(job.attempts)); try again shortly"
+        case .failed:
+            "report \(reportId) failed" + (job.lastError.map { ": \($0)" } ?? "")
+        case .done:
+            "report \(reportId) is done but has no stored result"
+        }
+    }
+}

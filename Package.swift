@@ -16,6 +16,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
+        // `stackline serve`: the HTTP server, its lifecycle, metrics, and token/namespace crypto.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // libdw + libelf (+ zlib for compressed sections): the only place their C headers enter.
@@ -75,8 +81,32 @@ let package = Package(
             dependencies: [
                 "JobQueue", "WorkerProtocol", "ReportModel", "ReportFormats", "SystemCalls",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        // Shared by the CLI's `--json` output and the HTTP API: one definition of each JSON shape.
+        .target(
+            name: "Queries",
+            dependencies: ["JobQueue", "ReportModel", "ReportRendering"]
+        ),
+        // `stackline serve`: HTTP routes, authentication, limits, metrics. Runs beside the master.
+        .target(
+            name: "Server",
+            dependencies: [
+                "JobQueue", "Intake", "Master", "Queries", "ReportModel", "ReportFormats", "ReportRendering",
+                "Compression", "StacklineLogging", "SymbolStore", "WorkerProtocol",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            plugins: ["EmbedOpenAPI"]
+        ),
+        // docs/openapi.yaml compiled into Server, so the served document is the repository's.
+        .plugin(name: "EmbedOpenAPI", capability: .buildTool()),
         // `stackline --version`: the git revision, written by a prebuild command (plain git, offline).
         .plugin(name: "GitRevision", capability: .buildTool()),
         .executableTarget(
@@ -84,7 +114,7 @@ let package = Package(
             dependencies: [
                 "DebugInfo", "SymbolStore", "Symbolication", "ReportModel", "ReportFormats", "ReportRendering",
                 "JobQueue", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
-                "Intake",
+                "Intake", "Queries", "Server",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

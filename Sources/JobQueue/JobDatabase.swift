@@ -311,6 +311,15 @@ public final class JobDatabase: Sendable {
 
     // MARK: Queries
 
+    /// Throws unless a write transaction can be taken and committed (`/readyz`): a full disk,
+    /// a read-only file or a lock held past `busy_timeout` all fail here.
+    public func checkWritable() throws {
+        try immediate { db in
+            let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+            try db.execute(sql: "PRAGMA user_version = \(version)")
+        }
+    }
+
     /// Number of jobs in each state (every state present, zero when empty).
     public func stateCounts() throws -> [JobState: Int] {
         try pool.read { db in

@@ -150,6 +150,23 @@ enum Schema {
                     CREATE INDEX results_fingerprint ON results (fingerprint);
                     """)
         }
+        migrator.registerMigration("v5: tokens") { db in
+            // API tokens for `stackline serve`. Only the SHA-256 of a token is kept: the token
+            // itself is printed once by `stackline tokens create` and exists nowhere else.
+            try db.execute(
+                sql: """
+                    CREATE TABLE tokens (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        name TEXT,
+                        scope TEXT NOT NULL CHECK (scope IN ('ingest', 'symbols', 'read', 'worker', 'admin')),
+                        namespace TEXT,                 -- an ingest token's namespace; reports it uploads carry it
+                        token_hash TEXT NOT NULL UNIQUE, -- lowercase hex SHA-256 of the whole token
+                        created_at INTEGER NOT NULL,
+                        revoked_at INTEGER,
+                        last_used_at INTEGER
+                    );
+                    """)
+        }
         return migrator
     }
 }

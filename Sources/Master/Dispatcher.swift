@@ -14,6 +14,8 @@ public final class Dispatcher: @unchecked Sendable {
     private let logger: Logger
     private let stop = StopFlag()
     private var signalSources: [DispatchSourceSignal] = []
+    /// Live worker processes and restarts, for readiness checks and metrics.
+    public let census = WorkerCensus()
 
     public init(db: JobDatabase, config: MasterConfiguration, logger: Logger) {
         self.db = db
@@ -26,7 +28,7 @@ public final class Dispatcher: @unchecked Sendable {
     public func run() throws {
         // A worker dying between our write and its read must surface as EPIPE, not kill us.
         signal(SIGPIPE, SIG_IGN)
-        installStopSignals()
+        if config.handlesSignals { installStopSignals() }
 
         let recovered = try db.recoverExpiredLeases(maxAttempts: config.retry.maxAttempts)
         if recovered.requeued + recovered.failed > 0 {
@@ -40,7 +42,7 @@ public final class Dispatcher: @unchecked Sendable {
         let errors = ErrorBox()
         let group = DispatchGroup()
         for i in 0..<config.workers {
-            let slot = WorkerSlot(index: i, db: db, config: config, stop: stop, logger: logger)
+            let slot = WorkerSlot(index: i, db: db, config: config, stop: stop, census: census, logger: logger)
             group.enter()
             let thread = Thread { [stop, logger] in
                 defer { group.leave() }
@@ -56,7 +58,13 @@ public final class Dispatcher: @unchecked Sendable {
 
         // Leases of a master killed with -9 expire while we run too; requeue them as they do.
         let recoveryInterval = max(0.5, config.leaseSeconds / 2)
-        while group.wait(timeout: .now() + recoveryInterval) == .timedOut {
+        while true {
+            if group.wait(timeout: .now() + recoveryInterval) == .success {
+                // Without local workers (`serve --workers 0`) the master still recovers leases
+                // until it is stopped; with workers, the slots ending is the end.
+                if config.workers > 0 || stop.isSet { break }
+                stop.wait(upTo: recoveryInterval)
+            }
             if stop.isSet { continue }
             if let due = nextRetention, Date() >= due {
                 nextRetention = runRetention(reclaim: .incrementalOnly)
@@ -99,16 +107,20 @@ public final class Dispatcher: @unchecked Sendable {
         return next
     }
 
+    /// Starts the drain, as SIGTERM does to `stackline master`: no new claims, in-flight jobs
+    /// get `drainSeconds`, then `run()` returns.
+    public func stop(reason: String = "stopping") {
+        if !stop.isSet {
+            logger.notice("\(reason): no new claims; in-flight jobs have \(formatSeconds(config.drainSeconds)) to finish")
+        }
+        stop.set()
+    }
+
     private func installStopSignals() {
         for sig in [SIGTERM, SIGINT] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [stop, logger, config] in
-                if !stop.isSet {
-                    logger.notice("stopping: no new claims; in-flight jobs have \(formatSeconds(config.drainSeconds)) to finish")
-                }
-                stop.set()
-            }
+            source.setEventHandler { [weak self] in self?.stop() }
             source.resume()
             signalSources.append(source)
         }

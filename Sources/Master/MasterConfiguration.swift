@@ -21,12 +21,15 @@ public struct MasterConfiguration: Sendable {
     /// `retentionIntervalSeconds`; nil keeps everything.
     public var retainMs: Int64?
     public var retentionIntervalSeconds: Double
+    /// Whether the dispatcher installs its own SIGTERM/SIGINT handlers (`stackline master`);
+    /// `stackline serve` leaves signals to swift-service-lifecycle and calls `Dispatcher.stop()`.
+    public var handlesSignals: Bool
 
     public init(
         workers: Int, once: Bool = false, jobTimeout: Double = 60, retry: RetryPolicy = RetryPolicy(),
         leaseSeconds: Double = 30, drainSeconds: Double = 20, workerExecutable: String,
         workerArguments: [String] = [], idlePollSeconds: Double = 0.1, retainMs: Int64? = nil,
-        retentionIntervalSeconds: Double = 3600
+        retentionIntervalSeconds: Double = 3600, handlesSignals: Bool = true
     ) {
         self.workers = workers
         self.once = once
@@ -39,6 +42,7 @@ public struct MasterConfiguration: Sendable {
         self.idlePollSeconds = idlePollSeconds
         self.retainMs = retainMs
         self.retentionIntervalSeconds = retentionIntervalSeconds
+        self.handlesSignals = handlesSignals
     }
 
     /// `STACKLINE_WORKER`, else `stackline-worker` next to the running executable.

@@ -9,4 +9,10 @@ final class StopFlag: @unchecked Sendable {
     var time: Date? { lock.withLock { stoppedAt } }
 
     func set() { lock.withLock { if stoppedAt == nil { stoppedAt = Date() } } }
+
+    /// Sleeps until set or until `seconds` have passed, waking often enough to notice.
+    func wait(upTo seconds: Double) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !isSet && Date() < deadline { Thread.sleep(forTimeInterval: min(0.1, max(0, deadline.timeIntervalSinceNow))) }
+    }
 }

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import JobQueue
 import Logging
+import Metrics
 // Implementation details: none of these types appear in Master's API.
 internal import ReportFormats
 internal import ReportModel
@@ -17,14 +18,25 @@ final class WorkerSlot: @unchecked Sendable {
     private let config: MasterConfiguration
     private let stop: StopFlag
     private var logger: Logger
-    private var worker: WorkerProcess?
+    private let census: WorkerCensus
+    private var everStarted = false
+    private var worker: WorkerProcess? {
+        didSet {
+            if oldValue != nil, worker == nil { census.stopped() }
+            if oldValue == nil, worker != nil {
+                census.started(isRestart: everStarted)
+                everStarted = true
+            }
+        }
+    }
     private var lastSpawn = Date.distantPast
 
-    init(index: Int, db: JobDatabase, config: MasterConfiguration, stop: StopFlag, logger: Logger) {
+    init(index: Int, db: JobDatabase, config: MasterConfiguration, stop: StopFlag, census: WorkerCensus, logger: Logger) {
         self.index = index
         self.db = db
         self.config = config
         self.stop = stop
+        self.census = census
         self.logger = logger
         self.logger[metadataKey: "slot"] = "\(index)"
     }
@@ -207,7 +219,9 @@ final class WorkerSlot: @unchecked Sendable {
                 return
             }
             let counts = ReportCounts(report)
-            let ms = (DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
+            let nanoseconds = DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds
+            let ms = nanoseconds / 1_000_000
+            JobMetrics.done(nanoseconds: nanoseconds, symbolicated: counts.symbolicated, missing: counts.missing)
             log.info(
                 "job done",
                 metadata: [
@@ -238,6 +252,19 @@ final class WorkerSlot: @unchecked Sendable {
         } catch JobQueueError.staleLease {
             log.warning("lease lost before recording failure", metadata: ["reason": "\(failure)"])
         }
+    }
+}
+
+/// What each finished job adds to `/metrics` (no-ops without a metrics backend).
+enum JobMetrics {
+    static let latency = Timer(label: "stackline_job_duration_seconds", preferredDisplayUnit: .seconds)
+    static let framesSymbolicated = Counter(label: "stackline_frames_total", dimensions: [("status", "symbolicated")])
+    static let framesMissing = Counter(label: "stackline_frames_total", dimensions: [("status", "missing")])
+
+    static func done(nanoseconds: UInt64, symbolicated: Int, missing: Int) {
+        latency.recordNanoseconds(Int64(clamping: nanoseconds))
+        framesSymbolicated.increment(by: symbolicated)
+        framesMissing.increment(by: missing)
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JobQueue
+import Queries
 import ReportModel
 import ReportRendering
 
@@ -33,16 +34,7 @@ struct GroupCommand: ParsableCommand {
         let representative = try g.representativeReportId.flatMap { try db.result(reportId: $0) }
             .map { try JSONDecoder().decode(SymbolicatedReport.self, from: $0.symbolicatedJSON) }
         if json {
-            struct Detail: Encodable {
-                var group: GroupJSON
-                var frames: [String]
-                var representativeReportId: Int64?
-                var latestReportIds: [Int64]
-                var representative: SymbolicatedReport?
-            }
-            print(try encodeJSON(Detail(
-                group: GroupJSON(g), frames: g.frames, representativeReportId: g.representativeReportId,
-                latestReportIds: detail.latestReportIds, representative: representative)))
+            print(try encodeJSON(GroupDetailJSON(detail, representative: representative)))
             return
         }
         // Titles, app names, versions and frames come from reports: every line is escaped.

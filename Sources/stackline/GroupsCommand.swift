@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JobQueue
+import Queries
 import ReportModel
 
 /// `stackline groups`: top crash and hang groups, most frequent first.
@@ -53,65 +54,6 @@ struct GroupsCommand: ParsableCommand {
     }
 }
 
-/// The `--json` shape of one group (`groups`, `group`, and the `group` of `report --json`).
-struct GroupJSON: Encodable {
-    var fingerprint: String
-    var kind: String
-    var title: String
-    var count: Int
-    var firstSeen: Date
-    var lastSeen: Date
-    var versions: [String: Int]
-    var rulesVersion: Int
-    var app: String?
-
-    init(_ g: GroupSummary) {
-        fingerprint = g.fingerprint
-        kind = g.kind.rawValue
-        title = g.title
-        count = g.count
-        firstSeen = g.firstSeen
-        lastSeen = g.lastSeen
-        versions = g.versions
-        rulesVersion = g.rulesVersion
-        app = g.app
-    }
-}
-
 extension ReportKind: ExpressibleByArgument {}
 
-/// `--since`: a duration back from now (`7d`) or an absolute date.
-struct SinceDate: ExpressibleByArgument {
-    enum Value {
-        case ago(milliseconds: Int64)
-        case at(milliseconds: Int64)
-    }
-    let value: Value
-
-    init?(argument: String) {
-        let units: [Character: Int64] = ["s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000]
-        if let unit = argument.last.flatMap({ units[$0] }), let n = Int64(argument.dropLast()), n >= 0 {
-            // 10^15 days does not fit in milliseconds: refuse it rather than trap.
-            let (ms, overflow) = n.multipliedReportingOverflow(by: unit)
-            guard !overflow else { return nil }
-            value = .ago(milliseconds: ms)
-            return
-        }
-        let day = DateFormatter()
-        day.locale = Locale(identifier: "en_US_POSIX")
-        day.timeZone = TimeZone(identifier: "UTC")
-        day.dateFormat = "yyyy-MM-dd"
-        if let date = ISO8601DateFormatter().date(from: argument) ?? day.date(from: argument) {
-            value = .at(milliseconds: Int64(date.timeIntervalSince1970 * 1000))
-            return
-        }
-        return nil
-    }
-
-    func milliseconds(now: Int64) -> Int64 {
-        switch value {
-        case .ago(let ms): now - ms
-        case .at(let ms): ms
-        }
-    }
-}
+extension SinceDate: ExpressibleByArgument {}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Compression
 import Foundation
+import Queries
 import ReportFormats
 import ReportModel
 import ReportRendering

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JobQueue
+import Queries
 
 /// `stackline report`: print a symbolicated report.
 struct ReportCommand: ParsableCommand {
@@ -36,18 +37,4 @@ struct ReportCommand: ParsableCommand {
     }
 }
 
-/// What a report without a result is waiting for, and what to do about it.
-enum JobStateText {
-    static func sentence(reportId: Int64, _ job: JobStatus) -> String {
-        switch job.state {
-        case .queued:
-            "report \(reportId) is queued (no master has processed it yet: run `stackline master`)"
-        case .running:
-            "report \(reportId) is being symbolicated (attempt \(job.attempts)); try again shortly"
-        case .failed:
-            "report \(reportId) failed" + (job.lastError.map { ": \($0)" } ?? "")
-        case .done:
-            "report \(reportId) is done but has no stored result"
-        }
-    }
-}
+extension ReportOutputFormat: ExpressibleByArgument {}

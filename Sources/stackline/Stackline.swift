@@ -1,7 +1,7 @@
 import ArgumentParser
 
 @main
-struct Stackline: ParsableCommand {
+struct Stackline: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Crash- and lag-report symbolication service.",
         version: StacklineVersion.description,
@@ -17,5 +17,7 @@ struct Stackline: ParsableCommand {
             GroupCommand.self,
             ParseCommand.self,
             PruneCommand.self,
+            ServeCommand.self,
+            TokensCommand.self,
         ])
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JobQueue
+import Queries
 
 /// `stackline status`: queue counts, or one report's job.
 struct StatusCommand: ParsableCommand {
@@ -20,7 +21,7 @@ struct StatusCommand: ParsableCommand {
         guard let reportId else {
             let counts = try db.stateCounts()
             if json {
-                print(try encodeJSON(Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0.rawValue, counts[$0] ?? 0) })))
+                print(try encodeJSON(queueCountsJSON(counts)))
                 return
             }
             for state in JobState.allCases { print("\(state.rawValue)\t\(counts[state] ?? 0)") }
@@ -29,11 +30,9 @@ struct StatusCommand: ParsableCommand {
         guard let job = try db.jobStatus(reportId: reportId) else {
             throw fail("stackline status: no report with id \(reportId)")
         }
-        let retryAt = job.state == .queued && job.runAfter > db.now() ? Date(milliseconds: job.runAfter) : nil
+        let view = JobStatusJSON(job, now: db.now())
         if json {
-            print(try encodeJSON(JobStatusJSON(
-                reportId: job.reportId, format: job.format, kind: "\(job.kind)", state: job.state.rawValue,
-                attempts: job.attempts, lastError: job.lastError, retryAt: retryAt, updatedAt: Date(milliseconds: job.updatedAt))))
+            print(try encodeJSON(view))
             return
         }
         print("report\t\(job.reportId)")
@@ -41,21 +40,9 @@ struct StatusCommand: ParsableCommand {
         printLine("kind\t\(job.kind)")
         print("state\t\(job.state.rawValue)")
         print("attempts\t\(job.attempts)")
-        if let retryAt {
+        if let retryAt = view.retryAt {
             print(String(format: "retry in\t%.1fs", retryAt.timeIntervalSinceNow))
         }
         if let error = job.lastError { printLine("last error\t\(error)") }
     }
-}
-
-/// The `status REPORT --json` shape.
-struct JobStatusJSON: Encodable {
-    var reportId: Int64
-    var format: String
-    var kind: String
-    var state: String
-    var attempts: Int
-    var lastError: String?
-    var retryAt: Date?
-    var updatedAt: Date
 }

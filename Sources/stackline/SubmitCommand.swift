@@ -1,6 +1,7 @@
 import ArgumentParser
 import Compression
 import Foundation
+import Queries
 import Intake
 import JobQueue
 import ReportFormats

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Queries
 import ReportModel
 import SymbolStore
 

@@ -1,11 +1,10 @@
-import ArgumentParser
 import Foundation
 import JobQueue
 import ReportModel
 import ReportRendering
 
-/// How `report` (and `submit --wait`) print a result.
-enum ReportOutputFormat: String, CaseIterable, ExpressibleByArgument {
+/// How `report`, `submit --wait` and `GET /api/v1/reports/{id}` render a result.
+public enum ReportOutputFormat: String, CaseIterable, Sendable {
     /// One line per frame and inline level.
     case text
     /// The `SymbolicatedReport` JSON, with the report's group.
@@ -15,20 +14,20 @@ enum ReportOutputFormat: String, CaseIterable, ExpressibleByArgument {
 }
 
 /// Renders a stored result as text, JSON or an Apple-style crash report.
-enum ReportPrinter {
-    static func decode(_ result: StoredResult) throws -> SymbolicatedReport {
+public enum ReportPrinter {
+    public static func decode(_ result: StoredResult) throws -> SymbolicatedReport {
         var report = try JSONDecoder().decode(SymbolicatedReport.self, from: result.symbolicatedJSON)
         report.id = result.reportId
         return report
     }
 
     /// The group a result was filed under, if it was grouped.
-    static func group(of result: StoredResult, in db: JobDatabase) -> GroupSummary? {
+    public static func group(of result: StoredResult, in db: JobDatabase) -> GroupSummary? {
         guard let fingerprint = result.fingerprint else { return nil }
         return (try? db.group(fingerprint: fingerprint, latest: 0))?.summary
     }
 
-    static func render(_ result: StoredResult, format: ReportOutputFormat, group: GroupSummary?) throws -> String {
+    public static func render(_ result: StoredResult, format: ReportOutputFormat, group: GroupSummary?) throws -> String {
         switch format {
         case .text:
             let text = TextReportRenderer.render(try decode(result))
@@ -41,9 +40,25 @@ enum ReportPrinter {
     }
 
     /// The `report --json` document: the report with its group (docs/json.md).
-    static func document(_ result: StoredResult, group: GroupSummary?) throws -> [String: Any] {
+    public static func document(_ result: StoredResult, group: GroupSummary?) throws -> [String: Any] {
         var object = try JSONReportRenderer.object(try decode(result))
         if let group { object["group"] = try JSONReportRenderer.object(encoding: GroupJSON(group), with: JSONOutput.encoder) }
         return object
+    }
+}
+
+/// What a report without a result is waiting for, and what to do about it.
+public enum JobStateText {
+    public static func sentence(reportId: Int64, _ job: JobStatus) -> String {
+        switch job.state {
+        case .queued:
+            "report \(reportId) is queued (no master has processed it yet: run `stackline master`)"
+        case .running:
+            "report \(reportId) is being symbolicated (attempt \(job.attempts)); try again shortly"
+        case .failed:
+            "report \(reportId) failed" + (job.lastError.map { ": \($0)" } ?? "")
+        case .done:
+            "report \(reportId) is done but has no stored result"
+        }
     }
 }

@@ -1,10 +1,10 @@
 import Foundation
 
-/// The one encoder behind every `--json` output, so all commands write the style docs/json.md
+/// The one encoder behind every `--json` output and every JSON answer of the HTTP API, so all write the style docs/json.md
 /// describes: camelCase keys, timestamps in RFC 3339 UTC (`2026-05-01T12:00:00Z`), absent
 /// values left out rather than written as null.
-enum JSONOutput {
-    static let encoder: JSONEncoder = {
+public enum JSONOutput {
+    public static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
@@ -13,11 +13,11 @@ enum JSONOutput {
 }
 
 /// `value` as one JSON document in the shared style.
-func encodeJSON<T: Encodable>(_ value: T) throws -> String {
+public func encodeJSON<T: Encodable>(_ value: T) throws -> String {
     String(decoding: try JSONOutput.encoder.encode(value), as: UTF8.self)
 }
 
 extension Date {
     /// RFC 3339 UTC, the form human output shows times in too.
-    var rfc3339: String { ISO8601DateFormatter().string(from: self) }
+    public var rfc3339: String { ISO8601DateFormatter().string(from: self) }
 }

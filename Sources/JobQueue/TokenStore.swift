@@ -1,0 +1,161 @@
+import Foundation
+import GRDB
+import Hashing
+
+/// What a `stackline serve` API token may do. `admin` may do everything.
+public enum TokenScope: String, CaseIterable, Codable, Sendable {
+    case ingest, symbols, read, worker, admin
+
+    /// True when a token of this scope may call an endpoint that needs `needed`.
+    public func permits(_ needed: TokenScope) -> Bool { self == .admin || self == needed }
+}
+
+/// One stored token, without its secret (only the digest is kept, and never leaves JobQueue).
+public struct TokenRecord: Sendable, Equatable {
+    public var id: Int64
+    public var name: String?
+    public var scope: TokenScope
+    /// An ingest token's namespace: reports it uploads are tagged with it.
+    public var namespace: String?
+    public var createdAt: Int64
+    public var revokedAt: Int64?
+    public var lastUsedAt: Int64?
+
+    public var isRevoked: Bool { revokedAt != nil }
+}
+
+/// A token just created: the record, and the token text, shown to the operator once.
+public struct CreatedToken: Sendable {
+    public var record: TokenRecord
+    public var token: String
+}
+
+/// Why a token operation was refused.
+public enum TokenError: Error, Equatable, CustomStringConvertible {
+    case notFound(Int64)
+    case alreadyRevoked(Int64)
+    case namespaceNeedsIngestScope(TokenScope)
+    case badNamespace(String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let id): "no token with id \(id)"
+        case .alreadyRevoked(let id): "token \(id) is already revoked"
+        case .namespaceNeedsIngestScope(let scope): "--namespace applies to ingest tokens only, not \(scope.rawValue)"
+        case .badNamespace(let ns): "namespace \"\(ns)\" is not 1–64 characters of letters, digits, '.', '_' or '-'"
+        }
+    }
+}
+
+/// API tokens: created, listed, revoked and verified here, stored only as SHA-256 digests.
+///
+/// A token reads `sl_<id>_<64 hex digits of randomness>`. The id finds the row; the digest of
+/// the whole presented token is then compared with the stored one in constant time, so the
+/// time a wrong token takes says nothing about how much of it was right.
+public struct TokenStore: Sendable {
+    public let db: JobDatabase
+
+    public init(db: JobDatabase) { self.db = db }
+
+    static let prefix = "sl_"
+
+    /// A namespace is a short identifier; it reaches logs, metrics labels and queries.
+    public static func isValidNamespace(_ ns: String) -> Bool {
+        (1...64).contains(ns.utf8.count)
+            && ns.utf8.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
+
+    /// Creates a token; the returned text is the only copy of the secret.
+    public func create(scope: TokenScope, namespace: String? = nil, name: String? = nil) throws -> CreatedToken {
+        if let namespace {
+            guard scope == .ingest else { throw TokenError.namespaceNeedsIngestScope(scope) }
+            guard Self.isValidNamespace(namespace) else { throw TokenError.badNamespace(namespace) }
+        }
+        var rng = SystemRandomNumberGenerator()  // getrandom(2): a cryptographic source
+        let secret = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &rng)) }.joined()
+        return try db.immediate { db in
+            let now = self.db.now()
+            // The id is only known after the insert, and the digest covers it: insert a
+            // unique placeholder, then set the real digest in the same transaction.
+            try db.execute(
+                sql: "INSERT INTO tokens (name, scope, namespace, token_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+                arguments: [name, scope.rawValue, namespace, "pending-" + UUID().uuidString, now])
+            let id = db.lastInsertedRowID
+            let token = "\(Self.prefix)\(id)_\(secret)"
+            try db.execute(sql: "UPDATE tokens SET token_hash = ? WHERE id = ?", arguments: [SHA256.hex(Data(token.utf8)), id])
+            return CreatedToken(
+                record: TokenRecord(id: id, name: name, scope: scope, namespace: namespace, createdAt: now), token: token)
+        }
+    }
+
+    /// Every token, oldest first, revoked ones included.
+    public func list() throws -> [TokenRecord] {
+        try db.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM tokens ORDER BY id").map(Self.record)
+        }
+    }
+
+    /// Revokes a token: it stops working at once, its row stays for the record.
+    @discardableResult
+    public func revoke(id: Int64) throws -> TokenRecord {
+        try db.immediate { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM tokens WHERE id = ?", arguments: [id]) else {
+                throw TokenError.notFound(id)
+            }
+            var record = try Self.record(row)
+            guard record.revokedAt == nil else { throw TokenError.alreadyRevoked(id) }
+            record.revokedAt = self.db.now()
+            try db.execute(sql: "UPDATE tokens SET revoked_at = ? WHERE id = ?", arguments: [record.revokedAt, id])
+            return record
+        }
+    }
+
+    /// The live token the presented text is, or nil (malformed, unknown, wrong secret, revoked).
+    public func verify(_ presented: String) throws -> TokenRecord? {
+        guard presented.hasPrefix(Self.prefix), presented.utf8.count <= 128 else { return nil }
+        let rest = presented.dropFirst(Self.prefix.count)
+        guard let underscore = rest.firstIndex(of: "_"), let id = Int64(rest[..<underscore]) else { return nil }
+        let digest = SHA256.hex(Data(presented.utf8))
+        let row = try db.pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM tokens WHERE id = ?", arguments: [id])
+        }
+        guard let row else { return nil }
+        let stored: String = row["token_hash"]
+        guard Self.constantTimeEqual(Array(digest.utf8), Array(stored.utf8)) else { return nil }
+        let record = try Self.record(row)
+        return record.isRevoked ? nil : record
+    }
+
+    /// Records when a token was last used (callers throttle this: it is a write).
+    public func touch(id: Int64, at time: Int64? = nil) throws {
+        try db.immediate { db in
+            try db.execute(sql: "UPDATE tokens SET last_used_at = ? WHERE id = ?", arguments: [time ?? self.db.now(), id])
+        }
+    }
+
+    /// Compares every byte whatever the first difference, so timing does not reveal where it is.
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for i in a.indices { difference |= a[i] ^ b[i] }
+        return difference == 0
+    }
+
+    private static func record(_ row: Row) throws -> TokenRecord {
+        TokenRecord(
+            id: row["id"], name: row["name"], scope: try row.stored("scope"), namespace: row["namespace"],
+            createdAt: row["created_at"], revokedAt: row["revoked_at"], lastUsedAt: row["last_used_at"])
+    }
+}
+
+extension UInt8 {
+    fileprivate var isASCIIAlphanumeric: Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
+    }
+}
+
+extension JobDatabase {
+    /// The API tokens kept in this database.
+    public var tokens: TokenStore { TokenStore(db: self) }
+}

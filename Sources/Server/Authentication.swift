@@ -1,0 +1,85 @@
+import Foundation
+import Hummingbird
+import JobQueue
+
+/// What a token may do: `ingest`, `symbols`, `read`, `worker`, `admin` (admin implies all).
+/// One definition, in JobQueue, where tokens are stored.
+public typealias Scope = TokenScope
+
+/// Checks `Authorization: Bearer TOKEN` against the token store.
+public final class Authenticator: Sendable {
+    private let tokens: TokenStore
+    private let lastTouched = LockedDictionary<Int64, Int64>()
+    /// `last_used_at` is a write: record it at most this often per token.
+    private let touchIntervalMs: Int64 = 60_000
+
+    public init(tokens: TokenStore) { self.tokens = tokens }
+
+    /// The token of the request if it is valid and permits `scope`; 401 without a valid token,
+    /// 403 with a valid token of another scope. Neither message repeats the presented token.
+    public func authenticate(_ request: Request, scope: Scope) throws -> TokenRecord {
+        guard let header = request.headers[.authorization] else {
+            throw APIError.unauthorized("missing Authorization: Bearer token")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw APIError.unauthorized("Authorization must be: Bearer TOKEN")
+        }
+        let presented = parts[1].trimmingCharacters(in: .whitespaces)
+        guard let token = try tokens.verify(presented) else {
+            throw APIError.unauthorized("invalid or revoked token")
+        }
+        guard token.scope.permits(scope) else {
+            throw APIError.forbidden("token \(token.id) has scope \(token.scope.rawValue); this endpoint needs \(scope.rawValue)")
+        }
+        recordUse(token)
+        return token
+    }
+
+    private func recordUse(_ token: TokenRecord) {
+        let now = tokens.db.now()
+        let due = lastTouched.update(token.id) { last in
+            if let last, now - last < touchIntervalMs { return (last, false) }
+            return (now, true)
+        }
+        // Best effort: a busy database must not fail an authenticated request.
+        if due { try? tokens.touch(id: token.id, at: now) }
+    }
+}
+
+/// Middleware for a route group: authenticates with `scope` and puts the token in the context.
+///
+///     let group = router.group("api/v1/symbols").add(middleware: RequireScope(.symbols, deps))
+public struct RequireScope: RouterMiddleware {
+    public typealias Context = StacklineRequestContext
+    let scope: Scope
+    let authenticator: Authenticator
+
+    public init(_ scope: Scope, _ deps: ServerDependencies) {
+        self.scope = scope
+        authenticator = deps.authenticator
+    }
+
+    public func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        var context = context
+        context.token = try authenticator.authenticate(request, scope: scope)
+        return try await next(request, context)
+    }
+}
+
+/// A dictionary behind a lock, for the few per-token tables the server keeps.
+final class LockedDictionary<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [Key: Value] = [:]
+
+    /// Runs `body` on the current value (nil if none) and stores what it returns.
+    func update<R>(_ key: Key, _ body: (Value?) -> (Value, R)) -> R {
+        lock.withLock {
+            let (value, result) = body(values[key])
+            values[key] = value
+            return result
+        }
+    }
+}

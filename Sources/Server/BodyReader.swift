@@ -1,0 +1,43 @@
+import Compression
+import Foundation
+import Hummingbird
+
+/// Reads request bodies under a byte limit: a `Content-Length` over the limit is refused with
+/// 413 before a byte is read, and a body without one (chunked) is counted while it streams
+/// and refused as soon as it passes the limit, so no body is ever held whole past the limit.
+public enum BodyReader {
+    /// The body's bytes, at most `limit` of them.
+    public static func read(_ request: Request, limit: Int) async throws -> Data {
+        if let declared = request.headers[.contentLength] {
+            guard let length = Int(declared), length >= 0 else { throw APIError.badRequest("Content-Length is not a number") }
+            if length > limit { throw APIError.tooLarge(limit: limit) }
+        }
+        var data = Data()
+        for try await chunk in request.body {
+            guard data.count + chunk.readableBytes <= limit else { throw APIError.tooLarge(limit: limit) }
+            data.append(contentsOf: chunk.readableBytesView)
+        }
+        return data
+    }
+
+    /// The body as the sender meant it: inflated when `Content-Encoding: gzip` says so (or the
+    /// bytes start with the gzip magic, as `submit` accepts), at most `inflatedLimit` bytes after
+    /// inflating. A gzip bomb stops at the limit without being inflated further (`Zlib.inflate`).
+    public static func readReport(_ request: Request, limit: Int, inflatedLimit: Int) async throws -> Data {
+        let encoding = request.headers[.contentEncoding]?.lowercased().trimmingCharacters(in: .whitespaces)
+        switch encoding {
+        case nil, "", "identity", "gzip", "x-gzip": break
+        default: throw APIError(.unsupportedMediaType, "Content-Encoding \(encoding ?? "") is not supported (send gzip or plain bytes)")
+        }
+        let body = try await read(request, limit: limit)
+        let gzip = encoding == "gzip" || encoding == "x-gzip"
+        guard gzip || Zlib.isGzip(body) else { return body }
+        do {
+            return try Zlib.inflate(body, limit: inflatedLimit)
+        } catch .tooLarge {
+            throw APIError(.contentTooLarge, "body inflates past the limit of \(inflatedLimit) bytes")
+        } catch {
+            throw APIError.badRequest("gzip: \(error)")
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+import Hummingbird
+import Logging
+
+/// The outermost middleware: turns every error into a `{"error": …}` response, counts the
+/// request in `/metrics`, and logs one line per request (method, path, status, bytes, ms).
+/// Never the query string, headers, token or body: they may carry secrets or report data.
+struct RequestLogMiddleware: RouterMiddleware {
+    typealias Context = StacklineRequestContext
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        let started = DispatchTime.now().uptimeNanoseconds
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as APIError {
+            response = JSONResponse.error(error.status, error.message, headers: error.headers)
+        } catch let error as HTTPResponseError {
+            // Hummingbird's own (404 for unknown routes, 405): same JSON shape as ours.
+            response = JSONResponse.error(error.status, error.status.reasonPhrase)
+        } catch {
+            logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            response = JSONResponse.error(.internalServerError, "internal error")
+        }
+        let ms = Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000
+        let route = context.endpointPath ?? "unmatched"
+        ServerMetrics.request(route: route, method: request.method.rawValue, status: response.status.code)
+        logger.info(
+            "request",
+            metadata: [
+                "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+                "bytes": "\(response.body.contentLength.map(String.init) ?? "-")", "ms": "\(String(format: "%.1f", ms))",
+            ])
+        return response
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import Hummingbird
+import Intake
+import JobQueue
+import ReportFormats
+
+/// `POST /api/v1/reports` (scope ingest): one raw report, plain or gzip, through `ReportIntake`.
+func addReportRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
+    let ingest = router.group("/api/v1").add(middleware: RequireScope(.ingest, deps))
+    ingest.post("/reports") { request, context -> Response in
+        let token = try context.requireToken()
+        do { try deps.checkIngestRate(token) } catch {
+            ServerMetrics.reportRefused(reason: "rate_limited")
+            throw error
+        }
+        let data: Data
+        do {
+            data = try await BodyReader.readReport(request, limit: deps.limits.maxBodyBytes, inflatedLimit: deps.limits.maxReportBytes)
+        } catch let error as APIError {
+            ServerMetrics.reportRefused(reason: error.status == .contentTooLarge ? "too_large" : "bad_body")
+            throw error
+        }
+        let outcomes: [ReportIntake.Outcome]
+        do {
+            outcomes = try deps.intake.submit(data)
+        } catch let error as ReportParseError {
+            ServerMetrics.reportRefused(reason: "malformed")
+            throw APIError.badRequest(error.description)
+        }
+        return try JSONResponse.encode(ReportAcceptedJSON(outcomes, namespace: token.namespace), status: .accepted)
+    }
+}
+
+/// The answer to `POST /api/v1/reports`: `{"id", "duplicate"}` for the (first) report stored,
+/// and when the input held several reports (a capture of several crashes), every one in
+/// `reports`, in input order, each stored or refused with the parser's message.
+struct ReportAcceptedJSON: Encodable {
+    struct Part: Encodable {
+        var id: Int64?
+        var duplicate: Bool?
+        var format: String?
+        var error: String?
+    }
+    var id: Int64?
+    var duplicate: Bool?
+    var reports: [Part]?
+
+    init(_ outcomes: [ReportIntake.Outcome], namespace: String?) {
+        let parts = outcomes.map { outcome -> Part in
+            switch outcome {
+            case .stored(let stored, let format):
+                ServerMetrics.reportIngested(format: format, namespace: namespace, duplicate: stored.duplicate)
+                return Part(id: stored.reportId, duplicate: stored.duplicate, format: format)
+            case .refused(let error):
+                ServerMetrics.reportRefused(reason: "malformed")
+                return Part(error: error.description)
+            }
+        }
+        let first = parts.first { $0.id != nil }
+        id = first?.id
+        duplicate = first?.duplicate
+        reports = parts.count > 1 ? parts : nil
+    }
+}

@@ -1,0 +1,10 @@
+import Hummingbird
+
+/// Every route group of the API, registered in one place. To add one, write
+/// `Routes/NameRoutes.swift` with `func addNameRoutes(to router: Router<StacklineRequestContext>,
+/// deps: ServerDependencies)` and add its line here (one per line, so branches merge cleanly).
+func registerRoutes(on router: Router<StacklineRequestContext>, deps: ServerDependencies) {
+    addOperationsRoutes(to: router, deps: deps)
+    addReportRoutes(to: router, deps: deps)
+    addQueryRoutes(to: router, deps: deps)
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Intake
+import JobQueue
+import Logging
+import Master
+import SymbolStore
+
+/// Limits and knobs of `stackline serve` (docs/serve.md lists them with their options).
+public struct ServerLimits: Sendable {
+    /// Largest request body read, compressed or not, in bytes (413 past it).
+    public var maxBodyBytes: Int
+    /// Largest report after inflating a gzip body (a bomb stops here).
+    public var maxReportBytes: Int
+    /// Requests per second an ingest token may make to the ingest endpoints; 0 = no limit.
+    public var ingestRate: Double
+    /// How many requests an ingest token may make at once before the rate applies.
+    public var ingestBurst: Double
+    /// Seconds `POST /api/v1/symbolicate` waits for its worker before killing it.
+    public var symbolicateTimeout: Double
+    /// On-the-spot symbolications running at once (each is one worker process).
+    public var symbolicateConcurrency: Int
+
+    public init(
+        maxBodyBytes: Int = 16 << 20, maxReportBytes: Int = 64 << 20, ingestRate: Double = 100, ingestBurst: Double = 200,
+        symbolicateTimeout: Double = 30, symbolicateConcurrency: Int = 2
+    ) {
+        self.maxBodyBytes = maxBodyBytes
+        self.maxReportBytes = maxReportBytes
+        self.ingestRate = ingestRate
+        self.ingestBurst = ingestBurst
+        self.symbolicateTimeout = symbolicateTimeout
+        self.symbolicateConcurrency = symbolicateConcurrency
+    }
+}
+
+/// How to start a `stackline-worker` (the master's workers and on-the-spot symbolication alike).
+public struct WorkerLaunch: Sendable {
+    public var executable: String
+    public var arguments: [String]
+
+    public init(executable: String, arguments: [String]) {
+        self.executable = executable
+        self.arguments = arguments
+    }
+}
+
+/// Everything a route may use, built once by `stackline serve` and handed to every
+/// `add…Routes(to:deps:)` function.
+public struct ServerDependencies: Sendable {
+    public var db: JobDatabase
+    public var store: SymbolStoreDirectory
+    /// The one place bytes become reports and jobs (`ReportIntake`); ingest routes go through it.
+    public var intake: ReportIntake
+    public var authenticator: Authenticator
+    public var limits: ServerLimits
+    /// Per-token rate limit for ingest-scope tokens (`POST /api/v1/reports`, `POST /api/v1/ingest`).
+    public var ingestLimiter: RateLimiter
+    /// Live local workers (for `/readyz` and `/metrics`).
+    public var census: WorkerCensus
+    public var worker: WorkerLaunch
+    public var metrics: ServerMetrics
+    public var logger: Logger
+
+    public init(
+        db: JobDatabase, store: SymbolStoreDirectory, limits: ServerLimits, census: WorkerCensus, worker: WorkerLaunch,
+        metrics: ServerMetrics, logger: Logger
+    ) {
+        self.db = db
+        self.store = store
+        intake = ReportIntake(db: db)
+        authenticator = Authenticator(tokens: db.tokens)
+        self.limits = limits
+        ingestLimiter = RateLimiter(rate: limits.ingestRate, burst: limits.ingestBurst)
+        self.census = census
+        self.worker = worker
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Applies the ingest rate limit when the request's token is an ingest token (admin
+    /// tokens, used by operators and benchmarks, are not limited).
+    public func checkIngestRate(_ token: TokenRecord) throws {
+        if token.scope == .ingest { try ingestLimiter.check(token.id) }
+    }
+}

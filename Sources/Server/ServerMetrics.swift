@@ -1,0 +1,61 @@
+import Foundation
+import JobQueue
+import Metrics
+import Prometheus
+
+/// The Prometheus registry behind swift-metrics. Stackline's metrics are created through the
+/// swift-metrics API wherever they happen (Master counts jobs and workers, routes count
+/// requests and reports); `/metrics` renders the registry.
+public final class ServerMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+
+    /// Bootstraps swift-metrics with a Prometheus factory (once per process).
+    public static func bootstrap() -> ServerMetrics {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+            .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500),
+            .seconds(5), .seconds(10), .seconds(30), .seconds(60),
+        ]
+        MetricsSystem.bootstrap(factory)
+        return ServerMetrics(registry: registry)
+    }
+
+    init(registry: PrometheusCollectorRegistry) { self.registry = registry }
+
+    /// Prometheus text exposition, with the queue gauges read from the database first.
+    public func render(db: JobDatabase) -> String {
+        if let counts = try? db.stateCounts() {
+            for state in JobState.allCases {
+                Gauge(label: "stackline_queue_jobs", dimensions: [("state", state.rawValue)]).record(counts[state] ?? 0)
+            }
+        }
+        return registry.emitToString()
+    }
+
+    /// A report stored by an ingest endpoint.
+    public static func reportIngested(format: String, namespace: String?, duplicate: Bool) {
+        Counter(
+            label: "stackline_reports_ingested_total",
+            dimensions: [("format", format), ("namespace", namespace ?? ""), ("duplicate", duplicate ? "true" : "false")]
+        ).increment()
+    }
+
+    /// A report or request an ingest endpoint refused, by reason (`malformed`, `too_large`, `rate_limited`, …).
+    public static func reportRefused(reason: String) {
+        Counter(label: "stackline_reports_refused_total", dimensions: [("reason", reason)]).increment()
+    }
+
+    /// A debug file served (debuginfod and the like), by kind.
+    public static func debugFileServed(kind: String) {
+        Counter(label: "stackline_debug_files_served_total", dimensions: [("kind", kind)]).increment()
+    }
+
+    static func request(route: String, method: String, status: Int) {
+        Counter(
+            label: "stackline_http_requests_total",
+            dimensions: [("route", route), ("method", method), ("status", "\(status)")]
+        ).increment()
+    }
+}

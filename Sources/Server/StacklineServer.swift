@@ -1,0 +1,89 @@
+import Foundation
+import Hummingbird
+import JobQueue
+import Logging
+import Master
+import ServiceLifecycle
+import SymbolStore
+
+/// Settings of one `stackline serve` run.
+public struct ServerConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    public var master: MasterConfiguration
+    public var limits: ServerLimits
+    /// Seconds in-flight requests get after SIGTERM before the server stops waiting for them.
+    public var requestDrainSeconds: Double
+
+    public init(host: String, port: Int, master: MasterConfiguration, limits: ServerLimits, requestDrainSeconds: Double = 10) {
+        self.host = host
+        self.port = port
+        self.master = master
+        self.limits = limits
+        self.requestDrainSeconds = requestDrainSeconds
+    }
+}
+
+/// `stackline serve`: the HTTP API and the master in one process, under one ServiceGroup.
+///
+/// On SIGTERM/SIGINT the group shuts down in reverse order: the HTTP server first (stops
+/// accepting, lets in-flight requests finish), then the master (no new claims, in-flight jobs
+/// finish within the drain time). A report answered with 2xx was committed before its answer.
+public struct StacklineServer: Sendable {
+    public let configuration: ServerConfiguration
+    public let db: JobDatabase
+    public let store: SymbolStoreDirectory
+    public let logger: Logger
+
+    public init(configuration: ServerConfiguration, db: JobDatabase, store: SymbolStoreDirectory, logger: Logger) {
+        self.configuration = configuration
+        self.db = db
+        self.store = store
+        self.logger = logger
+    }
+
+    /// Builds the router with every route group, for `run()` and for tests of single routes.
+    public static func makeRouter(deps: ServerDependencies) -> Router<StacklineRequestContext> {
+        let router = Router(context: StacklineRequestContext.self)
+        router.add(middleware: RequestLogMiddleware(logger: Logger(label: "stackline.http")))
+        registerRoutes(on: router, deps: deps)
+        return router
+    }
+
+    /// Runs until SIGTERM/SIGINT, then drains and returns. `onListening` gets the bound port
+    /// (useful with port 0).
+    public func run(metrics: ServerMetrics, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        var masterConfig = configuration.master
+        masterConfig.handlesSignals = false
+        masterConfig.once = false
+        let dispatcher = Dispatcher(db: db, config: masterConfig, logger: Logger(label: "stackline.master"))
+        let deps = ServerDependencies(
+            db: db, store: store, limits: configuration.limits, census: dispatcher.census,
+            worker: WorkerLaunch(executable: masterConfig.workerExecutable, arguments: masterConfig.workerArguments),
+            metrics: metrics, logger: logger)
+        let logger = self.logger
+        let app = Application(
+            router: Self.makeRouter(deps: deps),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "stackline"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                logger.notice("listening", metadata: ["address": "\(configuration.host):\(port)"])
+                await onListening(port)
+            },
+            logger: Logger(label: "stackline.server"))
+        // Services stop in reverse order: the HTTP server first, then the master.
+        var groupConfig = ServiceGroupConfiguration(
+            services: [
+                .init(service: MasterService(dispatcher: dispatcher)),
+                .init(service: app),
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger)
+        // Past this the group cancels what is left: requests still open are cut, and the master
+        // releases the leases of jobs still running (they are queued again, nothing is lost).
+        groupConfig.maximumGracefulShutdownDuration = .milliseconds(
+            Int64((configuration.requestDrainSeconds + masterConfig.drainSeconds + 5) * 1000))
+        try await ServiceGroup(configuration: groupConfig).run()
+        logger.notice("stopped")
+    }
+}

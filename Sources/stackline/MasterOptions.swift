@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import Grouping
+import JobQueue
+import Master
+import Queries
+import WorkerProtocol
+
+/// The master's options, shared by `stackline master` and `stackline serve` (which runs a master).
+struct MasterOptions: ParsableArguments {
+    // Optional so --help shows "the number of cores" rather than this machine's count.
+    @Option(help: "Worker processes (default: the number of cores).")
+    var workers: Int?
+
+    @Option(help: "Seconds a job may run before its worker is killed and the job retried.")
+    var jobTimeout: Double = 60
+
+    @Option(help: "Attempts before a job that keeps failing is quarantined as failed.")
+    var maxAttempts = 3
+
+    @Option(help: "Lease length in seconds; renewed while a job runs.")
+    var lease: Double = 30
+
+    @Option(help: "Backoff after the first failed attempt, in seconds; doubles per attempt, plus jitter.")
+    var retryDelay: Double = 1
+
+    @Option(help: "Seconds in-flight jobs get after SIGTERM/SIGINT before their leases are released.")
+    var drain: Double = 20
+
+    @Option(help: "Grouping rules file for the workers (default: $STACKLINE_GROUPING_RULES or the built-in rules).")
+    var groupingRules: String?
+
+    @Option(help: "Automatic retention: prune reports received longer ago than this (30m, 24h, 90d, 2w) at start and every --retain-interval, as `stackline prune` does.")
+    var retain: SinceDate?
+
+    @Option(help: "Seconds between two --retain passes.")
+    var retainInterval: Double = 3600
+
+    /// Passed on to every worker.
+    @OptionGroup var store: StoreOptions
+
+    /// Checks shared by both commands (`--workers` bounds are each command's own).
+    func validate() throws {
+        guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
+        guard jobTimeout > 0, lease > 0, retryDelay >= 0, drain >= 0 else {
+            throw ValidationError("--job-timeout and --lease must be positive; --retry-delay and --drain not negative")
+        }
+        if let retain, retain.duration == nil {
+            throw ValidationError("--retain takes a duration such as 90d, not a date")
+        }
+        guard retainInterval > 0 else { throw ValidationError("--retain-interval must be positive") }
+        // Workers inherit the limit: a bad value must stop the master, not every worker.
+        do { _ = try Framing.configuredMaxFrame() } catch { throw ValidationError(error.description) }
+    }
+
+    /// The master's configuration; checks the grouping rules and the worker executable first,
+    /// so a mistake fails once, loudly, instead of in every worker.
+    func configuration(command: String, once: Bool = false) throws -> MasterConfiguration {
+        if let groupingRules {
+            // Workers inherit the environment; check the file here so a bad one fails once, loudly.
+            do { _ = try GroupingRules.load(path: groupingRules) } catch {
+                throw fail("stackline \(command): \(error.description)")
+            }
+            setenv(GroupingRules.environmentKey, groupingRules, 1)
+        }
+        let config = MasterConfiguration(
+            workers: workers ?? ProcessInfo.processInfo.activeProcessorCount, once: once, jobTimeout: jobTimeout,
+            retry: RetryPolicy(maxAttempts: maxAttempts, baseDelayMs: Int64(retryDelay * 1000)),
+            leaseSeconds: lease, drainSeconds: drain,
+            workerExecutable: MasterConfiguration.locateWorker(), workerArguments: ["--symbols", store.store.root],
+            retainMs: retain?.duration, retentionIntervalSeconds: retainInterval)
+        guard FileManager.default.isExecutableFile(atPath: config.workerExecutable) else {
+            throw fail("stackline \(command): no worker executable at \(config.workerExecutable) (set STACKLINE_WORKER)")
+        }
+        return config
+    }
+}

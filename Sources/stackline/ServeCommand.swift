@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import JobQueue
+import Logging
+import Master
+import Server
+import StacklineLogging
+
+/// `stackline serve`: the HTTP API and the master in one process.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the HTTP API (ingest, queries, on-the-spot symbolication, metrics) and the master in one process.",
+        discussion: """
+            Every endpoint but /healthz and /readyz needs `Authorization: Bearer TOKEN` (create \
+            tokens with `stackline tokens create`). SIGTERM or SIGINT stops accepting connections, \
+            lets in-flight requests finish, then drains the master as `stackline master` does. \
+            The API is described in docs/openapi.yaml, served at /api/v1/openapi.yaml; docs/serve.md \
+            has the details.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "Address and port to listen on (port 0 picks a free one; the log says which).")
+    var listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080)
+
+    @OptionGroup var master: MasterOptions
+
+    @Option(help: "Largest request body in bytes, compressed or not (413 past it).")
+    var maxBody = 16 << 20
+
+    @Option(help: "Largest report in bytes after inflating a gzip body.")
+    var maxReport = 64 << 20
+
+    @Option(help: "Requests per second each ingest token may make to the ingest endpoints (0: no limit).")
+    var ingestRate: Double = 100
+
+    @Option(help: "Requests an ingest token may make in a burst before --ingest-rate applies.")
+    var ingestBurst: Double = 200
+
+    @Option(help: "Seconds POST /api/v1/symbolicate waits for its worker before killing it.")
+    var symbolicateTimeout: Double = 30
+
+    @Option(help: "Seconds in-flight requests get after SIGTERM/SIGINT.")
+    var requestDrain: Double = 10
+
+    @Option(help: "Least severe log messages printed.")
+    var logLevel: Logger.Level = .info
+
+    func validate() throws {
+        guard (master.workers ?? 0) >= 0 else { throw ValidationError("--workers must be 0 or more") }
+        try master.validate()
+        guard maxBody > 0, maxReport > 0 else { throw ValidationError("--max-body and --max-report must be positive") }
+        guard ingestRate >= 0, ingestBurst >= 1 else {
+            throw ValidationError("--ingest-rate must not be negative and --ingest-burst must be at least 1")
+        }
+        guard symbolicateTimeout > 0, requestDrain >= 0 else {
+            throw ValidationError("--symbolicate-timeout must be positive and --request-drain not negative")
+        }
+    }
+
+    func run() async throws {
+        let level = logLevel
+        LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0, level: level) }
+        let metrics = ServerMetrics.bootstrap()
+        let logger = Logger(label: "stackline.serve")
+        let masterConfig = try master.configuration(command: "serve")
+        let db = try database.openOrCreate()
+        let config = ServerConfiguration(
+            host: listen.host, port: listen.port, master: masterConfig,
+            limits: ServerLimits(
+                maxBodyBytes: maxBody, maxReportBytes: maxReport, ingestRate: ingestRate, ingestBurst: ingestBurst,
+                symbolicateTimeout: symbolicateTimeout),
+            requestDrainSeconds: requestDrain)
+        try await StacklineServer(configuration: config, db: db, store: master.store.store, logger: logger).run(metrics: metrics)
+    }
+}
+
+/// `HOST:PORT`, `:PORT` (all interfaces) or `[IPv6]:PORT`.
+struct ListenAddress: ExpressibleByArgument, CustomStringConvertible {
+    var host: String
+    var port: Int
+
+    init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    init?(argument: String) {
+        guard let colon = argument.lastIndex(of: ":"), let port = Int(argument[argument.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { return nil }
+        var host = String(argument[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        self.host = host.isEmpty ? "0.0.0.0" : host
+        self.port = port
+    }
+
+    var description: String { "\(host):\(port)" }
+    var defaultValueDescription: String { description }
+}

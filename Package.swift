@@ -94,7 +94,7 @@ let package = Package(
             name: "Server",
             dependencies: [
                 "JobQueue", "Intake", "Master", "Queries", "ReportModel", "ReportFormats", "ReportRendering",
-                "Compression", "StacklineLogging", "SymbolStore", "WorkerProtocol",
+                "Compression", "StacklineLogging", "SymbolStore", "WorkerProtocol", "DebugInfo", "SystemCalls",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),

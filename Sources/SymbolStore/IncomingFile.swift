@@ -5,8 +5,9 @@ import SystemCalls
 /// A request body on its way into the store, written chunk by chunk to a file in the store's
 /// `.incoming` folder (on the store's own disk, never in memory), and read back from the same
 /// open file once complete. The name is unlinked as soon as the file is open, so a crash or
-/// a dropped connection leaves nothing behind.
-public final class IncomingFile {
+/// a dropped connection leaves nothing behind. Sendable so a request handler can hand it to
+/// the thread that writes; one request uses it at a time.
+public final class IncomingFile: @unchecked Sendable {
     /// Optional cap on one upload, in bytes (the store's free space caps it too).
     public static let limitVariable = "STACKLINE_SYMBOLS_MAX_UPLOAD_BYTES"
     /// The cap without the variable: larger than a real zip of an app's dSYMs.

@@ -38,21 +38,21 @@ extension SymbolStoreDirectory {
     /// are not debug files (neither ELF, Mach-O nor an archive; a dSYM bundle's Info.plist): a
     /// build folder holds many. A file named by `path` itself is never skipped: it is stored or refused.
     public func addTree(path: String, skipped: inout [String]) -> WalkResults<AddOutcome> {
-        walkTree(path: path, skipped: &skipped) { file, _ in storeAll(file, source: nil) }
+        Self.walkTree(path: path, skipped: &skipped) { file, _ in storeAll(file, source: nil) }
     }
 
     /// Stores a file received over the network (`file.path` is the name the client gave it),
     /// exactly as `addTree` stores a file named on the command line: a debug file, or an
     /// archive unpacked and walked. Sidecars record `upload: NAME` as the source.
     public func addReceived(_ file: RegularFile, skipped: inout [String]) -> WalkResults<AddOutcome> {
-        addOne(file, archive: nil, skipped: &skipped, named: true) { file, _ in
+        Self.addOne(file, archive: nil, skipped: &skipped, named: true) { file, _ in
             storeAll(file, source: "upload: " + file.path)
         }
     }
 
     /// Walks `path` as `addTree` does and identifies every debug file without storing
     /// anything: each file's build-ids and what it holds, and the file to send to store it.
-    public func identifyTree(path: String, skipped: inout [String]) -> WalkResults<LocalDebugFile> {
+    public static func identifyTree(path: String, skipped: inout [String]) -> WalkResults<LocalDebugFile> {
         walkTree(path: path, skipped: &skipped) { file, archive in
             do throws(StoreError) {
                 let offers = try StoreCandidate.identify(file: file).map(StoreOffer.init)
@@ -77,7 +77,7 @@ extension SymbolStoreDirectory {
         }
     }
 
-    private func walkTree<T>(path: String, skipped: inout [String], visit: Visit<T>) -> WalkResults<T> {
+    private static func walkTree<T>(path: String, skipped: inout [String], visit: Visit<T>) -> WalkResults<T> {
         guard let resolved = realpath(path, nil) else {
             return [(path, .failure(.rejected(.unreadable(path: path, reason: SystemCallError.reason(errno: errno)))))]
         }
@@ -112,7 +112,7 @@ extension SymbolStoreDirectory {
 
     /// Walks the directory `fd` has open, in name order, through descriptors only: a name
     /// swapped for a link during the walk is refused by `O_NOFOLLOW`, not followed.
-    private func walk<T>(
+    private static func walk<T>(
         directory fd: Int32, label: String, relative: String, archive: String?, into results: inout WalkResults<T>,
         skipped: inout [String], visit: Visit<T>
     ) {
@@ -168,7 +168,7 @@ extension SymbolStoreDirectory {
     /// One regular file: visited, or unpacked and walked if it is a zip or tar archive
     /// (`archive` names the archive it came out of: archives in archives are not unpacked).
     /// A file that is not a debug file is refused when it was `named`, else skipped.
-    private func addOne<T>(_ file: RegularFile, archive: String?, skipped: inout [String], named: Bool, visit: Visit<T>) -> WalkResults<T> {
+    private static func addOne<T>(_ file: RegularFile, archive: String?, skipped: inout [String], named: Bool, visit: Visit<T>) -> WalkResults<T> {
         let label = file.path
         let format = ObjectFormat.of(file: file)
         let isTar = format == .other && TarArchive.recognises(file)

@@ -7,4 +7,6 @@ func registerRoutes(on router: Router<StacklineRequestContext>, deps: ServerDepe
     addOperationsRoutes(to: router, deps: deps)
     addReportRoutes(to: router, deps: deps)
     addQueryRoutes(to: router, deps: deps)
+    addSymbolRoutes(to: router, deps: deps)
+    addDebuginfodRoutes(to: router, deps: deps)
 }

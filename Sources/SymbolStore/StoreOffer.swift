@@ -17,6 +17,9 @@ public struct StoreOffer: Codable, Sendable, Hashable {
         self.executable = executable
     }
 
+    /// How much a lookup could get out of it, ranked as the store ranks stored files.
+    public var quality: Int { StoredDebugFile.quality(hasDWARF: hasDWARF, hasSymbolTable: hasSymbolTable) }
+
     init(_ candidate: StoreCandidate) {
         self.init(
             buildId: candidate.id, hasDWARF: candidate.hasDWARF, hasSymbolTable: candidate.hasSymbolTable,
@@ -33,6 +36,6 @@ extension SymbolStoreDirectory {
         let id = offer.buildId
         guard let entry = entry(buildID: id), debugFilePath(buildID: id) != nil else { return true }
         if offer.executable && (entry.executablePath == nil || executablePath(buildID: id) == nil) { return true }
-        return StoredDebugFile.quality(hasDWARF: offer.hasDWARF, hasSymbolTable: offer.hasSymbolTable) > entry.quality
+        return offer.quality > entry.quality
     }
 }

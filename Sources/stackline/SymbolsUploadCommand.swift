@@ -34,6 +34,26 @@ extension SymbolsCommand {
         @Argument(help: "Files or directories holding debug files.")
         var paths: [String]
 
+        /// The files to send, in the order found: for each build-id the server wants, the local
+        /// file with the most debug information, plus an image when that one is not (the
+        /// executable role). A stripped binary beside its unstripped build is not sent.
+        static func choose(_ found: [LocalDebugFile], missing: Set<BuildID>) -> [String] {
+            var picked: Set<String> = []
+            let offers = found.flatMap { file in file.offers.map { (upload: file.upload, offer: $0) } }
+            for id in missing {
+                let candidates = offers.filter { $0.offer.buildId == id }
+                let rank = { (o: StoreOffer) in o.quality * 2 + (o.executable ? 1 : 0) }
+                guard let best = candidates.max(by: { rank($0.offer) < rank($1.offer) }) else { continue }
+                picked.insert(best.upload)
+                if !best.offer.executable, let image = candidates.filter(\.offer.executable).max(by: { rank($0.offer) < rank($1.offer) }) {
+                    picked.insert(image.upload)
+                }
+            }
+            var ordered: [String] = []
+            for file in found where picked.contains(file.upload) && !ordered.contains(file.upload) { ordered.append(file.upload) }
+            return ordered
+        }
+
         func validate() throws {
             if timeout != nil && !wait { throw ValidationError("--timeout only applies with --wait") }
         }
@@ -71,17 +91,8 @@ extension SymbolsCommand {
             do { missing = offers.isEmpty ? [] : Set(try client.missing(offers).missing) } catch {
                 throw fail("stackline symbols upload: \(error)")
             }
-            var uploads: [String] = []
-            for file in found {
-                let wanted = file.offers.contains { missing.contains($0.buildId) }
-                if wanted {
-                    if !uploads.contains(file.upload) { uploads.append(file.upload) }
-                } else {
-                    outcome.upToDate.append(file.path)
-                }
-            }
-            // A file inside an archive that is sent is no longer up to date on its own.
-            outcome.upToDate.removeAll { path in uploads.contains { path.hasPrefix($0 + "/") } }
+            let uploads = Self.choose(found, missing: missing)
+            outcome.upToDate = found.map(\.path).filter { path in !uploads.contains { path == $0 || path.hasPrefix($0 + "/") } }
 
             // 3. Send them, one request per file, streamed from disk.
             let progress = UploadProgress(files: uploads)
@@ -135,7 +146,8 @@ extension SymbolsCommand {
 struct UploadJSON: Encodable {
     /// Each file sent and the server's answer for what was in it.
     var uploaded: [UploadedFile] = []
-    /// Debug files the server already had (as good as these, in every role).
+    /// Debug files not sent: the server had them (as good, in every role), or a file sent
+    /// carries the same build-id with at least as much.
     var upToDate: [String] = []
     /// Files refused before sending (not readable, corrupt, …).
     var refusedLocally: [RefusedFile] = []

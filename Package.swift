@@ -87,7 +87,7 @@ let package = Package(
         // Shared by the CLI's `--json` output and the HTTP API: one definition of each JSON shape.
         .target(
             name: "Queries",
-            dependencies: ["JobQueue", "ReportModel", "ReportRendering"]
+            dependencies: ["JobQueue", "ReportModel", "ReportRendering", "SymbolStore"]
         ),
         // `stackline serve`: HTTP routes, authentication, limits, metrics. Runs beside the master.
         .target(

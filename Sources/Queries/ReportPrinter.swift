@@ -28,20 +28,29 @@ public enum ReportPrinter {
     }
 
     public static func render(_ result: StoredResult, format: ReportOutputFormat, group: GroupSummary?) throws -> String {
+        try render(decode(result), format: format, group: group)
+    }
+
+    /// A symbolicated report (stored, or symbolicated on the spot) in `format`.
+    public static func render(_ report: SymbolicatedReport, format: ReportOutputFormat, group: GroupSummary?) throws -> String {
         switch format {
         case .text:
-            let text = TextReportRenderer.render(try decode(result))
+            let text = TextReportRenderer.render(report)
             guard let group else { return text }
             return text + "\n\n" + TerminalText.escape(
                 "Group: \(group.fingerprint)  \(group.title)  (\(group.count) report\(group.count == 1 ? "" : "s"))")
-        case .json: return JSONReportRenderer.render(object: try document(result, group: group))
-        case .apple: return AppleReportRenderer.render(try decode(result))
+        case .json: return JSONReportRenderer.render(object: try document(report, group: group))
+        case .apple: return AppleReportRenderer.render(report)
         }
     }
 
     /// The `report --json` document: the report with its group (docs/json.md).
     public static func document(_ result: StoredResult, group: GroupSummary?) throws -> [String: Any] {
-        var object = try JSONReportRenderer.object(try decode(result))
+        try document(decode(result), group: group)
+    }
+
+    public static func document(_ report: SymbolicatedReport, group: GroupSummary?) throws -> [String: Any] {
+        var object = try JSONReportRenderer.object(report)
         if let group { object["group"] = try JSONReportRenderer.object(encoding: GroupJSON(group), with: JSONOutput.encoder) }
         return object
     }

@@ -170,8 +170,7 @@ extension SymbolsCommand {
         @Flag(help: "Machine-readable output.") var json = false
 
         func run() throws {
-            let store = options.store
-            let missing = try database.open(for: "symbols missing").missingSymbols { (try? BuildID($0)).flatMap { store.entry(buildID: $0) } != nil }
+            let missing = try missingDebugFiles(db: database.open(for: "symbols missing"), store: options.store)
             if json {
                 print(try encodeJSON(missing))
                 return

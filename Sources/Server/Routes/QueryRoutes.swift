@@ -2,12 +2,81 @@ import Foundation
 import Hummingbird
 import JobQueue
 import Queries
+import ReportModel
 
-/// The read API (scope read): the JSON the CLI prints with `--json`, from the same code.
+/// The read API (scope read): what the CLI commands of the same names print with `--json`,
+/// built by the same code (the Queries module), with their filters as query parameters.
 func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
     let read = router.group("/api/v1").add(middleware: RequireScope(.read, deps))
+    let db = deps.db
 
+    // `stackline status --json`.
     read.get("/status") { _, _ in
-        try JSONResponse.encode(queueCountsJSON(try deps.db.stateCounts()))
+        try JSONResponse.encode(queueCountsJSON(try db.stateCounts()))
     }
+
+    // `stackline status ID --json`.
+    read.get("/status/{id}") { _, context in
+        let id = try reportId(context)
+        guard let job = try db.jobStatus(reportId: id) else { throw APIError.notFound("no report with id \(id)") }
+        return try JSONResponse.encode(JobStatusJSON(job, now: db.now()))
+    }
+
+    // `stackline groups --json [--kind] [--app] [--version] [--since] [--limit]`.
+    read.get("/groups") { request, _ in
+        let q = QueryParameters(request)
+        let filter = GroupFilter(
+            kind: try q.value("kind", expected: "crash or lag") { ReportKind(rawValue: $0) },
+            app: q.string("app"), version: q.string("version"),
+            since: try q.value("since", expected: "a duration (30m, 24h, 7d, 2w) or a date (2026-11-01)") { SinceDate(argument: $0) }
+                .map { $0.milliseconds(now: db.now()) },
+            limit: try q.int("limit", in: 1...10_000) ?? 20)
+        return try JSONResponse.encode(try db.groups(filter).map(GroupJSON.init))
+    }
+
+    // `stackline group FINGERPRINT --json` (a unique prefix works too).
+    read.get("/groups/{fingerprint}") { _, context in
+        let fingerprint = try context.parameters.require("fingerprint")
+        let detail: GroupDetail
+        do {
+            guard let found = try db.group(fingerprint: fingerprint) else {
+                throw APIError.notFound("no group with fingerprint \(fingerprint)")
+            }
+            detail = found
+        } catch let error as GroupQueryError {
+            throw APIError.badRequest(error.description)
+        }
+        let representative = try detail.summary.representativeReportId.flatMap { try db.result(reportId: $0) }
+            .map { try ReportPrinter.decode($0) }
+        return try JSONResponse.encode(GroupDetailJSON(detail, representative: representative))
+    }
+
+    // `stackline report ID --format json|text|apple`.
+    read.get("/reports/{id}") { request, context in
+        let id = try reportId(context)
+        let format = try QueryParameters(request).value("format", expected: "json, text or apple") { ReportOutputFormat(rawValue: $0) }
+            ?? .json
+        guard let result = try db.result(reportId: id) else {
+            guard let job = try db.jobStatus(reportId: id) else { throw APIError.notFound("no report with id \(id)") }
+            // The report exists but has no result yet (or failed): say which, as `report` does.
+            throw APIError(.conflict, JobStateText.sentence(reportId: id, job))
+        }
+        let group = ReportPrinter.group(of: result, in: db)
+        switch format {
+        case .json: return JSONResponse.object(try ReportPrinter.document(result, group: group))
+        case .text, .apple: return JSONResponse.text(try ReportPrinter.render(result, format: format, group: group))
+        }
+    }
+
+    // `stackline symbols missing --json`.
+    read.get("/symbols/missing") { _, _ in
+        try JSONResponse.encode(try missingDebugFiles(db: db, store: deps.store))
+    }
+}
+
+/// The `{id}` path parameter as a report id.
+private func reportId(_ context: StacklineRequestContext) throws -> Int64 {
+    let text = try context.parameters.require("id")
+    guard let id = Int64(text), id > 0 else { throw APIError.badRequest("report id must be a positive integer, not \(text)") }
+    return id
 }

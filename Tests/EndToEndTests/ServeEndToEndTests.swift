@@ -1,0 +1,247 @@
+import Foundation
+import ReportModel
+import TestSupport
+import Testing
+
+extension Harness {
+    /// `stackline serve` on a free loopback port against this harness's database and store.
+    func startServer(_ arguments: [String], log: String = "serve") throws -> ServerProcess {
+        try ServerProcess(
+            arguments: ["--symbols", symbolsPath] + arguments, environment: environment,
+            logPath: dir.file("\(log)-\(UUID().uuidString.prefix(6)).log"))
+    }
+
+    /// A new token of `scope`, as `stackline tokens create` prints it.
+    func token(_ scope: String, _ more: [String] = []) throws -> String {
+        let out = try stackline(["tokens", "create", "--scope", scope] + more)
+        #expect(out.status == 0, "tokens create: \(out.stderr)")
+        return out.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// SHA-256 of bytes by coreutils' sha256sum: the digest oracle.
+func sha256sum(_ data: Data) throws -> String {
+    let out = try runProcess("sha256sum", [], stdin: data)
+    return String(out.stdout.prefix(64))
+}
+
+func gzipped(_ data: Data) throws -> Data {
+    let dir = try makeTemporaryDirectory(prefix: "gz")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    try data.write(to: URL(fileURLWithPath: dir + "/r"))
+    _ = try runChecked("gzip", ["-n", dir + "/r"])
+    return try Data(contentsOf: URL(fileURLWithPath: dir + "/r.gz"))
+}
+
+/// `stackline serve` driven by curl: ingest, auth, limits, queries, shutdown.
+@Suite(.serialized) struct ServeEndToEndTests {
+    func report(_ n: Int, marker: String? = nil) throws -> Data {
+        variant(of: try CrashFixture.shared.report(symbolicate: "off"), number: n, marker: marker)
+    }
+
+    @Test func ingestsPlainAndGzipReportsIntoTheDatabase() throws {
+        let h = try Harness()
+        let token = try h.token("ingest")
+        let server = try h.startServer(["--workers", "0"])
+        let plain = try report(1)
+        let gz = try report(2)
+
+        let a = try server.curl("POST", "/api/v1/reports", token: token, body: plain)
+        #expect(a.status == 202, "\(a)")
+        #expect(a.json?["duplicate"] as? Bool == false)
+        let b = try server.curl("POST", "/api/v1/reports", token: token, body: try gzipped(gz), headers: ["Content-Encoding: gzip"])
+        #expect(b.status == 202, "\(b)")
+        let again = try server.curl("POST", "/api/v1/reports", token: token, body: try gzipped(plain), headers: ["Content-Encoding: gzip"])
+        #expect(again.status == 202)
+        #expect(again.json?["duplicate"] as? Bool == true)
+        #expect(again.json?["id"] as? Int == a.json?["id"] as? Int)
+
+        // The rows, by plain SQL: each id holds the digest of the bytes we sent, once.
+        for (answer, bytes) in [(a, plain), (b, gz)] {
+            let id = try #require(answer.json?["id"] as? Int)
+            let digest = try sha256sum(bytes)
+            #expect(try sqlite(h.dbPath, "SELECT digest FROM reports WHERE id = \(id)").first?["digest"] as? String == digest)
+        }
+        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM reports") == 2)
+        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM jobs WHERE state = 'queued'") == 2)
+        // One log line per request, without the token.
+        #expect(server.log.contains("path=/api/v1/reports"))
+        #expect(server.log.contains("status=202"))
+        #expect(!server.log.contains(token))
+        server.signal(SIGTERM)
+        #expect(try server.waitForExit() == 0)
+    }
+
+    @Test func tokensAreCheckedAndStoredOnlyAsDigests() throws {
+        let h = try Harness()
+        let ingest = try h.token("ingest", ["--name", "sdk"])
+        let read = try h.token("read")
+        let admin = try h.token("admin")
+        let server = try h.startServer(["--workers", "0"])
+        let body = try report(3)
+
+        #expect(try server.curl("GET", "/healthz").status == 200)
+        #expect(try server.curl("POST", "/api/v1/reports", body: body).status == 401)
+        #expect(try server.curl("POST", "/api/v1/reports", token: "sl_1_" + String(repeating: "0", count: 64), body: body).status == 401)
+        #expect(try server.curl("POST", "/api/v1/reports", token: "nonsense", body: body).status == 401)
+        let wrongScope = try server.curl("POST", "/api/v1/reports", token: read, body: body)
+        #expect(wrongScope.status == 403)
+        #expect((wrongScope.json?["error"] as? String)?.contains("ingest") == true)
+        #expect(try server.curl("GET", "/api/v1/status", token: ingest).status == 403)
+        #expect(try server.curl("GET", "/api/v1/status", token: read).status == 200)
+        #expect(try server.curl("GET", "/api/v1/status", token: admin).status == 200)
+        #expect(try server.curl("POST", "/api/v1/reports", token: admin, body: body).status == 202)
+
+        // Revoked: refused at once.
+        let list = try h.stackline(["tokens", "list", "--json"])
+        let tokens = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
+        let readId = try #require(tokens.first { $0["scope"] as? String == "read" }?["id"] as? Int)
+        #expect(try h.stackline(["tokens", "revoke", "\(readId)"]).status == 0)
+        #expect(try server.curl("GET", "/api/v1/status", token: read).status == 401)
+
+        // Only digests in the database: never the token text, and the digest is SHA-256 of it.
+        let rows = try sqlite(h.dbPath, "SELECT id, token_hash FROM tokens ORDER BY id")
+        let dump = try runProcess("sqlite3", [h.dbPath, ".dump"]).stdout
+        for token in [ingest, read, admin] {
+            #expect(!dump.contains(token.suffix(64)))
+            #expect(rows.contains { $0["token_hash"] as? String == (try? sha256sum(Data(token.utf8))) })
+        }
+        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM tokens WHERE revoked_at IS NOT NULL") == 1)
+        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM tokens WHERE last_used_at IS NOT NULL") >= 2)
+    }
+
+    @Test func refusesOversizedBombsMalformedAndTooFrequentUploads() throws {
+        let h = try Harness()
+        let token = try h.token("ingest")
+        let server = try h.startServer([
+            "--workers", "0", "--max-body", "200000", "--max-report", "1000000", "--ingest-rate", "0.5", "--ingest-burst", "4",
+        ])
+        // 413 from Content-Length, and from a chunked body counted as it streams.
+        let big = Data(repeating: UInt8(ascii: "a"), count: 300_000)
+        let declared = try server.curl("POST", "/api/v1/reports", token: token, body: big)
+        #expect(declared.status == 413, "\(declared)")
+        #expect(declared.json?["error"] != nil)
+        let chunked = try server.curl("POST", "/api/v1/reports", token: token, body: big, headers: ["Transfer-Encoding: chunked"])
+        #expect(chunked.status == 413, "\(chunked)")
+        // A gzip bomb: 50 MB of zeros in ~50 KB.
+        let bomb = try gzipped(Data(count: 50_000_000))
+        #expect(bomb.count < 200_000)
+        let bombAnswer = try server.curl("POST", "/api/v1/reports", token: token, body: bomb, headers: ["Content-Encoding: gzip"])
+        #expect(bombAnswer.status == 413, "\(bombAnswer)")
+        #expect((bombAnswer.json?["error"] as? String)?.contains("1000000") == true)
+        // Malformed: 400 with the parser's message (a JSON report with a wrong type where the
+        // Swift backtracer's format has its threads).
+        let malformed = try server.curl("POST", "/api/v1/reports", token: token, body: Data("hello, not a report\n".utf8))
+        #expect(malformed.status == 400)
+        #expect((malformed.json?["error"] as? String)?.contains("format not detected") == true, "\(malformed)")
+        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM reports") == 0)
+
+        // The burst of 4 is spent by now; the next gets 429 with Retry-After.
+        let limited = try server.curl("POST", "/api/v1/reports", token: token, body: try report(4))
+        #expect(limited.status == 429, "\(limited)")
+        let retryAfter = try #require(limited.headers["retry-after"].flatMap { Int($0) })
+        #expect(retryAfter >= 1)
+        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM reports") == 0)
+        let metrics = try server.curl("GET", "/metrics", token: try h.token("read"))
+        #expect(metrics.text.contains(#"stackline_reports_refused_total{reason="rate_limited"} 1"#), "\(metrics.text)")
+        #expect(metrics.text.contains(#"stackline_reports_refused_total{reason="too_large"} 3"#))
+    }
+
+    @Test func queriesAnswerWhatTheCLIPrintsWithJSON() throws {
+        let h = try Harness()
+        let ingest = try h.token("ingest")
+        let read = try h.token("read")
+        let server = try h.startServer(["--workers", "1"])
+        var ids: [Int] = []
+        for n in 10..<13 {
+            let answer = try server.curl("POST", "/api/v1/reports", token: ingest, body: try report(n))
+            ids.append(try #require(answer.json?["id"] as? Int))
+        }
+        try h.waitUntil("the reports to be symbolicated", timeout: 120) {
+            try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM jobs WHERE state = 'done'") == 3
+        }
+        let ready = try server.curl("GET", "/readyz")
+        #expect(ready.status == 200, "\(ready)")
+
+        func same(_ path: String, _ cli: [String]) throws {
+            let api = try server.curl("GET", path, token: read)
+            #expect(api.status == 200, "\(path): \(api)")
+            let printed = try h.stackline(cli + ["--json"])
+            #expect(printed.status == 0)
+            let a = try JSONSerialization.jsonObject(with: api.body) as? NSObject
+            let b = try JSONSerialization.jsonObject(with: Data(printed.stdout.utf8)) as? NSObject
+            #expect(a != nil && a == b, "\(path) differs from `stackline \(cli.joined(separator: " "))`")
+        }
+        try same("/api/v1/status", ["status"])
+        try same("/api/v1/status/\(ids[0])", ["status", "\(ids[0])"])
+        try same("/api/v1/groups", ["groups"])
+        try same("/api/v1/groups?kind=crash&limit=5&since=7d", ["groups", "--kind", "crash", "--limit", "5", "--since", "7d"])
+        try same("/api/v1/reports/\(ids[1])", ["report", "\(ids[1])"])
+        try same("/api/v1/symbols/missing", ["symbols", "missing", "--symbols", h.symbolsPath])
+
+        // Against plain SQL: one group of three.
+        let groups = try #require(try JSONSerialization.jsonObject(with: try server.curl("GET", "/api/v1/groups", token: read).body) as? [[String: Any]])
+        let fingerprint = try #require(try sqlite(h.dbPath, "SELECT fingerprint FROM groups").first?["fingerprint"] as? String)
+        #expect(groups.map { $0["fingerprint"] as? String } == [fingerprint])
+        #expect(groups.first?["count"] as? Int == (try sqliteInt(h.dbPath, "SELECT count FROM groups")))
+        try same("/api/v1/groups/\(fingerprint)", ["group", fingerprint])
+
+        let text = try server.curl("GET", "/api/v1/reports/\(ids[0])?format=text", token: read)
+        #expect(text.status == 200)
+        #expect(text.text == (try h.stackline(["report", "\(ids[0])", "--format", "text"])).stdout.dropLast())
+        #expect(try server.curl("GET", "/api/v1/reports/\(ids[0])?format=apple", token: read).status == 200)
+        #expect(try server.curl("GET", "/api/v1/reports/\(ids[0])?format=yaml", token: read).status == 400)
+        #expect(try server.curl("GET", "/api/v1/reports/999999", token: read).status == 404)
+        #expect(try server.curl("GET", "/api/v1/groups?kind=bogus", token: read).status == 400)
+        #expect(try server.curl("GET", "/api/v1/groups/ffff0000", token: read).status == 404)
+    }
+
+    @Test func symbolicatesOnTheSpotInAWorkerAndSurvivesPoison() throws {
+        let h = try Harness()
+        let read = try h.token("read")
+        // The program's debug file in the store; the runtime's own symbolication is the oracle.
+        _ = try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, try CrashFixture.shared.binary()])
+        let server = try h.startServer(["--workers", "0", "--symbolicate-timeout", "3"])
+        let raw = try CrashFixture.shared.report(symbolicate: "off", cached: false)
+        let oracle = try CrashFixture.shared.report(symbolicate: "full", cached: false)
+
+        let answer = try server.curl("POST", "/api/v1/symbolicate", token: read, body: raw)
+        #expect(answer.status == 200, "\(answer)")
+        let symbolicated = try JSONDecoder().decode(SymbolicatedReport.self, from: answer.body)
+        let ours = Set(symbolicated.threads.first { $0.crashed }?.frames.compactMap { $0.status == .symbolicated ? $0.symbol : nil } ?? [])
+        let theirs = try oracleSymbols(oracle, image: (try CrashFixture.shared.binary() as NSString).lastPathComponent)
+        #expect(!theirs.isEmpty && theirs.isSubset(of: ours), "runtime: \(theirs), ours: \(ours)")
+        // Nothing stored or queued.
+        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM reports") == 0)
+        // Plain text too.
+        let text = try server.curl("POST", "/api/v1/symbolicate?format=text", token: read, body: raw)
+        #expect(text.status == 200)
+
+        // A report that crashes its worker: 502, and the server carries on.
+        let poison = try self.report(20, marker: "STACKLINE_TEST_HOOK_SEGV")
+        let crash = try server.curl("POST", "/api/v1/symbolicate", token: read, body: poison)
+        #expect(crash.status == 502, "\(crash)")
+        #expect((crash.json?["error"] as? String)?.contains("SIGSEGV") == true, "\(crash)")
+        // One that hangs it: 504 once the timeout kills it.
+        let started = Date()
+        let hanging = try self.report(21, marker: "STACKLINE_TEST_HOOK_HANG")
+        let hang = try server.curl("POST", "/api/v1/symbolicate", token: read, body: hanging)
+        #expect(hang.status == 504, "\(hang)")
+        #expect(Date().timeIntervalSince(started) < 60)
+        #expect(try server.curl("GET", "/healthz").status == 200)
+        #expect(try server.curl("POST", "/api/v1/symbolicate", token: read, body: raw).status == 200)
+        #expect(try server.curl("POST", "/api/v1/symbolicate", token: read, body: Data("junk".utf8)).status == 400)
+        // The hung worker was killed, not left behind.
+        let children = try runProcess("pgrep", ["-P", "\(server.pid)", "-f", "stackline-worker"]).stdout
+        #expect(children.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "workers left: \(children)")
+    }
+
+    /// The linkage names of the crashed thread's frames in `image`, as the runtime symbolicated them.
+    func oracleSymbols(_ data: Data, image: String) throws -> Set<String> {
+        let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let thread = try #require((json["threads"] as? [[String: Any]])?.first { $0["crashed"] as? Bool == true })
+        return Set((thread["frames"] as? [[String: Any]] ?? []).compactMap { frame in
+            frame["image"] as? String == image && frame["inlined"] as? Bool != true ? frame["symbol"] as? String : nil
+        })
+    }
+}

@@ -8,6 +8,7 @@ packages=(
   unzip zip python3                                 # test oracles: unzip -l lists zips, zip and python3 build them
   sqlite3                                           # tests check the database with plain SQL
   curl wrk python3-venv                             # serve: curl drives the API, wrk for make bench, venv for schemathesis
+  debuginfod gdb                                    # serve: debuginfod-find and gdb fetch debug files over /buildid/…
 )
 missing=()
 for p in "${packages[@]}"; do

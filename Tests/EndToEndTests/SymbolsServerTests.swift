@@ -6,17 +6,7 @@ import Testing
 /// `stackline serve`. What was stored is read from the store's files (sidecar names, `cmp`),
 /// ids come from readelf and llvm-dwarfdump, and requeued jobs from plain SQL.
 @Suite(.serialized) struct SymbolsServerTests {
-    /// Build-ids the store holds, from its sidecars' file names.
-    static func storedIDs(_ store: String) -> Set<String> {
-        let base = store + "/.build-id"
-        var ids: Set<String> = []
-        for prefix in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [] {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: base + "/" + prefix)) ?? [] where name.hasSuffix(".json") {
-                ids.insert(prefix + name.dropLast(5))
-            }
-        }
-        return ids
-    }
+    static func storedIDs(_ store: String) -> Set<String> { storedBuildIDs(store) }
 
     /// Nothing of an upload stays behind in the store's `.incoming` folder.
     static func incomingIsEmpty(_ store: String) -> Bool {

@@ -50,27 +50,14 @@ func addSymbolRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
     }
 
     symbols.post("/missing") { request, _ -> Response in
-        let body = try await BodyReader.read(request, limit: deps.limits.maxBodyBytes)
-        let items: [SymbolOfferItem]
-        do { items = try JSONDecoder().decode([SymbolOfferItem].self, from: body) } catch {
-            throw APIError.badRequest("expected a JSON array of build ids or offers {buildId, hasDWARF, hasSymbolTable, executable}: \(error)")
-        }
-        guard items.count <= SymbolUpload.maximumItems else {
-            throw APIError.badRequest("\(items.count) items; at most \(SymbolUpload.maximumItems) per request")
-        }
+        let items = try await SymbolUpload.list(
+            of: SymbolOfferItem.self, request, deps: deps, what: "build ids or offers {buildId, hasDWARF, hasSymbolTable, executable}")
         let answer = try await Offload.run { MissingSymbolsAnswer(items, store: deps.store) }
         return try JSONResponse.encode(answer)
     }
 
     symbols.post("/reprocessing") { request, _ -> Response in
-        let body = try await BodyReader.read(request, limit: deps.limits.maxBodyBytes)
-        let ids: [Int64]
-        do { ids = try JSONDecoder().decode([Int64].self, from: body) } catch {
-            throw APIError.badRequest("expected a JSON array of report ids: \(error)")
-        }
-        guard ids.count <= SymbolUpload.maximumItems else {
-            throw APIError.badRequest("\(ids.count) report ids; at most \(SymbolUpload.maximumItems) per request")
-        }
+        let ids = try await SymbolUpload.list(of: Int64.self, request, deps: deps, what: "report ids")
         let answer = try await Offload.run {
             let states = try deps.db.states(reportIds: ids)
             return ReprocessingAnswer(
@@ -85,6 +72,17 @@ func addSymbolRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
 enum SymbolUpload {
     /// Ids or report ids one request may ask about.
     static let maximumItems = 100_000
+
+    /// The body as a JSON array of at most `maximumItems` (400 otherwise, naming `what` it should hold).
+    static func list<T: Decodable>(of type: T.Type, _ request: Request, deps: ServerDependencies, what: String) async throws -> [T] {
+        let body = try await BodyReader.read(request, limit: deps.limits.maxBodyBytes)
+        let items: [T]
+        do { items = try JSONDecoder().decode([T].self, from: body) } catch {
+            throw APIError.badRequest("expected a JSON array of \(what): \(error)")
+        }
+        guard items.count <= maximumItems else { throw APIError.badRequest("\(items.count) items; at most \(maximumItems) per request") }
+        return items
+    }
 
     /// The upload's name from `?name=`: its last path component only, control characters
     /// dropped, at most 255 bytes; "upload" when none is given. It labels results and the

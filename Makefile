@@ -5,7 +5,7 @@ RELEASE_BIN := .build/release
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: deps build test run bench fuzz clean man install
+.PHONY: deps build test test-api run bench fuzz clean man install
 
 deps:
 	@scripts/install-deps.sh
@@ -17,7 +17,13 @@ build: deps
 # harness keeps building and the seeds keep passing.
 test: deps man
 	$(SWIFT) test
+	@$(MAKE) --no-print-directory test-api
 	@FUZZ_SECONDS=2 scripts/fuzz.sh --smoke
+
+# schemathesis (PyPI, into .build/schemathesis-venv) against the OpenAPI document a real
+# `stackline serve` serves: no 5xx, no response outside the document, no endpoint without auth.
+test-api: deps
+	@scripts/test-api.sh
 
 # Each fuzz target for FUZZ_SECONDS; findings land in .build-fuzz/crashes/TARGET/.
 fuzz: deps

@@ -104,7 +104,7 @@ let package = Package(
             name: "Server",
             dependencies: [
                 "JobQueue", "Intake", "Master", "Queries", "ReportModel", "ReportFormats", "ReportRendering",
-                "Compression", "StacklineLogging", "SymbolStore", "WorkerProtocol", "SDKProtocol",
+                "Compression", "StacklineLogging", "SymbolStore", "WorkerProtocol", "SDKProtocol", "DebugInfo", "SystemCalls",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),

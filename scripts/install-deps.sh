@@ -9,6 +9,7 @@ packages=(
   sqlite3                                           # tests check the database with plain SQL
   curl wrk python3-venv                             # serve: curl drives the API, wrk for make bench, venv for schemathesis
   openssl                                           # SDK tests encrypt payloads with openssl enc (an independent AES-CBC)
+  debuginfod gdb                                    # serve: debuginfod-find and gdb fetch debug files over /buildid/…
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -15,6 +15,7 @@ struct EmbedOpenAPI: BuildToolPlugin {
             set -e
             { printf '/// docs/openapi.yaml, embedded at build time (EmbedOpenAPI plugin).\\nenum OpenAPIDocument {\\n    static let yaml = ####\(quotes)\\n'
               cat "$1"
+              printf '\\n'  # a multi-line literal drops the newline before its closing quotes
               printf '\(quotes)####\\n}\\n'; } > "$2"
             """
         return [

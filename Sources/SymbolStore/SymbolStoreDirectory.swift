@@ -25,6 +25,8 @@ public enum StoreError: Error, CustomStringConvertible {
     case tooDeep(path: String, limit: Int)
     /// A file named on the command line that holds no debug information (`what` says what it is).
     case notDebugFile(path: String, what: String)
+    /// An upload larger than the store takes (`limit` says which cap).
+    case tooLarge(path: String, limit: String)
     /// A build-id prefix that more than one stored file starts with.
     case ambiguousBuildID(prefix: String, matches: [String])
 
@@ -33,7 +35,7 @@ public enum StoreError: Error, CustomStringConvertible {
         case .rejected(let e): return e.description
         case .rejectedMachO(let e): return e.description
         case .multipleSlices(let p, let n): return "\(p): fat file with \(n) slices: add it with addFile(path:)"
-        case .archive(let p, let r): return "\(p): cannot unpack zip archive: \(r)"
+        case .archive(let p, let r): return "\(p): cannot unpack archive: \(r)"
         case .noBuildID(let p): return "\(p): ELF file has no GNU build-id note (link with -Wl,--build-id)"
         case .io(let p, let r): return "\(p): \(r)"
         case .notFound(let id): return "no debug file for build-id \(id) in the store"
@@ -45,6 +47,7 @@ public enum StoreError: Error, CustomStringConvertible {
             return "\(p): nested archive \((p as NSString).lastPathComponent) inside \((a as NSString).lastPathComponent) is not unpacked; unzip it first"
         case .tooDeep(let p, let n): return "\(p): directories nested more than \(n) deep are not walked"
         case .notDebugFile(let p, let what): return "\(p): \(what)"
+        case .tooLarge(let p, let limit): return "\(p): larger than \(limit)"
         case .ambiguousBuildID(let prefix, let matches):
             return "build-id prefix \(prefix) matches \(matches.count) stored files: \(matches.prefix(5).joined(separator: ", ")); give more digits"
         }
@@ -73,7 +76,9 @@ public struct StoredDebugFile: Codable, Sendable, Equatable {
     public var format: String?
 
     /// How much a lookup can get out of it: DWARF beats a symbol table beats dynamic symbols.
-    var quality: Int { (hasDWARF ? 2 : 0) + (hasSymbolTable ? 1 : 0) }
+    var quality: Int { Self.quality(hasDWARF: hasDWARF, hasSymbolTable: hasSymbolTable) }
+
+    static func quality(hasDWARF: Bool, hasSymbolTable: Bool) -> Int { (hasDWARF ? 2 : 0) + (hasSymbolTable ? 1 : 0) }
 }
 
 /// What `add` did with one file.
@@ -115,8 +120,19 @@ public struct SymbolStoreDirectory: Sendable {
 
     private var buildIDRoot: String { root + "/.build-id" }
 
-    private func base(_ id: BuildID) -> String {
-        "\(buildIDRoot)/\(id.hex.prefix(2))/\(id.hex.dropFirst(2))"
+    private func base(_ id: BuildID) -> String { root + "/" + Self.layoutPath(id, role: .executable) }
+
+    /// The two files the layout keeps per build-id.
+    public enum Role: Sendable {
+        /// `ab/cdef….debug`: the file with the most debug information.
+        case debugInfo
+        /// `ab/cdef…`: the executable image, when one was added.
+        case executable
+    }
+
+    /// Where `role` of `id` lives below the root: `.build-id/ab/cdef…[.debug]`.
+    public static func layoutPath(_ id: BuildID, role: Role) -> String {
+        ".build-id/\(id.hex.prefix(2))/\(id.hex.dropFirst(2))" + (role == .debugInfo ? ".debug" : "")
     }
 
     /// The id a user typed (`symbols show`, `rm`, `lookup --build-id`, any length a build-id
@@ -215,12 +231,13 @@ public struct SymbolStoreDirectory: Sendable {
     /// slice becomes an entry under its own UUID. A fat file with one bad slice is refused
     /// whole, before anything is written.
     public func addFile(path: String) throws(StoreError) -> [AddOutcome] {
-        try addFile(try Self.open(path))
+        try addFile(try Self.open(path), source: nil)
     }
 
-    private func addFile(_ file: RegularFile) throws(StoreError) -> [AddOutcome] {
+    /// `source` is recorded in the sidecar instead of the file's absolute path.
+    func addFile(_ file: RegularFile, source: String?) throws(StoreError) -> [AddOutcome] {
         var outcomes: [AddOutcome] = []
-        for candidate in try StoreCandidate.identify(file: file) { outcomes.append(try store(candidate)) }
+        for candidate in try StoreCandidate.identify(file: file) { outcomes.append(try store(candidate, source: source)) }
         return outcomes
     }
 
@@ -233,7 +250,7 @@ public struct SymbolStoreDirectory: Sendable {
         }
     }
 
-    private func store(_ c: StoreCandidate) throws(StoreError) -> AddOutcome {
+    private func store(_ c: StoreCandidate, source: String? = nil) throws(StoreError) -> AddOutcome {
         let id = c.id
         let base = self.base(id)
         try makeDirectory((base as NSString).deletingLastPathComponent)
@@ -245,9 +262,11 @@ public struct SymbolStoreDirectory: Sendable {
             var candidate = StoredDebugFile(
                 buildId: id, name: c.name, arch: c.arch,
                 kind: c.kind, size: c.size, hasDWARF: c.hasDWARF,
-                hasSymbolTable: c.hasSymbolTable, addedAt: Date(), source: absolute(c.source),
+                hasSymbolTable: c.hasSymbolTable, addedAt: Date(), source: source ?? absolute(c.source),
                 path: base + ".debug", executablePath: previous?.executablePath, format: c.format)
             var installedImage = false
+            // The same two rules as `wants(_:)`: an image fills an empty executable role, and a
+            // file replaces the stored one only with more debug information.
             if c.isImage && candidate.executablePath == nil {
                 try install(c, at: base)
                 candidate.executablePath = base
@@ -272,158 +291,15 @@ public struct SymbolStoreDirectory: Sendable {
         }
     }
 
-    /// Adds `path`: a file, a directory walked for files (inside a `.dSYM` bundle only its
-    /// `Contents/Resources/DWARF` files), or a zip archive of those, reporting each stored
-    /// entry or refusal and continuing past refusals. A fat file reports one result per slice.
-    ///
-    /// `path` itself is followed if it is a link, as `cp` would; inside it, links are refused,
-    /// never followed, and so are FIFOs, devices and sockets. Every file is read from the
-    /// descriptor that was checked to be a regular file.
-    public func addTree(path: String) -> [(path: String, result: Result<AddOutcome, StoreError>)] {
-        var skipped: [String] = []
-        return addTree(path: path, skipped: &skipped)
-    }
-
-    /// `addTree(path:)`, also listing in `skipped` the files a walk passed over because they
-    /// are not debug files (neither ELF, Mach-O nor zip; a dSYM bundle's Info.plist): a build
-    /// folder holds many. A file named by `path` itself is never skipped: it is stored or refused.
-    public func addTree(path: String, skipped: inout [String]) -> [(path: String, result: Result<AddOutcome, StoreError>)] {
-        guard let resolved = realpath(path, nil) else {
-            return [(path, .failure(.rejected(.unreadable(path: path, reason: SystemCallError.reason(errno: errno)))))]
-        }
-        let real = String(cString: resolved)
-        free(resolved)
-        let fd = Foundation.open(real, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else {
-            return [(path, .failure(.rejected(.unreadable(path: path, reason: RegularFile.openFailure(errno)))))]
-        }
-        let st: stat
-        do { st = try SystemCall.status(of: fd, path: path) } catch {
-            close(fd)
-            return [(path, .failure(.rejected(.unreadable(path: path, reason: error.reason))))]
-        }
-        if (st.st_mode & S_IFMT) == S_IFDIR {
-            defer { close(fd) }
-            var results: Results = []
-            walk(directory: fd, label: path, relative: (real as NSString).lastPathComponent, archive: nil, into: &results, skipped: &skipped)
-            return results
-        }
-        guard (st.st_mode & S_IFMT) == S_IFREG, let file = try? RegularFile(adopting: fd, path: path) else {
-            close(fd)
-            return [(path, .failure(.notRegularFile(path: path, kind: RegularFile.kind(mode: st.st_mode))))]
-        }
-        return addOne(file, archive: nil, skipped: &skipped, named: true)
-    }
-
-    typealias Results = [(path: String, result: Result<AddOutcome, StoreError>)]
-
-    /// Deeper than any real bundle; a limit keeps open descriptors bounded.
-    static let maximumDepth = 64
-
-    /// Walks the directory `fd` has open, in name order, through descriptors only: a name
-    /// swapped for a link during the walk is refused by `O_NOFOLLOW`, not followed.
-    private func walk(
-        directory fd: Int32, label: String, relative: String, archive: String?, into results: inout Results,
-        skipped: inout [String]
-    ) {
-        DirectoryWalk.walk(directory: fd, label: label, maximumDepth: Self.maximumDepth) { event in
-            switch event {
-            case .failed(let path, let error):
-                // An unopenable directory reads as `open` would say it ("is a symbolic link, not followed").
-                let reason = error.call == "openat" ? RegularFile.openFailure(error.errno) : error.reason
-                results.append((path, .failure(.rejected(.unreadable(path: path, reason: reason)))))
-            case .tooDeep(let path):
-                results.append((path, .failure(.tooDeep(path: path, limit: Self.maximumDepth))))
-            case .entry(let entry):
-                let path = entry.path
-                guard Self.mayHoldDebugInfo(relativePath: ([relative] + entry.components).joined(separator: "/")) else {
-                    skipped.append(path)
-                    return
-                }
-                if entry.kind == .symbolicLink {
-                    results.append((path, .failure(.symbolicLink(path: path))))
-                    return
-                }
-                guard entry.kind == .regular else {
-                    results.append((path, .failure(.notRegularFile(path: path, kind: entry.kind.description))))
-                    return
-                }
-                let opened: Int32
-                do throws(SystemCallError) { opened = try entry.open(flags: O_RDONLY | O_NONBLOCK) } catch {
-                    results.append((path, .failure(.rejected(.unreadable(path: path, reason: RegularFile.openFailure(error.errno))))))
-                    return
-                }
-                do throws(RegularFileError) {
-                    results += addOne(try RegularFile(adopting: opened, path: path), archive: archive, skipped: &skipped, named: false)
-                } catch {
-                    // The name was swapped between fstatat and openat.
-                    results.append((path, .failure(error.kind.map { .notRegularFile(path: path, kind: $0) }
-                        ?? .rejected(.unreadable(path: path, reason: error.reason)))))
-                }
-            }
-        }
-    }
-
-    /// Files a directory walk skips: a dSYM bundle's Info.plist and relocation maps (its
-    /// DWARF is under Contents/Resources/DWARF), and the AppleDouble metadata macOS puts in zips.
-    static func mayHoldDebugInfo(relativePath: String) -> Bool {
-        let parts = relativePath.split(separator: "/")
-        if parts.contains("__MACOSX") || parts.last?.hasPrefix("._") == true { return false }
-        guard let bundle = parts.lastIndex(where: { $0.hasSuffix(".dSYM") }) else { return true }
-        let inside = parts[(bundle + 1)...]
-        return inside.count == 4 && inside.prefix(3).elementsEqual(["Contents", "Resources", "DWARF"])
-    }
-
-    /// One regular file: stored, or unpacked and walked if it is a zip (`archive` names the
-    /// zip it came out of: archives in archives are not unpacked). A file that is not a debug
-    /// file is refused when it was `named`, else skipped.
-    private func addOne(_ file: RegularFile, archive: String?, skipped: inout [String], named: Bool) -> Results {
-        let label = file.path
-        let format = ObjectFormat.of(file: file)
-        if format == .other {
-            guard named else {
-                skipped.append(label)
-                return []
-            }
-            return [(label, .failure(.notDebugFile(path: label, what: Self.describeNonDebug(file))))]
-        }
-        if format == .zip {
-            if let archive { return [(label, .failure(.nestedArchive(path: label, archive: archive)))] }
-            let scratch: String
-            do { scratch = try ZipArchive.extract(file) } catch { return [(label, .failure(error))] }
-            defer { try? FileManager.default.removeItem(atPath: scratch) }
-            let fd = Foundation.open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            guard fd >= 0 else {
-                return [(label, .failure(.archive(path: label, reason: "cannot open the unpacked copy: \(SystemCallError.reason(errno: errno))")))]
-            }
-            defer { close(fd) }
-            var results: Results = []
-            walk(
-                directory: fd, label: label, relative: (scratch as NSString).lastPathComponent, archive: label,
-                into: &results, skipped: &skipped)
-            return results
-        }
-        do {
-            let outcomes = try addFile(file)
-            let many = outcomes.count > 1
-            return outcomes.map { outcome in
-                (many ? "\(label) (\(outcome.entry.arch))" : label, .success(outcome))
-            }
-        } catch {
-            return [(label, .failure(error))]
-        }
-    }
-
-    /// What a file that is not ELF, Mach-O or zip is, for the refusal: archives the store
-    /// does not unpack are named, so nobody reads "not an ELF file" for a `.tar.gz`.
+    /// What a file that is not ELF, Mach-O or an archive the store unpacks is, for the
+    /// refusal: compressed archives are named, so nobody reads "not an ELF file" for a `.tar.gz`.
     static func describeNonDebug(_ file: RegularFile) -> String {
-        let head = (try? file.read(at: 0, count: 262)) ?? []
-        let unsupported = "is not unpacked (only zip archives are): extract it and add the folder"
+        let head = (try? file.read(at: 0, count: 6)) ?? []
+        let unsupported = "is not unpacked (only zip and uncompressed tar archives are): extract it and add the folder"
         if head.starts(with: [0x1f, 0x8b]) { return "a gzip file (.tar.gz, .gz) \(unsupported)" }
         if head.starts(with: [0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]) { return "an xz file (.tar.xz) \(unsupported)" }
         if head.starts(with: Array("BZh".utf8)) { return "a bzip2 file (.tar.bz2) \(unsupported)" }
-        if head.count >= 262, Array(head[257..<262]) == Array("ustar".utf8) { return "a tar archive \(unsupported)" }
-        return "not a debug file (neither ELF, Mach-O nor zip)"
+        return "not a debug file (neither ELF, Mach-O, zip nor tar)"
     }
 
     /// True when `path` is a regular file (not a link to one) whose build-id or UUID is `id`:

@@ -11,25 +11,12 @@ import ZIPFoundation
 /// entry, an absolute path or a `..` component refuses the whole archive before anything is
 /// written); archives inside the archive are left packed (the store refuses them).
 enum ZipArchive {
-    /// Optional cap on what one archive may unpack to, in bytes (the free space caps it too).
-    static let limitVariable = "STACKLINE_UNZIP_MAX_BYTES"
-    /// The cap without the variable: more than any real set of dSYMs, less than a disk.
-    static let defaultLimit: UInt64 = 16 << 30
-    /// More entries than a real dSYM upload has; past it, empty entries would exhaust inodes.
-    static let maximumEntries = 100_000
-
-    /// The most an archive may unpack to, and how to say so.
-    struct Limit {
-        var bytes: UInt64
-        var name: String
-    }
-
     /// Extracts the archive `input` has open into a new temporary directory and returns it;
     /// the caller removes it. On failure nothing is left behind.
     static func extract(_ input: RegularFile) throws(StoreError) -> String {
         let label = input.path
         let temporary = NSTemporaryDirectory()
-        let limit = try limit(temporary: temporary, archive: label)
+        let limit = try ArchiveRules.limit(temporary: temporary, archive: label)
         let archive: Archive
         do {
             archive = try Archive(url: URL(fileURLWithPath: descriptorPath(input.descriptor)), accessMode: .read)
@@ -41,8 +28,8 @@ enum ZipArchive {
         var entries: [(entry: Entry, parts: [String])] = []
         var declared: UInt64 = 0
         for entry in archive {
-            guard entries.count < maximumEntries else {
-                throw .archive(path: label, reason: "it has more than \(maximumEntries) entries")
+            guard entries.count < ArchiveRules.maximumEntries else {
+                throw .archive(path: label, reason: "it has more than \(ArchiveRules.maximumEntries) entries")
             }
             guard let parts = try check(entry, archive: label) else { continue }
             declared = declared.addingReportingOverflow(entry.uncompressedSize).overflow ? .max : declared + entry.uncompressedSize
@@ -52,11 +39,7 @@ enum ZipArchive {
             throw .archive(path: label, reason: "it would unpack to \(declared) bytes, more than \(limit.name)")
         }
 
-        var template = Array((temporary + "/stackline-unzip.XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else {
-            throw .archive(path: label, reason: "cannot make a temporary directory: \(SystemCallError.reason(errno: errno))")
-        }
-        let directory = String(cString: made)
+        let directory = try ArchiveRules.makeScratch(prefix: "stackline-unzip", archive: label, temporary: temporary)
         do {
             var written: UInt64 = 0
             for (entry, parts) in entries {
@@ -72,34 +55,24 @@ enum ZipArchive {
     /// The entry's path components, nil for an entry that names the archive's root; throws
     /// for an entry that must not be unpacked.
     private static func check(_ entry: Entry, archive: String) throws(StoreError) -> [String]? {
-        let name = entry.path
-        func refuse(_ why: String) -> StoreError {
-            .archive(path: archive, reason: "entry \(quoted(name)) \(why); nothing was unpacked")
+        if entry.type == .symlink {
+            throw ArchiveRules.refuse(entry.path, archive: archive, "is a symbolic link \(ArchiveRules.linkRefusal)")
         }
-        if entry.type == .symlink { throw refuse("is a symbolic link (links in archives are neither created nor followed)") }
-        if name.hasPrefix("/") || name.hasPrefix("\\") { throw refuse("has an absolute path") }
-        if name.contains("\0") { throw refuse("has a NUL byte in its name") }
-        let parts = name.split(separator: "/").map(String.init).filter { $0 != "." }
-        if parts.contains("..") { throw refuse("climbs out of the archive with '..'") }
-        return parts.isEmpty ? nil : parts
+        return try ArchiveRules.components(of: entry.path, archive: archive)
     }
 
     private struct Overflow: Error {}
     private struct StreamOverrun: Error {}
 
     private static func unpack(
-        _ entry: Entry, parts: [String], into directory: String, archive: Archive, input: RegularFile, limit: Limit,
+        _ entry: Entry, parts: [String], into directory: String, archive: Archive, input: RegularFile, limit: ArchiveRules.Limit,
         written: inout UInt64
     ) throws(StoreError) {
         let label = input.path
         let isDirectory = entry.type == .directory
-        var parent = directory
-        for part in isDirectory ? parts[...] : parts.dropLast() {
-            parent += "/" + part
-            try makeDirectory(parent, archive: label)
-        }
+        let path = try ArchiveRules.prepare(parts, isDirectory: isDirectory, in: directory, archive: label)
         if isDirectory { return }
-        let output = try NewFile(path: parent + "/" + parts.last!)
+        let output = try NewFile(path: path)
         var failure: StoreError?
         // Counts what is actually written, whatever the entry declares.
         let consumer: Consumer = { data in
@@ -116,7 +89,7 @@ enum ZipArchive {
         do {
             if entry.isCompressed {
                 guard let start = dataOffset(of: entry, in: input) else {
-                    throw StoreError.archive(path: label, reason: "entry \(quoted(entry.path)): its local header is missing or unreadable")
+                    throw StoreError.archive(path: label, reason: "entry \(ArchiveRules.quoted(entry.path)): its local header is missing or unreadable")
                 }
                 checksum = try inflate(entry, at: start, from: input, consumer: consumer)
             } else {
@@ -126,17 +99,17 @@ enum ZipArchive {
         } catch is Overflow {
             throw .archive(
                 path: label,
-                reason: "it unpacked past \(limit.bytes) bytes (\(limit.name)) at entry \(quoted(entry.path)), which declares \(entry.uncompressedSize) bytes")
+                reason: "it unpacked past \(limit.bytes) bytes (\(limit.name)) at entry \(ArchiveRules.quoted(entry.path)), which declares \(entry.uncompressedSize) bytes")
         } catch is StreamOverrun {
-            throw .archive(path: label, reason: "entry \(quoted(entry.path)) is corrupt: its deflate stream does not end within its \(entry.compressedSize) compressed bytes")
+            throw .archive(path: label, reason: "entry \(ArchiveRules.quoted(entry.path)) is corrupt: its deflate stream does not end within its \(entry.compressedSize) compressed bytes")
         } catch let error as StoreError {
             throw error
         } catch {
             if let failure { throw failure }
-            throw .archive(path: label, reason: "entry \(quoted(entry.path)) cannot be unpacked: \(error)")
+            throw .archive(path: label, reason: "entry \(ArchiveRules.quoted(entry.path)) cannot be unpacked: \(error)")
         }
         guard checksum == entry.checksum else {
-            throw .archive(path: label, reason: "entry \(quoted(entry.path)) is corrupt: CRC-32 \(String(checksum, radix: 16)), the archive says \(String(entry.checksum, radix: 16))")
+            throw .archive(path: label, reason: "entry \(ArchiveRules.quoted(entry.path)) is corrupt: CRC-32 \(String(checksum, radix: 16)), the archive says \(String(entry.checksum, radix: 16))")
         }
     }
 
@@ -180,34 +153,6 @@ enum ZipArchive {
         return offset + 30 + nameLength + extraLength
     }
 
-    /// Makes `path` unless it is already a directory; the temporary directory is private and
-    /// holds nothing but what `unpack` made, so an existing non-directory is a clash of names.
-    private static func makeDirectory(_ path: String, archive: String) throws(StoreError) {
-        if mkdir(path, 0o755) == 0 { return }
-        let code = errno
-        var st = stat()
-        guard code == EEXIST, lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw .archive(path: archive, reason: "cannot make directory \(path): \(SystemCallError.reason(errno: code))")
-        }
-    }
-
-    /// STACKLINE_UNZIP_MAX_BYTES or the default cap, and never more than the free space.
-    static func limit(temporary: String, archive: String) throws(StoreError) -> Limit {
-        var limit = Limit(bytes: defaultLimit, name: "the default cap of \(defaultLimit >> 30) GiB (\(limitVariable) sets another)")
-        if let text = ProcessInfo.processInfo.environment[limitVariable] {
-            guard let bytes = UInt64(text) else {
-                throw .archive(path: archive, reason: "\(limitVariable)=\(text) is not a byte count")
-            }
-            limit = Limit(bytes: bytes, name: "\(limitVariable)=\(bytes)")
-        }
-        var fs = statvfs()
-        if statvfs(temporary, &fs) == 0 {
-            let free = UInt64(fs.f_bavail) &* UInt64(fs.f_frsize)
-            if free < limit.bytes { limit = Limit(bytes: free, name: "the \(free) bytes free in \(temporary)") }
-        }
-        return limit
-    }
-
     /// A name for the file `fd` has open, for a library that opens by name: the same open
     /// file, whatever its original path names by now.
     private static func descriptorPath(_ fd: Int32) -> String {
@@ -216,9 +161,5 @@ enum ZipArchive {
         #else
             return "/dev/fd/\(fd)"
         #endif
-    }
-
-    private static func quoted(_ name: String) -> String {
-        "'" + name.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined() + "'"
     }
 }

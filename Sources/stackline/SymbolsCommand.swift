@@ -9,7 +9,7 @@ struct SymbolsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "symbols",
         abstract: "Add, list, show and remove debug files in the store.",
-        subcommands: [Add.self, List.self, Show.self, Remove.self, Missing.self])
+        subcommands: [Add.self, List.self, Show.self, Remove.self, Missing.self, Upload.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -28,37 +28,29 @@ struct SymbolsCommand: ParsableCommand {
 
         func run() throws {
             let store = options.store
-            var summary = AddSummary()
-            var files: [AddedFileJSON] = []
+            var report = AddReport()
             var skipped: [String] = []
             for path in paths {
                 for (file, result) in store.addTree(path: path, skipped: &skipped) {
-                    let line: AddedFileJSON
+                    report.record(path: file, result: result)
                     switch result {
                     case .success(.stored(let e)):
-                        summary.stored += 1
-                        line = AddedFileJSON(path: file, outcome: "stored", entry: e)
                         if !json { printLine("stored   \(e.buildId)  \(e.name)  (\(Self.describe(e)))") }
                     case .success(.upgraded(let e)):
-                        summary.stored += 1
-                        line = AddedFileJSON(path: file, outcome: "upgraded", entry: e)
                         if !json { printLine("upgraded \(e.buildId)  \(e.name)  (\(Self.describe(e)))") }
                     case .success(.kept(let e, let reason)):
-                        summary.alreadyPresent += 1
-                        line = AddedFileJSON(path: file, outcome: "kept", entry: e, reason: reason)
                         if !json { printLine("kept     \(e.buildId)  \((file as NSString).lastPathComponent): \(reason)") }
                     case .failure(let error):
-                        summary.refused += 1
-                        line = AddedFileJSON(path: file, outcome: "refused", error: error.description)
                         printError("stackline symbols add: refused \(error)")
                     }
-                    files.append(line)
                 }
             }
-            summary.skipped = skipped.count
-            let requeued = requeueReports(missing: files.compactMap(\.buildId))
+            report.skipped = skipped
+            report.summary.skipped = skipped.count
+            report.requeuedReportIds = requeueReports(missing: report.buildIds)
+            let requeued = report.requeuedReportIds
             if json {
-                print(try encodeJSON(AddJSON(files: files, skipped: skipped, summary: summary, requeuedReportIds: requeued)))
+                print(try encodeJSON(report))
             } else {
                 if !requeued.isEmpty {
                     print("requeued \(requeued.count) report\(requeued.count == 1 ? "" : "s") that lacked these debug files (run `stackline master` to reprocess)")
@@ -66,10 +58,10 @@ struct SymbolsCommand: ParsableCommand {
                 // One named file is its own summary (its line above, or its refusal on stderr).
                 var isDirectory: ObjCBool = false
                 if paths.count != 1 || (FileManager.default.fileExists(atPath: paths[0], isDirectory: &isDirectory) && isDirectory.boolValue) {
-                    print(summary.line)
+                    print(report.summary.line)
                 }
             }
-            if summary.refused > 0 { throw ExitCode(1) }
+            if report.summary.refused > 0 { throw ExitCode(1) }
         }
 
         /// Reports processed while these debug files were missing go back on the queue at low
@@ -166,48 +158,6 @@ struct SymbolsCommand: ParsableCommand {
             }
         }
     }
-}
-
-/// The counts `symbols add` ends with.
-struct AddSummary: Encodable {
-    var stored = 0
-    var alreadyPresent = 0
-    var skipped = 0
-    var refused = 0
-
-    var line: String {
-        "stored \(stored), already present \(alreadyPresent), skipped \(skipped) (not debug files), refused \(refused)"
-    }
-}
-
-/// One file of `symbols add --json`.
-struct AddedFileJSON: Encodable {
-    var path: String
-    /// stored, upgraded, kept or refused.
-    var outcome: String
-    var buildId: String?
-    var name: String?
-    var arch: String?
-    var reason: String?
-    var error: String?
-
-    init(path: String, outcome: String, entry: StoredDebugFile? = nil, reason: String? = nil, error: String? = nil) {
-        self.path = path
-        self.outcome = outcome
-        buildId = entry?.buildId.hex
-        name = entry?.name
-        arch = entry?.arch.name
-        self.reason = reason
-        self.error = error
-    }
-}
-
-/// The `symbols add --json` document.
-struct AddJSON: Encodable {
-    var files: [AddedFileJSON]
-    var skipped: [String]
-    var summary: AddSummary
-    var requeuedReportIds: [Int64]
 }
 
 extension SymbolsCommand {

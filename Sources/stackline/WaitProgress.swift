@@ -1,10 +1,26 @@
 import Foundation
 import JobQueue
 
+/// Where `WaitProgress` reads job states: the database (`submit --wait`) or a server
+/// (`symbols upload --wait`).
+protocol JobStateSource {
+    /// The newest job state of each of `reportIds` that has a job.
+    func states(reportIds: [Int64]) throws -> [Int64: JobState]
+    /// Jobs running anywhere in the queue.
+    func runningCount() throws -> Int
+    /// What to say when nothing runs: who should be claiming the work.
+    var idleHint: String { get }
+}
+
+extension JobDatabase: JobStateSource {
+    func runningCount() throws -> Int { try stateCounts()[.running] ?? 0 }
+    var idleHint: String { "waiting for a master: run `stackline master`" }
+}
+
 /// Polls until the given reports' jobs are all done or failed, showing progress on stderr:
 /// a bar with rate and ETA on a terminal, a plain line every few seconds otherwise.
 struct WaitProgress {
-    let db: JobDatabase
+    let db: any JobStateSource
     let reportIds: [Int64]
     /// Seconds before giving up; nil waits for ever.
     var timeout: Double?
@@ -43,9 +59,9 @@ struct WaitProgress {
             if pending.isEmpty { return true }
             if let timeout, Date().timeIntervalSince(start) >= timeout { return false }
             // No job of the whole queue running: nobody is claiming work.
-            if !hinted, Date().timeIntervalSince(lastProgress) >= hintAfter, (try db.stateCounts()[.running] ?? 0) == 0 {
+            if !hinted, Date().timeIntervalSince(lastProgress) >= hintAfter, try db.runningCount() == 0 {
                 hinted = true
-                FileHandle.standardError.write(Data(((tty && total > 1 ? "\n" : "") + "waiting for a master: run `stackline master`\n").utf8))
+                FileHandle.standardError.write(Data(((tty && total > 1 ? "\n" : "") + db.idleHint + "\n").utf8))
             }
             Thread.sleep(forTimeInterval: pollInterval)
         }

@@ -56,16 +56,7 @@ import Testing
         }
 
         /// Build-ids the store holds, from its sidecars' file names (no stackline code involved).
-        var storedIDs: Set<String> {
-            let base = store + "/.build-id"
-            var ids: Set<String> = []
-            for prefix in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [] {
-                for name in (try? FileManager.default.contentsOfDirectory(atPath: base + "/" + prefix)) ?? [] where name.hasSuffix(".json") {
-                    ids.insert(prefix + name.dropLast(5))
-                }
-            }
-            return ids
-        }
+        var storedIDs: Set<String> { storedBuildIDs(store) }
     }
 
     func fixture() throws -> ElfFixture { try sharedElfFixtures.get().named("c-gcc-pie") }

@@ -16,6 +16,11 @@ func addReportRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
             ServerMetrics.reportRefused(reason: "malformed")
             throw APIError.badRequest(error.description)
         }
+        // Every part refused (a capture none of whose crashes parses): nothing was stored.
+        if !outcomes.contains(where: { if case .stored = $0 { true } else { false } }), case .refused(let error)? = outcomes.first {
+            ServerMetrics.reportRefused(reason: "malformed")
+            throw APIError.badRequest(error.description)
+        }
         return try JSONResponse.encode(ReportAcceptedJSON(outcomes, namespace: token.namespace), status: .accepted)
     }
 }

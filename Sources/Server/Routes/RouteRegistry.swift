@@ -10,4 +10,6 @@ func registerRoutes(on router: Router<StacklineRequestContext>, deps: ServerDepe
     addSymbolicateRoutes(to: router, deps: deps)
     addIngestRoutes(to: router, deps: deps)
     addConfigRoutes(to: router, deps: deps)
+    addSymbolRoutes(to: router, deps: deps)
+    addDebuginfodRoutes(to: router, deps: deps)
 }

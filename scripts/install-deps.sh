@@ -7,7 +7,7 @@ packages=(
   binutils                                          # objcopy for split debug files
   unzip zip python3                                 # test oracles: unzip -l lists zips, zip and python3 build them
   sqlite3                                           # tests check the database with plain SQL
-  curl wrk python3-venv                             # serve: curl drives the API, wrk for make bench, venv for schemathesis
+  curl wrk python3-venv openssl                     # serve: curl drives the API, wrk for make bench, venv for schemathesis, TLS test certs
 )
 missing=()
 for p in "${packages[@]}"; do

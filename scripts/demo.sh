@@ -54,7 +54,7 @@ trap 'kill $serve_pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 # A second crash of the same program: a new report, same group.
 (SWIFT_BACKTRACE="enable=yes,symbolicate=off,format=json,output-to=$out/crash2.json" "$out/Demo" >/dev/null 2>>"$out/demo-stderr.log" || true) 2>/dev/null
-echo "   curl -H 'Content-Encoding: gzip' --data-binary @crash2.json.gz $port/api/v1/reports"
+echo "   curl -H 'Content-Encoding: gzip' --data-binary @crash2.json.gz http://127.0.0.1:$port/api/v1/reports"
 gzip -c "$out/crash2.json" | curl -s -H "Authorization: Bearer $token" -H "Content-Encoding: gzip" \
   --data-binary @- "http://127.0.0.1:$port/api/v1/reports"
 echo
@@ -62,7 +62,7 @@ for _ in $(seq 1 100); do
   [ "$(curl -s -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/v1/status" | grep -c '"queued" : 0\|"running" : 0')" = 2 ] && break
   sleep 0.1
 done
-echo "   curl $port/api/v1/groups"
+echo "   curl http://127.0.0.1:$port/api/v1/groups"
 curl -s -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/v1/groups"
 echo
 kill -TERM $serve_pid && wait $serve_pid || true

@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // libdw + libelf (+ zlib for compressed sections): the only place their C headers enter.
@@ -106,6 +107,9 @@ let package = Package(
                 "JobQueue", "Intake", "Master", "Queries", "ReportModel", "ReportFormats", "ReportRendering",
                 "Compression", "StacklineLogging", "SymbolStore", "WorkerProtocol", "SDKProtocol", "DebugInfo", "SystemCalls",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

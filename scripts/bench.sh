@@ -124,3 +124,8 @@ if [ -f "$root/scripts/bench-queue.sh" ]; then
   echo "== scripts/bench-queue.sh =="
   bash "$root/scripts/bench-queue.sh"
 fi
+
+# `stackline serve` ingest under wrk: accepted reports/s and p99 latency.
+echo
+echo "== scripts/bench-serve.sh =="
+bash "$root/scripts/bench-serve.sh"

@@ -44,3 +44,25 @@ echo "== stackline report $id"
 
 echo "== stackline groups"
 "$bin/stackline" groups
+
+echo "== stackline serve: the same over HTTP (curl)"
+token=$("$bin/stackline" tokens create --scope admin --name demo 2>/dev/null)
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$bin/stackline" serve --listen "127.0.0.1:$port" --workers 1 --log-level warning 2>"$out/serve.log" &
+serve_pid=$!
+trap 'kill $serve_pid 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+# A second crash of the same program: a new report, same group.
+(SWIFT_BACKTRACE="enable=yes,symbolicate=off,format=json,output-to=$out/crash2.json" "$out/Demo" >/dev/null 2>>"$out/demo-stderr.log" || true) 2>/dev/null
+echo "   curl -H 'Content-Encoding: gzip' --data-binary @crash2.json.gz http://127.0.0.1:$port/api/v1/reports"
+gzip -c "$out/crash2.json" | curl -s -H "Authorization: Bearer $token" -H "Content-Encoding: gzip" \
+  --data-binary @- "http://127.0.0.1:$port/api/v1/reports"
+echo
+for _ in $(seq 1 100); do
+  [ "$(curl -s -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/v1/status" | grep -c '"queued" : 0\|"running" : 0')" = 2 ] && break
+  sleep 0.1
+done
+echo "   curl http://127.0.0.1:$port/api/v1/groups"
+curl -s -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/v1/groups"
+echo
+kill -TERM $serve_pid && wait $serve_pid || true

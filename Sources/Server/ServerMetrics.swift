@@ -53,9 +53,35 @@ public final class ServerMetrics: Sendable {
     }
 
     static func request(route: String, method: String, status: Int) {
-        Counter(
-            label: "stackline_http_requests_total",
-            dimensions: [("route", route), ("method", method), ("status", "\(status)")]
-        ).increment()
+        requestCounters.counter(for: RequestKey(route: route, method: method, status: status)) { key in
+            Counter(
+                label: "stackline_http_requests_total",
+                dimensions: [("route", key.route), ("method", key.method), ("status", "\(key.status)")])
+        }.increment()
+    }
+
+    struct RequestKey: Hashable, Sendable {
+        var route: String
+        var method: String
+        var status: Int
+    }
+
+    /// Made once per route, method and status: creating a swift-metrics handle looks it up in
+    /// the registry under a lock, which every request would otherwise pay.
+    static let requestCounters = CounterCache<RequestKey>()
+}
+
+/// swift-metrics counters by key, created on first use.
+final class CounterCache<Key: Hashable & Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counters: [Key: Metrics.Counter] = [:]
+
+    func counter(for key: Key, make: (Key) -> Metrics.Counter) -> Metrics.Counter {
+        lock.withLock {
+            if let counter = counters[key] { return counter }
+            let counter = make(key)
+            counters[key] = counter
+            return counter
+        }
     }
 }

@@ -1,5 +1,8 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import NIOSSL
 import JobQueue
 import Logging
 import Master
@@ -14,14 +17,25 @@ public struct ServerConfiguration: Sendable {
     public var limits: ServerLimits
     /// Seconds in-flight requests get after SIGTERM before the server stops waiting for them.
     public var requestDrainSeconds: Double
+    /// PEM certificate chain and private key: HTTPS instead of HTTP.
+    public var tls: (certificate: String, key: String)?
 
-    public init(host: String, port: Int, master: MasterConfiguration, limits: ServerLimits, requestDrainSeconds: Double = 10) {
+    public init(
+        host: String, port: Int, master: MasterConfiguration, limits: ServerLimits, requestDrainSeconds: Double = 10,
+        tls: (certificate: String, key: String)? = nil
+    ) {
         self.host = host
         self.port = port
         self.master = master
         self.limits = limits
         self.requestDrainSeconds = requestDrainSeconds
+        self.tls = tls
     }
+}
+
+/// A TLS certificate or key that cannot be used.
+public struct TLSSetupError: Error, CustomStringConvertible {
+    public var description: String
 }
 
 /// `stackline serve`: the HTTP API and the master in one process, under one ServiceGroup.
@@ -50,6 +64,23 @@ public struct StacklineServer: Sendable {
         return router
     }
 
+    /// HTTP/1.1, over TLS (swift-nio-ssl) when a certificate and key are given.
+    static func serverBuilder(tls: (certificate: String, key: String)?) throws -> HTTPServerBuilder {
+        guard let tls else { return .http1() }
+        let chain: [NIOSSLCertificate]
+        do { chain = try NIOSSLCertificate.fromPEMFile(tls.certificate) } catch {
+            throw TLSSetupError(description: "cannot read the certificate chain \(tls.certificate): \(error)")
+        }
+        guard !chain.isEmpty else { throw TLSSetupError(description: "\(tls.certificate) holds no PEM certificate") }
+        let key: NIOSSLPrivateKey
+        do { key = try NIOSSLPrivateKey(file: tls.key, format: .pem) } catch {
+            throw TLSSetupError(description: "cannot read the private key \(tls.key): \(error)")
+        }
+        return try .tls(
+            .http1(),
+            tlsConfiguration: .makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key)))
+    }
+
     /// Runs until SIGTERM/SIGINT, then drains and returns. `onListening` gets the bound port
     /// (useful with port 0).
     public func run(metrics: ServerMetrics, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
@@ -64,6 +95,7 @@ public struct StacklineServer: Sendable {
         let logger = self.logger
         let app = Application(
             router: Self.makeRouter(deps: deps),
+            server: try Self.serverBuilder(tls: configuration.tls),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "stackline"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0

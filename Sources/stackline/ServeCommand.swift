@@ -44,10 +44,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds in-flight requests get after SIGTERM/SIGINT.")
     var requestDrain: Double = 10
 
+    @Option(help: "PEM certificate chain: serve HTTPS (with --tls-key).")
+    var tlsCert: String?
+
+    @Option(help: "PEM private key of --tls-cert.")
+    var tlsKey: String?
+
     @Option(help: "Least severe log messages printed.")
     var logLevel: Logger.Level = .info
 
     func validate() throws {
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         guard (master.workers ?? 0) >= 0 else { throw ValidationError("--workers must be 0 or more") }
         try master.validate()
         guard maxBody > 0, maxReport > 0 else { throw ValidationError("--max-body and --max-report must be positive") }
@@ -71,8 +78,12 @@ struct ServeCommand: AsyncParsableCommand {
             limits: ServerLimits(
                 maxBodyBytes: maxBody, maxReportBytes: maxReport, ingestRate: ingestRate, ingestBurst: ingestBurst,
                 symbolicateTimeout: symbolicateTimeout),
-            requestDrainSeconds: requestDrain)
-        try await StacklineServer(configuration: config, db: db, store: master.store.store, logger: logger).run(metrics: metrics)
+            requestDrainSeconds: requestDrain, tls: tlsCert.map { ($0, tlsKey ?? "") })
+        do {
+            try await StacklineServer(configuration: config, db: db, store: master.store.store, logger: logger).run(metrics: metrics)
+        } catch let error as TLSSetupError {
+            throw fail("stackline serve: \(error.description)")
+        }
     }
 }
 

@@ -245,3 +245,33 @@ func gzipped(_ data: Data) throws -> Data {
         })
     }
 }
+
+/// `--tls-cert`/`--tls-key`: HTTPS through swift-nio-ssl, checked with curl and an openssl-made certificate.
+@Suite(.serialized) struct ServeTLSTests {
+    @Test func servesHTTPSWithTheGivenCertificate() throws {
+        let h = try Harness()
+        let read = try h.token("read")
+        let cert = h.dir.file("cert.pem"), key = h.dir.file("key.pem")
+        _ = try runChecked("openssl", [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+        ])
+        let server = try h.startServer(["--workers", "0", "--tls-cert", cert, "--tls-key", key])
+        let https = "https://127.0.0.1:\(server.port)"
+        let health = try HTTPAnswer.curl("GET", https + "/healthz", extra: ["--cacert", cert])
+        #expect(health.status == 200, "\(health)")
+        let status = try HTTPAnswer.curl("GET", https + "/api/v1/status", token: read, extra: ["--cacert", cert])
+        #expect(status.status == 200)
+        #expect(status.json?["queued"] as? Int == 0)
+        // Without the certificate curl refuses the connection; plain HTTP gets no answer.
+        #expect(try HTTPAnswer.curl("GET", https + "/healthz").status == 0)
+        #expect(try server.curl("GET", "/healthz").status != 200)
+
+        // A key that is not one: a clear error, exit status 1.
+        let bad = h.dir.file("bad.pem")
+        try Data("not a key\n".utf8).write(to: URL(fileURLWithPath: bad))
+        let refused = try h.stackline(["serve", "--listen", "127.0.0.1:0", "--workers", "0", "--tls-cert", cert, "--tls-key", bad])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("cannot read the private key"), "\(refused.stderr)")
+    }
+}

@@ -1,0 +1,37 @@
+# Sourced by scripts that run a throwaway `stackline serve` (test-api.sh, bench-serve.sh):
+#   serve_scratch NAME             a temp directory $work with its own database and store
+#                                  (STACKLINE_DB, STACKLINE_SYMBOLS), removed on exit with the server
+#   serve_start STACKLINE ARGS…    starts `STACKLINE serve ARGS…` on a free loopback port, logging
+#                                  to $work/serve.log; sets $server_pid and $base once /healthz answers
+serve_scratch() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/stackline-$1.XXXXXX")
+  server_pid=
+  trap 'serve_stop; rm -rf "$work"' EXIT
+  export STACKLINE_DB="$work/db.sqlite" STACKLINE_SYMBOLS="$work/symbols"
+  mkdir -p "$STACKLINE_SYMBOLS"
+}
+
+serve_stop() {
+  if [ -n "${server_pid:-}" ]; then
+    kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
+    server_pid=
+  fi
+}
+
+serve_start() {
+  local stackline=$1 port
+  shift
+  # Chosen here rather than with port 0: at --log-level warning the server does not log its port.
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$stackline" serve --listen "127.0.0.1:$port" "$@" >"$work/serve.log" 2>&1 &
+  server_pid=$!
+  base="http://127.0.0.1:$port"
+  for _ in $(seq 1 600); do
+    curl -sf "$base/healthz" >/dev/null && return 0
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "stackline serve did not start:" >&2
+  cat "$work/serve.log" >&2
+  return 1
+}

@@ -72,7 +72,7 @@ public struct TokenStore: Sendable {
             guard Self.isValidNamespace(namespace) else { throw TokenError.badNamespace(namespace) }
         }
         var rng = SystemRandomNumberGenerator()  // getrandom(2): a cryptographic source
-        let secret = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &rng)) }.joined()
+        let secret = HexText.lowercase((0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) })
         return try db.immediate { db in
             let now = self.db.now()
             // The id is only known after the insert, and the digest covers it: insert a

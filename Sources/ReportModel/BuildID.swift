@@ -68,13 +68,7 @@ public struct BuildID: Hashable, Comparable, Sendable, Codable, CustomStringConv
 
     /// The id whose bytes are `bytes`, as a note or `LC_UUID` holds them.
     public init(bytes: some Sequence<UInt8>) {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0xf)])
-        }
-        hex = String(decoding: out, as: UTF8.self)
+        hex = HexText.lowercase(bytes)
     }
 
     /// An all-zero id: the writer did not know the build, so it identifies nothing.

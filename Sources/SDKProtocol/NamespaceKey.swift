@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ReportModel
 
 /// Why a namespace key was refused.
 public enum NamespaceKeyError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -56,7 +57,7 @@ public struct NamespaceKey: Sendable, Equatable {
     public var bits: Int { bytes.count * 8 }
 
     /// Lowercase hex, as `openssl enc -K` takes it.
-    public var hex: String { bytes.map { String(format: "%02x", $0) }.joined() }
+    public var hex: String { HexText.lowercase(bytes) }
 
     var symmetricKey: SymmetricKey { SymmetricKey(data: bytes) }
 }

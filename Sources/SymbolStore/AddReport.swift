@@ -1,4 +1,5 @@
 import Foundation
+import ReportModel
 
 /// What adding files did, per file and in total: the `symbols add --json` document, the answer
 /// of `POST /api/v1/symbols`, and what `symbols upload` reads back (docs/json.md).
@@ -59,7 +60,7 @@ public struct AddedFile: Codable, Sendable {
     public var outcome: String
     public var buildId: String?
     public var name: String?
-    public var arch: String?
+    public var arch: Arch?
     public var reason: String?
     public var error: String?
 
@@ -68,7 +69,7 @@ public struct AddedFile: Codable, Sendable {
         self.outcome = outcome
         buildId = entry?.buildId.hex
         name = entry?.name
-        arch = entry?.arch.name
+        arch = entry?.arch
         self.reason = reason
         self.error = error
     }

@@ -29,8 +29,10 @@ echo "== adding debug files to $STACKLINE_SYMBOLS"
 
 echo "== crashing the demo under the Swift runtime backtracer"
 # The subshell keeps bash's own "Illegal instruction" job message out of the demo output.
-(SWIFT_BACKTRACE="enable=yes,symbolicate=off,format=json,output-to=$out/crash.json" "$out/Demo" >/dev/null 2>"$out/demo-stderr.log" || true) 2>/dev/null
-[ -s "$out/crash.json" ] || { echo "no crash report was written; see $out/demo-stderr.log" >&2; exit 1; }
+# The program's whole stderr is the report: the runtime's JSON crash report, and before it the
+# `Fatal error:` line it printed, which becomes the report's message and leads the group title.
+(SWIFT_BACKTRACE="enable=yes,symbolicate=off,format=json" "$out/Demo" >/dev/null 2>"$out/crash.json" || true) 2>/dev/null
+grep -q '"crashReport"' "$out/crash.json" || { echo "no crash report was written; see $out/crash.json" >&2; exit 1; }
 
 echo "== stackline submit $out/crash.json"
 id=$("$bin/stackline" submit "$out/crash.json")
@@ -53,7 +55,7 @@ serve_pid=$!
 trap 'kill $serve_pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 # A second crash of the same program: a new report, same group.
-(SWIFT_BACKTRACE="enable=yes,symbolicate=off,format=json,output-to=$out/crash2.json" "$out/Demo" >/dev/null 2>>"$out/demo-stderr.log" || true) 2>/dev/null
+(SWIFT_BACKTRACE="enable=yes,symbolicate=off,format=json" "$out/Demo" >/dev/null 2>"$out/crash2.json" || true) 2>/dev/null
 echo "   curl -H 'Content-Encoding: gzip' --data-binary @crash2.json.gz http://127.0.0.1:$port/api/v1/reports"
 gzip -c "$out/crash2.json" | curl -s -H "Authorization: Bearer $token" -H "Content-Encoding: gzip" \
   --data-binary @- "http://127.0.0.1:$port/api/v1/reports"

@@ -48,7 +48,7 @@ let package = Package(
         ),
         .target(name: "Compression", dependencies: ["StacklineZlib"]),
         .target(name: "ReportModel"),
-        .target(name: "Hashing"),
+        .target(name: "Hashing", dependencies: ["ReportModel", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "Grouping", dependencies: ["ReportModel", "Hashing"]),
         // errno-checked system calls, file locks and the directory walk: the one place that calls
         // strerror or flock (Tests/DebugInfoTests/SystemCallsTests).

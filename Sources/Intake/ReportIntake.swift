@@ -38,24 +38,56 @@ public struct ReportIntake: Sendable {
     /// the input as a whole is no report and `acceptUnparsed` is false; with it, such input is
     /// stored as format `unparsed` with its job already failed, so nothing sent is lost.
     public func submit(_ data: Data, defaults: Defaults = Defaults(), acceptUnparsed: Bool = false) throws -> [Outcome] {
+        try prepare(data, compressed: nil, defaults: defaults, acceptUnparsed: acceptUnparsed).map { prepared in
+            switch prepared {
+            case .report(let storable): .stored(try db.submit([storable])[0], format: storable.report.format)
+            case .refused(let error): .refused(error)
+            }
+        }
+    }
+
+    /// `submit` for the server: the reports are written by `writer` in transactions shared with
+    /// concurrent requests. `compressed` is the sender's gzip of `data`, kept as the stored form
+    /// when the input is a single report, so the server never compresses it again.
+    public func submit(
+        _ data: Data, compressed: Data?, defaults: Defaults = Defaults(), through writer: GroupCommit
+    ) async throws -> [Outcome] {
+        var outcomes: [Outcome] = []
+        for prepared in try prepare(data, compressed: compressed, defaults: defaults, acceptUnparsed: false) {
+            switch prepared {
+            case .report(let storable): outcomes.append(.stored(try await writer.submit(storable), format: storable.report.format))
+            case .refused(let error): outcomes.append(.refused(error))
+            }
+        }
+        return outcomes
+    }
+
+    private enum Prepared {
+        case report(StorableReport)
+        case refused(ReportParseError)
+    }
+
+    /// Splits and parses the input, and readies each report for the database (digest and stored
+    /// form) on the caller's thread.
+    private func prepare(_ data: Data, compressed: Data?, defaults: Defaults, acceptUnparsed: Bool) throws -> [Prepared] {
         let parts: [ReportPart]
         do {
             parts = try registry.detectAndParseAll(data)
         } catch {
             guard acceptUnparsed else { throw error }
-            let outcome = try db.submit(NewReport(
+            return [.report(StorableReport(NewReport(
                 raw: data, format: "unparsed", kind: .crash, app: defaults.app, version: defaults.version,
-                namespace: defaults.namespace, rejectedBecause: "input error: \(error)"))
-            return [.stored(outcome, format: "unparsed")]
+                namespace: defaults.namespace, rejectedBecause: "input error: \(error)")))]
         }
-        return try parts.map { part in
+        let whole = parts.count == 1 ? compressed : nil
+        return parts.map { part in
             switch part.outcome {
             case .success(let report):
-                let outcome = try db.submit(NewReport(
+                let new = NewReport(
                     raw: part.data, format: report.format, kind: report.kind,
                     app: report.app?.name ?? defaults.app, version: report.app?.version ?? defaults.version,
-                    namespace: defaults.namespace))
-                return .stored(outcome, format: report.format)
+                    namespace: defaults.namespace)
+                return .report(StorableReport(new, alreadyCompressed: part.data.count == data.count ? whole : nil))
             case .failure(let error):
                 return .refused(error)
             }

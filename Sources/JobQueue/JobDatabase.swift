@@ -83,30 +83,44 @@ public final class JobDatabase: Sendable {
     /// Stores a report and enqueues its job in one transaction; an identical report
     /// (same SHA-256 of the decompressed bytes) returns the existing id and adds no job.
     public func submit(_ report: NewReport) throws -> SubmitOutcome {
-        let digest = SHA256.hex(report.raw)
-        let compressed = Zlib.compress(report.raw)
-        return try immediate { db in
-            if let existing = try Int64.fetchOne(db, sql: "SELECT id FROM reports WHERE digest = ?", arguments: [digest]) {
-                return SubmitOutcome(reportId: existing, jobId: nil, duplicate: true)
-            }
-            let now = clock()
-            try db.execute(
-                sql: """
-                    INSERT INTO reports (raw, raw_size, format, digest, app, version, kind, received_at, namespace)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [compressed, report.raw.count, report.format, digest, report.app, report.version,
-                            report.kind.rawValue, now, report.namespace])
-            let reportId = db.lastInsertedRowID
-            let state: JobState = report.rejectedBecause == nil ? .queued : .failed
-            try db.execute(
-                sql: """
-                    INSERT INTO jobs (report_id, state, priority, attempts, run_after, last_error, created_at, updated_at)
-                    VALUES (?, ?, ?, 0, ?, ?, ?, ?)
-                    """,
-                arguments: [reportId, state.rawValue, report.priority, now, report.rejectedBecause, now, now])
-            return SubmitOutcome(reportId: reportId, jobId: db.lastInsertedRowID, duplicate: false)
+        try submit([StorableReport(report)])[0]
+    }
+
+    /// Stores several reports in one transaction (the ingest endpoint's group commit), in
+    /// order, each deduplicated as `submit(_:)` does, also against the ones before it.
+    /// Digests and compression are done by `StorableReport` before the write lock is taken.
+    public func submit(_ reports: [StorableReport]) throws -> [SubmitOutcome] {
+        try immediate { db in
+            try reports.map { try insert($0, db) }
         }
+    }
+
+    private func insert(_ storable: StorableReport, _ db: Database) throws -> SubmitOutcome {
+        let report = storable.report
+        // Cached statements: under ingest load, compiling (and GRDB authorizing) these three
+        // statements for every report was a tenth of the writer's time.
+        if let existing = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM reports WHERE digest = ?"), arguments: [storable.digest]) {
+            return SubmitOutcome(reportId: existing, jobId: nil, duplicate: true)
+        }
+        let now = clock()
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO reports (raw, raw_size, format, digest, app, version, kind, received_at, namespace)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(
+            arguments: [storable.compressed, report.raw.count, report.format, storable.digest, report.app, report.version,
+                        report.kind.rawValue, now, report.namespace])
+        let reportId = db.lastInsertedRowID
+        let state: JobState = report.rejectedBecause == nil ? .queued : .failed
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO jobs (report_id, state, priority, attempts, run_after, last_error, created_at, updated_at)
+                VALUES (?, ?, ?, 0, ?, ?, ?, ?)
+                """
+        ).execute(
+            arguments: [reportId, state.rawValue, report.priority, now, report.rejectedBecause, now, now])
+        return SubmitOutcome(reportId: reportId, jobId: db.lastInsertedRowID, duplicate: false)
     }
 
     // MARK: Claim, heartbeat, complete, fail

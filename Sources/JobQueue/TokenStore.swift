@@ -117,7 +117,7 @@ public struct TokenStore: Sendable {
         guard let underscore = rest.firstIndex(of: "_"), let id = Int64(rest[..<underscore]) else { return nil }
         let digest = SHA256.hex(Data(presented.utf8))
         let row = try db.pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM tokens WHERE id = ?", arguments: [id])
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM tokens WHERE id = ?"), arguments: [id])
         }
         guard let row else { return nil }
         let stored: String = row["token_hash"]

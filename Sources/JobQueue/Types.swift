@@ -1,4 +1,6 @@
+import Compression
 import Foundation
+import Hashing
 import ReportModel
 
 /// Lifecycle of a job: queued → running → done | failed (or back to queued on retry).
@@ -45,6 +47,24 @@ public struct NewReport: Sendable {
         self.namespace = namespace
         self.priority = priority ?? JobPriority.fresh(kind)
         self.rejectedBecause = rejectedBecause
+    }
+}
+
+/// A report ready to store: its digest and stored (compressed) form computed up front, so
+/// that work runs on the caller's thread and not inside the write transaction.
+public struct StorableReport: Sendable {
+    public var report: NewReport
+    /// SHA-256 of the decompressed bytes: the deduplication key.
+    public var digest: String
+    /// What the `raw` column holds: gzip or zlib that inflates to exactly `report.raw`.
+    public var compressed: Data
+
+    /// `alreadyCompressed` is the sender's own gzip of exactly these bytes (an ingest body that
+    /// was inflated into `report.raw`), stored as is instead of compressing again.
+    public init(_ report: NewReport, alreadyCompressed: Data? = nil) {
+        self.report = report
+        digest = SHA256.hex(report.raw)
+        compressed = alreadyCompressed ?? Zlib.compress(report.raw)
     }
 }
 

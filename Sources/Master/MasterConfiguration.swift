@@ -24,6 +24,9 @@ public struct MasterConfiguration: Sendable {
     /// Whether the dispatcher installs its own SIGTERM/SIGINT handlers (`stackline master`);
     /// `stackline serve` leaves signals to swift-service-lifecycle and calls `Dispatcher.stop()`.
     public var handlesSignals: Bool
+    /// Nice value given to each worker process (0: the master's own). `stackline serve` lowers
+    /// its workers so request handling keeps the CPU under load and the queue takes the backlog.
+    public var workerNiceness: Int32 = 0
 
     public init(
         workers: Int, once: Bool = false, jobTimeout: Double = 60, retry: RetryPolicy = RetryPolicy(),

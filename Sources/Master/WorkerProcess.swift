@@ -73,7 +73,7 @@ final class WorkerProcess {
         return fds
     }
 
-    init(executable: String, arguments: [String]) throws {
+    init(executable: String, arguments: [String], niceness: Int32 = 0) throws {
         WorkerProcess.spawnLock.lock()
         defer { WorkerProcess.spawnLock.unlock() }
         let toChild = try WorkerProcess.cloexecPipe()
@@ -99,6 +99,8 @@ final class WorkerProcess {
             close(toChild[1]); close(fromChild[0])
             throw WorkerSpawnError.spawnFailed(path: executable, errno: rc)
         }
+        // Best effort: a worker left at the master's priority still works, only competes harder.
+        if niceness != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(child), niceness) }
         pid = child
         stdinFD = toChild[1]
         stdoutFD = fromChild[0]

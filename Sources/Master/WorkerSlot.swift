@@ -69,7 +69,8 @@ final class WorkerSlot: @unchecked Sendable {
         let sinceLast = Date().timeIntervalSince(lastSpawn)
         if sinceLast < 1 { Thread.sleep(forTimeInterval: 1 - sinceLast) }
         lastSpawn = Date()
-        let started = try WorkerProcess(executable: config.workerExecutable, arguments: config.workerArguments)
+        let started = try WorkerProcess(
+            executable: config.workerExecutable, arguments: config.workerArguments, niceness: config.workerNiceness)
         logger.debug("worker started", metadata: ["pid": "\(started.pid)"])
         worker = started
     }

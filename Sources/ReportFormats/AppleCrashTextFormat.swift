@@ -486,7 +486,7 @@ public struct AppleLegacyIPSFormat: ReportFormat {
     public func matches(_ data: Data) -> Bool {
         guard JSONText.looksLikeJSON(data), let (header, rest) = JSONText.headerLine(data) else { return false }
         let line = data[header]
-        return line.range(of: Data("\"bug_type\"".utf8)) != nil
+        return JSONText.contains(line, "\"bug_type\"")
             && line.last(where: { !TextLine.isWhitespace($0) }) == UInt8(ascii: "}")
             && AppleCrashTextFormat().matches(Data(data[rest...].prefix(65536)))
     }

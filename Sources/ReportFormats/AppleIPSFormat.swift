@@ -14,7 +14,7 @@ public struct AppleIPSFormat: ReportFormat {
     public func matches(_ data: Data) -> Bool {
         guard JSONText.looksLikeJSON(data), let (header, rest) = JSONText.headerLine(data) else { return false }
         // The body is a JSON document; old-style reports carry `.crash` text there (AppleLegacyIPSFormat).
-        return data[header].range(of: Data("\"bug_type\"".utf8)) != nil
+        return JSONText.contains(data[header], "\"bug_type\"")
             && data[rest...].first(where: { !TextLine.isWhitespace($0) }) == UInt8(ascii: "{")
     }
 

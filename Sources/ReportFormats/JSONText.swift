@@ -27,7 +27,33 @@ enum JSONText {
 
     /// True when `needle` occurs in the first `window` bytes.
     static func head(_ data: Data, contains needle: String, window: Int = 65536) -> Bool {
-        data.prefix(window).range(of: Data(needle.utf8)) != nil
+        contains(data.prefix(window), needle)
+    }
+
+    /// True when `needle` occurs anywhere in `bytes`. `memchr` for the first byte, then
+    /// `memcmp`, over the raw buffer (glibc's `memmem` is not visible to Swift): detection asks
+    /// this of every report several times, and `Data.range(of:)`'s generic search was 6% of the
+    /// ingest endpoint's CPU (scripts/bench-serve.sh under perf).
+    static func contains(_ bytes: Data, _ needle: String) -> Bool {
+        var needle = needle
+        return needle.withUTF8 { (pattern: UnsafeBufferPointer<UInt8>) -> Bool in
+            bytes.withUnsafeBytes { (haystack: UnsafeRawBufferPointer) -> Bool in
+                find(UnsafeRawBufferPointer(pattern), in: haystack)
+            }
+        }
+    }
+
+    private static func find(_ pattern: UnsafeRawBufferPointer, in haystack: UnsafeRawBufferPointer) -> Bool {
+        guard let key = pattern.baseAddress, let first = pattern.first else { return true }
+        guard let base = haystack.baseAddress, haystack.count >= pattern.count else { return false }
+        let last = haystack.count - pattern.count
+        var offset = 0
+        while offset <= last {
+            guard let hit = memchr(base + offset, Int32(first), last - offset + 1) else { return false }
+            if memcmp(hit, key, pattern.count) == 0 { return true }
+            offset = UnsafeRawPointer(hit) - base + 1
+        }
+        return false
     }
 
     /// Parses a top-level object, turning Foundation's "around character N" into line and column.

@@ -25,7 +25,9 @@ public final class Authenticator: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
             throw APIError.unauthorized("Authorization must be: Bearer TOKEN")
         }
-        let presented = parts[1].trimmingCharacters(in: .whitespaces)
+        // Only spaces and tabs can trail the token here (`split` dropped the leading ones);
+        // Foundation's CharacterSet trimming was 3% of ingest CPU.
+        let presented = String(parts[1].reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
         guard let token = try tokens.verify(presented) else {
             throw APIError.unauthorized("invalid or revoked token")
         }

@@ -20,10 +20,17 @@ public enum BodyReader {
         return data
     }
 
+    /// A report body: the bytes as the sender meant them, and the gzip they came in, if any.
+    public struct ReportBody: Sendable {
+        public var bytes: Data
+        /// The body as received when it was gzip (it inflates to exactly `bytes`).
+        public var gzip: Data?
+    }
+
     /// The body as the sender meant it: inflated when `Content-Encoding: gzip` says so (or the
     /// bytes start with the gzip magic, as `submit` accepts), at most `inflatedLimit` bytes after
     /// inflating. A gzip bomb stops at the limit without being inflated further (`Zlib.inflate`).
-    public static func readReport(_ request: Request, limit: Int, inflatedLimit: Int) async throws -> Data {
+    public static func readReport(_ request: Request, limit: Int, inflatedLimit: Int) async throws -> ReportBody {
         let encoding = request.headers[.contentEncoding]?.lowercased().trimmingCharacters(in: .whitespaces)
         switch encoding {
         case nil, "", "identity", "gzip", "x-gzip": break
@@ -31,9 +38,9 @@ public enum BodyReader {
         }
         let body = try await read(request, limit: limit)
         let gzip = encoding == "gzip" || encoding == "x-gzip"
-        guard gzip || Zlib.isGzip(body) else { return body }
+        guard gzip || Zlib.isGzip(body) else { return ReportBody(bytes: body, gzip: nil) }
         do {
-            return try Zlib.inflate(body, limit: inflatedLimit)
+            return ReportBody(bytes: try Zlib.inflate(body, limit: inflatedLimit), gzip: body)
         } catch .tooLarge {
             throw APIError(.contentTooLarge, "body inflates past the limit of \(inflatedLimit) bytes")
         } catch {

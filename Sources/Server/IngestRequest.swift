@@ -6,7 +6,7 @@ extension ServerDependencies {
     /// The token and body of a request to an ingest endpoint (`/reports`, `/ingest`): the
     /// token's rate limit applied, the body read under the limits and inflated when gzip, each
     /// refusal counted in `/metrics`.
-    func ingestRequest(_ request: Request, context: StacklineRequestContext) async throws -> (TokenRecord, Data) {
+    func ingestRequest(_ request: Request, context: StacklineRequestContext) async throws -> (TokenRecord, BodyReader.ReportBody) {
         let token = try context.requireToken()
         do { try checkIngestRate(token) } catch {
             ServerMetrics.reportRefused(reason: "rate_limited")

@@ -51,6 +51,8 @@ public struct ServerDependencies: Sendable {
     public var store: SymbolStoreDirectory
     /// The one place bytes become reports and jobs (`ReportIntake`); ingest routes go through it.
     public var intake: ReportIntake
+    /// The ingest endpoint's group-commit writer: concurrent reports share transactions.
+    public var writer: GroupCommit
     public var authenticator: Authenticator
     public var limits: ServerLimits
     /// Per-token rate limit for ingest-scope tokens (`POST /api/v1/reports`, `POST /api/v1/ingest`).
@@ -68,6 +70,7 @@ public struct ServerDependencies: Sendable {
         self.db = db
         self.store = store
         intake = ReportIntake(db: db)
+        writer = GroupCommit(db: db)
         authenticator = Authenticator(tokens: db.tokens)
         self.limits = limits
         ingestLimiter = RateLimiter(rate: limits.ingestRate, burst: limits.ingestBurst)

@@ -44,6 +44,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds in-flight requests get after SIGTERM/SIGINT.")
     var requestDrain: Double = 10
 
+    @Option(help: "Nice value of the local workers (0-19): above 0, a burst of uploads takes the CPU first and the queue absorbs the backlog.")
+    var workerNice: Int32 = 10
+
     @Option(help: "PEM certificate chain: serve HTTPS (with --tls-key).")
     var tlsCert: String?
 
@@ -61,6 +64,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard ingestRate >= 0, ingestBurst >= 1 else {
             throw ValidationError("--ingest-rate must not be negative and --ingest-burst must be at least 1")
         }
+        guard (0...19).contains(workerNice) else { throw ValidationError("--worker-nice must be between 0 and 19") }
         guard symbolicateTimeout > 0, requestDrain >= 0 else {
             throw ValidationError("--symbolicate-timeout must be positive and --request-drain not negative")
         }
@@ -71,7 +75,8 @@ struct ServeCommand: AsyncParsableCommand {
         LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0, level: level) }
         let metrics = ServerMetrics.bootstrap()
         let logger = Logger(label: "stackline.serve")
-        let masterConfig = try master.configuration(command: "serve")
+        var masterConfig = try master.configuration(command: "serve")
+        masterConfig.workerNiceness = workerNice
         let db = try database.openOrCreate()
         let config = ServerConfiguration(
             host: listen.host, port: listen.port, master: masterConfig,

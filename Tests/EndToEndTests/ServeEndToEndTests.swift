@@ -25,6 +25,24 @@ func sha256sum(_ data: Data) throws -> String {
     return String(out.stdout.prefix(64))
 }
 
+/// Child processes of `pid`, from every thread's /proc children list.
+func childPids(of pid: Int32) -> [Int32] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    return tasks.flatMap { tid in
+        ((try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/children", encoding: .utf8)) ?? "")
+            .split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+}
+
+/// The nice value of a process: field 19 of /proc/PID/stat (fields after the command in parentheses).
+func niceValue(of pid: Int32) -> Int? {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = stat.range(of: ")", options: .backwards)
+    else { return nil }
+    let fields = stat[close.upperBound...].split(separator: " ")
+    return fields.count > 16 ? Int(fields[16]) : nil
+}
+
 func gzipped(_ data: Data) throws -> Data {
     let dir = try makeTemporaryDirectory(prefix: "gz")
     defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -153,13 +171,24 @@ func gzipped(_ data: Data) throws -> Data {
         let read = try h.token("read")
         let server = try h.startServer(["--workers", "1"])
         var ids: [Int] = []
+        // Report 11 goes up as gzip: the server keeps the sender's gzip as the stored form (it
+        // does not compress again), and the worker must read it back like any stored report.
+        let gzip = try gzipped(try report(11))
         for n in 10..<13 {
-            let answer = try server.curl("POST", "/api/v1/reports", token: ingest, body: try report(n))
+            let answer = n == 11
+                ? try server.curl("POST", "/api/v1/reports", token: ingest, body: gzip, headers: ["Content-Encoding: gzip"])
+                : try server.curl("POST", "/api/v1/reports", token: ingest, body: try report(n))
             ids.append(try #require(answer.json?["id"] as? Int))
         }
+        let storedHex = try sqlite(h.dbPath, "SELECT hex(raw) AS raw FROM reports WHERE id = \(ids[1])").first?["raw"] as? String
+        #expect(storedHex == gzip.map { String(format: "%02X", $0) }.joined())
         try h.waitUntil("the reports to be symbolicated", timeout: 120) {
             try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM jobs WHERE state = 'done'") == 3
         }
+        // The local workers run at serve's default --worker-nice 10 (the kernel's word, /proc).
+        let workers = childPids(of: server.process.processIdentifier)
+        #expect(!workers.isEmpty)
+        for pid in workers { #expect(niceValue(of: pid) == 10, "worker \(pid)") }
         let ready = try server.curl("GET", "/readyz")
         #expect(ready.status == 200, "\(ready)")
 

@@ -14,7 +14,7 @@ func addIngestRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         let (token, body) = try await deps.ingestRequest(request, context: context)
         let response: BatchResponse
         do {
-            response = try batches.ingest(body, tokenNamespace: token.namespace)
+            response = try batches.ingest(body.bytes, tokenNamespace: token.namespace)
         } catch let error as SDKBatchError {
             ServerMetrics.reportRefused(reason: "malformed_batch")
             throw APIError.badRequest(error.description)

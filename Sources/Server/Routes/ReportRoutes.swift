@@ -8,10 +8,11 @@ import ReportFormats
 func addReportRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
     let ingest = router.group("/api/v1").add(middleware: RequireScope(.ingest, deps))
     ingest.post("/reports") { request, context -> Response in
-        let (token, data) = try await deps.ingestRequest(request, context: context)
+        let (token, body) = try await deps.ingestRequest(request, context: context)
         let outcomes: [ReportIntake.Outcome]
         do {
-            outcomes = try deps.intake.submit(data, defaults: .init(namespace: token.namespace))
+            outcomes = try await deps.intake.submit(
+                body.bytes, compressed: body.gzip, defaults: .init(namespace: token.namespace), through: deps.writer)
         } catch let error as ReportParseError {
             ServerMetrics.reportRefused(reason: "malformed")
             throw APIError.badRequest(error.description)

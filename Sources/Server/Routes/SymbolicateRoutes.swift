@@ -15,7 +15,7 @@ func addSymbolicateRoutes(to router: Router<StacklineRequestContext>, deps: Serv
     read.post("/symbolicate") { request, _ -> Response in
         let format = try QueryParameters(request).value("format", expected: "json, text or apple") { ReportOutputFormat(rawValue: $0) }
             ?? .json
-        let data = try await BodyReader.readReport(request, limit: deps.limits.maxBodyBytes, inflatedLimit: deps.limits.maxReportBytes)
+        let data = try await BodyReader.readReport(request, limit: deps.limits.maxBodyBytes, inflatedLimit: deps.limits.maxReportBytes).bytes
         // Detection and splitting are the parsers `submit` uses (hardened against hostile
         // input); symbolication, where debug files are opened, is the worker's.
         let parts: [ReportPart]

@@ -10,8 +10,14 @@ public struct Address: Hashable, Comparable, Sendable, Codable, CustomStringConv
     /// Parses `0x1f`, `1f` (hex) or, with `decimal: true`, `31`, ignoring surrounding blanks.
     /// Returns nil on anything else, including values above 2^64-1.
     public init?(parsing text: some StringProtocol, decimal: Bool = false) {
+        self.init(parsingUTF8: Substring(text).utf8, decimal: decimal)
+    }
+
+    /// `init(parsing:)` over UTF-8 bytes: `lookup` reads its input as bytes, never as a String per line.
+    @inlinable
+    public init?<Bytes: BidirectionalCollection<UInt8>>(parsingUTF8 bytes: Bytes, decimal: Bool = false) {
         // Byte-level on purpose: batch lookups parse 100,000s of these per second.
-        var utf8 = Substring(text).utf8[...]
+        var utf8 = bytes[...]
         func isBlank(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0a || b == 0x0d }
         while let f = utf8.first, isBlank(f) { utf8 = utf8.dropFirst() }
         while let l = utf8.last, isBlank(l) { utf8 = utf8.dropLast() }

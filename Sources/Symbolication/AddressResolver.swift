@@ -18,6 +18,20 @@ public struct ResolvedFrame: Encodable, Sendable, Hashable {
     public var noLineInfo: Bool
 
     enum CodingKeys: String, CodingKey { case function, symbol, offset, file, line, column, inlined }
+
+    public init(
+        function: String?, symbol: String?, offset: UInt64?, file: String?, line: Int?, column: Int?, inlined: Bool,
+        noLineInfo: Bool
+    ) {
+        self.function = function
+        self.symbol = symbol
+        self.offset = offset
+        self.file = file
+        self.line = line
+        self.column = column
+        self.inlined = inlined
+        self.noLineInfo = noLineInfo
+    }
 }
 
 /// Resolves file addresses (or runtime addresses plus a load address) for one debug file.

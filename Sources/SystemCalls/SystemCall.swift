@@ -29,6 +29,21 @@ public enum SystemCall {
         }
     }
 
+    /// One `read` into `buffer`: the number of bytes read, 0 at the end of input.
+    public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, path: String? = nil) throws(SystemCallError) -> Int {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
+        return try check("read", path: path) { Glibc.read(fd, base, buffer.count) }
+    }
+
+    /// Writes all of `bytes`, across short writes.
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String? = nil) throws(SystemCallError) {
+        guard let base = bytes.baseAddress else { return }
+        var done = 0
+        while done < bytes.count {
+            done += try check("write", path: path) { Glibc.write(fd, base + done, bytes.count - done) }
+        }
+    }
+
     /// The `stat` of what `fd` has open.
     public static func status(of fd: Int32, path: String? = nil) throws(SystemCallError) -> stat {
         var info = stat()

@@ -4,6 +4,7 @@ import Foundation
 import ReportModel
 import SymbolStore
 import Symbolication
+import SystemCalls
 
 /// `stackline lookup`: addresses to functions, files and lines, like llvm-symbolizer.
 struct LookupCommand: ParsableCommand {
@@ -76,34 +77,66 @@ struct LookupCommand: ParsableCommand {
         // A Mach-O arm64 image is Apple code: its addresses may carry pointer-authentication bits.
         let applePAC = file.machO != nil && PointerAuthentication.applies(arch: file.architecture, platform: "darwin")
 
-        func handle(_ text: String, _ raw: UInt64) {
+        func handle(_ raw: UInt64) throws {
             let value = applePAC ? raw & PointerAuthentication.addressMask : raw
             let fileAddress = base.map { resolver.fileAddress(runtime: value, loadAddress: $0) } ?? value
-            output.write(input: text, address: raw, frames: resolver.resolve(fileAddress, kind: kind))
+            try output.write(address: raw, frames: resolver.resolve(fileAddress, kind: kind))
         }
 
-        if addresses.isEmpty {
-            var lineNumber = 0
-            while let line = readLine(strippingNewline: true) {
-                lineNumber += 1
-                // Address(parsing:) trims; Foundation's trimmingCharacters cost 15% of a batch.
-                guard let a = Address(parsing: line) else {
-                    if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
-                    printError("stackline lookup: line \(lineNumber): not a hex address: \(line)")
-                    badLines += 1
-                    continue
+        do {
+            if addresses.isEmpty {
+                var lineNumber = 0
+                // Bytes, a line at a time, never a String per line; answers go out after every
+                // read from stdin, so an interactive caller gets each answer before sending the next.
+                try LineInput.forEachLine(fd: 0, afterEachRead: { try output.flush() }) { line in
+                    lineNumber += 1
+                    guard let a = Address(parsingUTF8: line) else {
+                        if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) { return }
+                        printError("stackline lookup: line \(lineNumber): not a hex address: \(String(decoding: line, as: UTF8.self))")
+                        badLines += 1
+                        return
+                    }
+                    try handle(a.value)
                 }
-                handle(line, a.value)
+            } else {
+                for a in addresses { try handle(Address(parsing: a)!.value) }
             }
-        } else {
-            for a in addresses { handle(a, Address(parsing: a)!.value) }
+            try output.finish()
+        } catch {
+            // Typically EPIPE: whoever read our output is gone.
+            throw fail("stackline lookup: \(error)")
         }
-        output.finish()
         if badLines > 0 { throw ExitCode(1) }
     }
 }
 
-/// Buffered writer for lookup results: batches of 100,000 addresses must not pay a syscall each.
+/// Standard input read in chunks and cut into lines, as bytes.
+enum LineInput {
+    /// Calls `body` with each line (without its newline; a last line without one included), and
+    /// `afterEachRead` once the lines of each chunk read are handled.
+    static func forEachLine(
+        fd: Int32, afterEachRead: () throws -> Void, _ body: (ArraySlice<UInt8>) throws -> Void
+    ) throws {
+        var pending: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { buffer in try SystemCall.read(fd, into: buffer) }
+            if n == 0 { break }
+            pending.append(contentsOf: chunk[..<n])
+            var start = pending.startIndex
+            while let newline = pending[start...].firstIndex(of: 0x0a) {
+                try body(pending[start..<newline])
+                start = newline + 1
+            }
+            pending.removeSubrange(..<start)
+            try afterEachRead()
+        }
+        if !pending.isEmpty { try body(pending[...]) }
+    }
+}
+
+/// Buffered writer for lookup results: batches of 100,000 addresses must not pay a syscall
+/// each, and nothing goes through a `String` or `JSONEncoder` (`LookupJSON`).
 struct LookupOutput {
     let json: Bool
     private var buffer: [UInt8] = []
@@ -115,23 +148,11 @@ struct LookupOutput {
         if json { buffer.append(UInt8(ascii: "[")) }
     }
 
-    private struct Entry: Encodable {
-        let address: String
-        let frames: [ResolvedFrame]
-    }
-
-    private static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return e
-    }()
-
-    mutating func write(input: String, address: UInt64, frames: [ResolvedFrame]) {
+    mutating func write(address: UInt64, frames: [ResolvedFrame]) throws {
         if json {
             if !first { buffer.append(UInt8(ascii: ",")) }
             first = false
-            let entry = Entry(address: Address(address).description, frames: frames)
-            if let data = try? Self.encoder.encode(entry) { buffer.append(contentsOf: data) }
+            LookupJSON.appendEntry(address: address, frames: frames, to: &buffer)
         } else if frames.isEmpty {
             buffer.append(contentsOf: "??\n??:0:0\n\n".utf8)
         } else {
@@ -139,20 +160,26 @@ struct LookupOutput {
             for f in frames {
                 buffer.append(contentsOf: TerminalText.escape(f.function ?? "??").utf8)
                 buffer.append(UInt8(ascii: "\n"))
-                buffer.append(contentsOf: "\(TerminalText.escape(f.file ?? "??")):\(f.line ?? 0):\(f.column ?? 0)\n".utf8)
+                buffer.append(contentsOf: TerminalText.escape(f.file ?? "??").utf8)
+                buffer.append(UInt8(ascii: ":"))
+                buffer.append(contentsOf: String(f.line ?? 0).utf8)
+                buffer.append(UInt8(ascii: ":"))
+                buffer.append(contentsOf: String(f.column ?? 0).utf8)
+                buffer.append(UInt8(ascii: "\n"))
             }
             buffer.append(UInt8(ascii: "\n"))
         }
-        if buffer.count > 1 << 16 { flush() }
+        if buffer.count > 1 << 16 { try flush() }
     }
 
-    mutating func finish() {
+    mutating func finish() throws {
         if json { buffer.append(contentsOf: "]\n".utf8) }
-        flush()
+        try flush()
     }
 
-    private mutating func flush() {
-        FileHandle.standardOutput.write(Data(buffer))
+    mutating func flush() throws {
+        guard !buffer.isEmpty else { return }
+        try buffer.withUnsafeBytes { bytes in try SystemCall.writeAll(1, bytes, path: "standard output") }
         buffer.removeAll(keepingCapacity: true)
     }
 }

@@ -121,3 +121,52 @@ struct LoadAddressTests {
         throw TestSupportError("no PT_LOAD in \(file)")
     }
 }
+
+/// `lookup` streams: with stdin still open, the answer to the first address arrives before the
+/// input ends, as llvm-symbolizer answers an interactive caller.
+@Suite("lookup answers each line before its input ends")
+struct LookupStreamingTests {
+    @Test func firstAnswerArrivesWhileStdinIsOpen() throws {
+        let set = try sharedElfFixtures.get()
+        let good = try set.named("c-gcc-pie")
+        // The oracle: nm's address of main.
+        let nm = try runChecked("nm", [good.unstripped]).stdout
+        let mainLine = try #require(nm.split(separator: "\n").first { $0.hasSuffix(" T main") })
+        let address = "0x" + mainLine.split(separator: " ")[0]
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestPaths.stackline)
+        process.arguments = ["lookup", "--obj", good.unstripped]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        input.fileHandleForWriting.write(Data((address + "\n").utf8))
+
+        // Read until the answer's blank line; stdin stays open all the while.
+        final class Received: @unchecked Sendable { var bytes = Data() }
+        let received = Received()
+        let answered = DispatchSemaphore(value: 0)
+        Thread {
+            while true {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                received.bytes.append(chunk)
+                if received.bytes.range(of: Data("\n\n".utf8)) != nil { break }
+            }
+            answered.signal()
+        }.start()
+        // A hang guard, not a timing assertion: without streaming no answer comes until EOF.
+        let arrived = answered.wait(timeout: .now() + 120) == .success
+        #expect(arrived, "no answer while stdin was open")
+        #expect(process.isRunning, "lookup exited before its input ended")
+        if arrived {
+            #expect(String(decoding: received.bytes, as: UTF8.self).split(separator: "\n").first == "main")
+        }
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+}

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Reduces a demangled function name to what identifies the function across builds:
 /// no parameters, return types, template or generic arguments, compiler clone suffixes or
 /// specialisation prefixes. Hand-written because no library normalises names for grouping;
@@ -20,6 +22,30 @@ public enum FunctionNormalizer {
     }
 
     public static func normalize(_ function: String, symbol: String? = nil) -> String {
+        let key = CacheKey(function: function, symbol: symbol)
+        if let known = cache.withLock({ $0[key] }) { return known }
+        let normalized = uncachedNormalize(function, symbol: symbol)
+        cache.withLock { entries in
+            // Bounded, so hostile names cannot grow a long-lived worker without limit; emptied
+            // rather than evicted one by one, since a worker's hot names come straight back.
+            if entries.count >= cacheLimit { entries.removeAll(keepingCapacity: true) }
+            entries[key] = normalized
+        }
+        return normalized
+    }
+
+    private struct CacheKey: Hashable {
+        var function: String
+        var symbol: String?
+    }
+
+    /// Normalised names per unique symbol, for the life of the process: a worker sees the same
+    /// system and app frames in report after report, and normalising was 43% of its CPU on
+    /// 30-frame reports (about 28 µs a frame, 5–6× the cost of resolving the frame).
+    private static let cache = Mutex<[CacheKey: String]>([:])
+    private static let cacheLimit = 50_000
+
+    private static func uncachedNormalize(_ function: String, symbol: String?) -> String {
         switch language(symbol: symbol, function: function) {
         case .objectiveC: return function
         case .swift: return swift(function)

@@ -7,6 +7,18 @@ import TestSupport
 /// Each normalisation rule of the grouping issue, on names written the way the demanglers
 /// print them, and on the real names of a compiled C++ program.
 @Suite struct NormalizationTests {
+    /// `normalize` is memoised per (name, linkage name): the language comes from the linkage
+    /// name, so the same demangled text must still normalise by its own symbol, every time.
+    @Test func theCacheKeepsEachSymbolsOwnAnswer() {
+        let name = "Shapes::Circle::area(double, int) const [clone .cold]"
+        for _ in 0..<3 {
+            #expect(FunctionNormalizer.normalize(name, symbol: "_ZNK6Shapes6Circle4areaEdi.cold") == "Shapes::Circle::area")
+            // Without a C++ linkage name it is treated as C: only the clone suffix goes.
+            #expect(FunctionNormalizer.normalize(name, symbol: nil) == "Shapes::Circle::area(double, int) const")
+            #expect(FunctionNormalizer.normalize("-[Cart checkout]", symbol: nil) == "-[Cart checkout]")
+        }
+    }
+
     @Test func cxxDropsParametersAndQualifiers() {
         #expect(FunctionNormalizer.cxx("Shapes::Circle::area(double, int) const") == "Shapes::Circle::area")
         #expect(FunctionNormalizer.cxx("parse(char const*, unsigned long&&) volatile &") == "parse")

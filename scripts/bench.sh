@@ -86,6 +86,9 @@ sl_first=$(time_run "$work/sl1" "${sl[@]}" < "$work/one")
 sl_batch=$(time_run "$work/slN" "${sl[@]}" < "$work/batch")
 ll_first=$(time_run "$work/ll1" "${ll[@]}" < "$work/one")
 ll_batch=$(time_run "$work/llN" "${ll[@]}" < "$work/batch")
+# JSON output, each tool its own style (stackline --json, llvm-symbolizer --output-style=JSON).
+slj_batch=$(time_run "$work/sljN" "${sl[@]}" --json < "$work/batch")
+llj_batch=$(time_run "$work/lljN" "${ll[@]}" --output-style=JSON < "$work/batch")
 eu_first=$(time_run "$work/eu1" "${eu[@]}" < "$work/one")
 eu_batch=$(time_run "$work/euN" "${eu[@]}" < "$work/eu-batch")
 
@@ -97,7 +100,7 @@ ll_answers=$(grep -c '^$' "$work/llN" || true)
 [ "$ll_answers" -eq "$n_batch" ] || echo "warning: llvm-symbolizer printed $ll_answers answers for $n_batch addresses" >&2
 
 awk -v slf="$sl_first" -v slb="$sl_batch" -v llf="$ll_first" -v llb="$ll_batch" \
-    -v euf="$eu_first" -v eub="$eu_batch" -v n="$n_batch" -v neu="$n_eu" '
+    -v euf="$eu_first" -v eub="$eu_batch" -v n="$n_batch" -v neu="$n_eu" -v sljb="$slj_batch" -v lljb="$llj_batch" '
 function rate(count, secs) { return secs > 0 ? count / secs : 0 }
 function steady(count, batch, first) { d = batch - first; return d > 0 ? count / d : 0 }
 BEGIN {
@@ -111,6 +114,8 @@ BEGIN {
   print ""
   printf "stackline / llvm-symbolizer: %.2fx (batch), %.2fx (steady state)\n", llr ? slr / llr : 0, lls ? sls / lls : 0
   printf "stackline / eu-addr2line:    %.2fx (batch), %.2fx (steady state)\n", eur ? slr / eur : 0, eus ? sls / eus : 0
+  sljr = rate(n, sljb); lljr = rate(n, lljb)
+  printf "JSON output: stackline --json %.0f addr/s, llvm-symbolizer --output-style=JSON %.0f addr/s: %.2fx (batch)\n", sljr, lljr, lljr ? sljr / lljr : 0
   printf "first lookup (1 address, includes process start and index build): stackline %.3f s, llvm-symbolizer %.3f s, eu-addr2line %.3f s\n", slf, llf, euf
 }'
 

@@ -79,7 +79,6 @@ public struct ReportIntake: Sendable {
                 raw: data, format: "unparsed", kind: .crash, app: defaults.app, version: defaults.version,
                 namespace: defaults.namespace, rejectedBecause: "input error: \(error)")))]
         }
-        let whole = parts.count == 1 ? compressed : nil
         return parts.map { part in
             switch part.outcome {
             case .success(let report):
@@ -87,7 +86,9 @@ public struct ReportIntake: Sendable {
                     raw: part.data, format: report.format, kind: report.kind,
                     app: report.app?.name ?? defaults.app, version: report.app?.version ?? defaults.version,
                     namespace: defaults.namespace)
-                return .report(StorableReport(new, alreadyCompressed: part.data.count == data.count ? whole : nil))
+                // The sender's gzip inflates to the whole input: it is this part's stored form
+                // only when the part is the input byte for byte (not a split, not trimmed).
+                return .report(StorableReport(new, alreadyCompressed: part.data == data ? compressed : nil))
             case .failure(let error):
                 return .refused(error)
             }

@@ -19,19 +19,13 @@ final class NewFile {
 
     /// Writes the first `count` bytes of `bytes` (all of them when nil).
     func write<Bytes: ContiguousBytes>(_ bytes: Bytes, count: Int? = nil) throws(StoreError) {
-        let failure: Int32? = bytes.withUnsafeBytes { all in
+        let failure: SystemCallError? = bytes.withUnsafeBytes { all in
             let total = count ?? all.count
-            var done = 0
-            while done < total {
-                let n = Foundation.write(descriptor, all.baseAddress! + done, total - done)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { return n < 0 ? errno : ENOSPC }
-                done += n
-            }
-            written += UInt64(done)
+            do throws(SystemCallError) { try SystemCall.writeAll(descriptor, UnsafeRawBufferPointer(rebasing: all[..<total])) } catch { return error }
+            written += UInt64(total)
             return nil
         }
-        if let failure { throw .io(path: path, reason: "cannot write: \(SystemCallError.reason(errno: failure))") }
+        if let failure { throw .io(path: path, reason: "cannot write: \(failure.reason)") }
     }
 
     /// Copies `range` of `source` (all of it when nil) from its open descriptor.

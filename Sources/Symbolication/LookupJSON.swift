@@ -45,7 +45,6 @@ public enum LookupJSON {
     /// A JSON string as JSONEncoder escapes it: quote, backslash and controls below 0x20 (the
     /// short forms where JSON has them), everything else as UTF-8, slashes unescaped.
     static func appendString(_ text: String, to out: inout [UInt8]) {
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {
@@ -58,8 +57,7 @@ public enum LookupJSON {
             case 0x09: out.append(contentsOf: #"\t"#.utf8)
             case 0..<0x20:
                 out.append(contentsOf: #"\u00"#.utf8)
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0xf)])
+                out.append(contentsOf: HexText.lowercase(CollectionOfOne(byte)).utf8)
             default: out.append(byte)
             }
         }

@@ -35,12 +35,15 @@ public enum SystemCall {
         return try check("read", path: path) { Glibc.read(fd, base, buffer.count) }
     }
 
-    /// Writes all of `bytes`, across short writes.
+    /// Writes all of `bytes`, across short writes and `EINTR`: the one write loop (worker frames,
+    /// files entering the store, `lookup`'s output). A write that makes no progress is `ENOSPC`.
     public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String? = nil) throws(SystemCallError) {
         guard let base = bytes.baseAddress else { return }
         var done = 0
         while done < bytes.count {
-            done += try check("write", path: path) { Glibc.write(fd, base + done, bytes.count - done) }
+            let n = try check("write", path: path) { Glibc.write(fd, base + done, bytes.count - done) }
+            guard n > 0 else { throw SystemCallError(call: "write", path: path, errno: ENOSPC) }
+            done += n
         }
     }
 

@@ -68,20 +68,12 @@ public enum Framing {
         let n = UInt32(payload.count)
         frame.append(contentsOf: [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)])
         frame.append(payload)
-        let failure: Int32? = frame.withUnsafeBytes { buf in
-            var offset = 0
-            while offset < buf.count {
-                let written = Glibc.write(fd, buf.baseAddress! + offset, buf.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                offset += written
-            }
+        let failure: SystemCallError? = frame.withUnsafeBytes { buf in
+            do throws(SystemCallError) { try SystemCall.writeAll(fd, buf) } catch { return error }
             return nil
         }
         if let failure {
-            throw failure == EPIPE ? .endOfStream : .io("write", errno: failure)
+            throw failure.errno == EPIPE ? .endOfStream : .io("write", errno: failure.errno)
         }
     }
 }

@@ -146,7 +146,15 @@ func workerPids(in log: String, message: String) -> [Int32] {
 
 func processExists(_ pid: Int32) -> Bool {
     // A zombie still "exists" for kill(0); its /proc state says Z.
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
-    guard let close = stat.lastIndex(of: ")") else { return false }
-    return !stat[stat.index(close, offsetBy: 2)...].hasPrefix("Z")
+    guard let state = procStatFields(of: pid)?.first else { return false }
+    return state != "Z"
+}
+
+/// The fields of /proc/PID/stat after the command name in parentheses (which may hold spaces):
+/// the process state first (field 3), the nice value at index 16 (field 19). Nil once it is gone.
+func procStatFields(of pid: Int32) -> [Substring]? {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+    else { return nil }
+    return stat[stat.index(after: close)...].split(separator: " ")
 }

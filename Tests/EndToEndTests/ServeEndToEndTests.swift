@@ -34,13 +34,10 @@ func childPids(of pid: Int32) -> [Int32] {
     }
 }
 
-/// The nice value of a process: field 19 of /proc/PID/stat (fields after the command in parentheses).
+/// The nice value of a process: field 19 of /proc/PID/stat.
 func niceValue(of pid: Int32) -> Int? {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-        let close = stat.range(of: ")", options: .backwards)
-    else { return nil }
-    let fields = stat[close.upperBound...].split(separator: " ")
-    return fields.count > 16 ? Int(fields[16]) : nil
+    guard let fields = procStatFields(of: pid), fields.count > 16 else { return nil }
+    return Int(fields[16])
 }
 
 func gzipped(_ data: Data) throws -> Data {

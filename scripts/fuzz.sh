@@ -63,7 +63,7 @@ seeds_for() {
     sanitizer) echo "$f/wild/asan" ;;
     metrickit) echo "$f/wild/metrickit" ;;
     kscrash) echo "$f/wild/kscrash" ;;
-    apple-ips) echo "$f/wild/ips" ;;
+    apple-ips | apple-ips-decoders) echo "$f/wild/ips" ;;
     apple-crash | apple-ips-legacy) echo "$f/wild/apple-crash" ;;
     detect-and-parse) echo "$f/wild $f/fuzz-seeds/swift-backtrace-json $f/fuzz-seeds/swift-backtrace-text $f/fuzz-seeds/sdk-lag $f/fuzz-seeds/android-tombstone" ;;
     elf) echo "$out/seeds/elf" ;;

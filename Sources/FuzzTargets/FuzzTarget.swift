@@ -41,6 +41,9 @@ public struct FuzzTarget: Sendable {
             FuzzTarget(name: "detect-and-parse", summary: "FormatRegistry.standard.detectAndParseAll: detection, split, parse, as submit runs them") { data throws(FuzzFailure) in
                 try ReportTargets.detectAndParse(data)
             },
+            FuzzTarget(name: "apple-ips-decoders", summary: "the .ips fast reader against JSONDecoder: what the cursor reads, JSONDecoder reads alike") { data throws(FuzzFailure) in
+                try ReportTargets.ipsDecodersAgree(data)
+            },
             FuzzTarget(name: "elf", summary: "ElfFile + DebugFile as symbols add opens them, then lookups") { data throws(FuzzFailure) in
                 try DebugFileTargets.elf(data)
             },

@@ -425,7 +425,7 @@ struct AppleCrashTextParser {
     /// `Exception Codes` and `Exception Subtype` in one field (the `.ips` `codes` and `subtype`
     /// likewise), so both forms of one crash carry the same text.
     static func code(_ codes: String?, subtype: String?) -> String? {
-        let parts = [codes, subtype].compactMap { $0?.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let parts = [codes, subtype].compactMap { $0?.trimmingWhitespace(newlines: false) }.filter { !$0.isEmpty }
         return parts.isEmpty ? nil : parts.joined(separator: ", ")
     }
 
@@ -434,7 +434,7 @@ struct AppleCrashTextParser {
     var message: String? {
         var lines: [String] = []
         for line in [header["Exception Reason"], header["Exception Message"]].compactMap({ $0 }) + fatalErrors + applicationInfo {
-            let text = line.trimmingCharacters(in: .whitespaces)
+            let text = line.trimmingWhitespace(newlines: false)
             if !text.isEmpty, !lines.contains(where: { $0.contains(text) }) { lines.append(text) }
         }
         if lines.isEmpty, let termination = header["Termination Reason"], !termination.isEmpty { lines.append(termination) }

@@ -98,7 +98,7 @@ public struct AppleIPSFormat: ReportFormat {
 }
 
 /// The `.ips` header line.
-struct IPSHeader: Decodable {
+struct IPSHeader: Decodable, Equatable {
     var bugType: JSONLooseString?
     var appName: String?
     var appVersion: String?
@@ -113,8 +113,8 @@ struct IPSHeader: Decodable {
 }
 
 /// The parts of an `.ips` body Stackline reads.
-struct IPSBody: Decodable {
-    struct Image: Decodable {
+struct IPSBody: Decodable, Equatable {
+    struct Image: Decodable, Equatable {
         var base: JSONAddress
         var size: UInt64?
         var uuid: String?
@@ -122,36 +122,36 @@ struct IPSBody: Decodable {
         var name: String?
         var path: String?
     }
-    struct Frame: Decodable {
+    struct Frame: Decodable, Equatable {
         var imageIndex: Int?
         var imageOffset: UInt64
         /// The name the device resolved, and the distance from its start.
         var symbol: String?
         var symbolLocation: UInt64?
     }
-    struct Thread: Decodable {
+    struct Thread: Decodable, Equatable {
         var name: String?
         var queue: String?
         var triggered: Bool?
         var frames: [Frame]?
     }
-    struct Exception: Decodable {
+    struct Exception: Decodable, Equatable {
         var type: String?
         var signal: String?
         var codes: String?
         var subtype: String?
         var message: String?
     }
-    struct Termination: Decodable {
+    struct Termination: Decodable, Equatable {
         var namespace: String?
         var code: JSONLooseString?
         var indicator: String?
     }
-    struct OSVersion: Decodable {
+    struct OSVersion: Decodable, Equatable {
         var train: String?
         var build: String?
     }
-    struct BundleInfo: Decodable {
+    struct BundleInfo: Decodable, Equatable {
         var shortVersion: String?
         var version: String?
         enum CodingKeys: String, CodingKey {
@@ -181,7 +181,7 @@ extension IPSBody {
     var message: String? {
         var lines: [String] = []
         func add(_ text: String) {
-            let text = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = text.trimmingWhitespace()
             if !text.isEmpty, !lines.contains(where: { $0.contains(text) }) { lines.append(text) }
         }
         if let message = exception?.message { add(message) }
@@ -196,8 +196,22 @@ extension IPSBody {
 }
 
 /// A list of strings some writers give as one string.
-struct JSONStringList: Decodable {
+struct JSONStringList: Decodable, Equatable {
     let lines: [String]
+
+    init(lines: [String]) { self.lines = lines }
+
+    init(reading c: inout JSONCursor) throws(JSONCursor.Unsupported) {
+        if try c.peek() == .string {
+            lines = [try c.string()]
+        } else {
+            // A null element is no string: JSONDecoder refuses it, and the fast path gives way.
+            guard let list = try c.arrayIfPresent({ c throws(JSONCursor.Unsupported) in try c.string() }) else {
+                throw JSONCursor.Unsupported()
+            }
+            lines = list
+        }
+    }
 
     init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()

@@ -19,10 +19,18 @@ enum JSONText {
     /// formats whose first line is a document of its own (`.ips`). Blank lines before it are
     /// skipped, as a JSON reader would skip them. Nil when there is no such line or no newline after it.
     static func headerLine(_ data: Data) -> (header: Range<Data.Index>, rest: Data.Index)? {
-        guard let start = data.firstIndex(where: { !TextLine.isWhitespace($0) }),
-            let newline = data[start...].firstIndex(of: 0x0a)
-        else { return nil }
-        return (start..<newline, data.index(after: newline))
+        // Over the raw buffer with memchr: `Data`'s generic index search was 2% of the ingest
+        // endpoint's CPU (every `.ips` upload asks this several times).
+        let found: (start: Int, newline: Int)? = data.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress else { return nil }
+            var start = 0
+            while start < bytes.count, TextLine.isWhitespace(bytes[start]) { start += 1 }
+            guard start < bytes.count, let newline = memchr(base + start, 0x0a, bytes.count - start) else { return nil }
+            return (start, UnsafeRawPointer(newline) - base)
+        }
+        guard let found else { return nil }
+        let start = data.startIndex + found.start, newline = data.startIndex + found.newline
+        return (start..<newline, newline + 1)
     }
 
     /// True when `needle` occurs in the first `window` bytes.
@@ -44,14 +52,21 @@ enum JSONText {
     }
 
     private static func find(_ pattern: UnsafeRawBufferPointer, in haystack: UnsafeRawBufferPointer) -> Bool {
-        guard let key = pattern.baseAddress, let first = pattern.first else { return true }
+        guard let key = pattern.baseAddress, !pattern.isEmpty else { return true }
         guard let base = haystack.baseAddress, haystack.count >= pattern.count else { return false }
+        // memchr looks for one byte of the pattern, the rarest by a rough rule: the needles are
+        // quoted JSON keys, and a quote starts every string of a JSON report, so anchoring on
+        // it stopped memchr at nearly every token (4% of the ingest endpoint's CPU). An
+        // uppercase letter or `_` is rarer, a letter rarer than a quote.
+        let anchor = pattern.firstIndex { $0 == UInt8(ascii: "_") || (0x41...0x5a).contains($0) }
+            ?? pattern.firstIndex { $0 != UInt8(ascii: "\"") } ?? 0
         let last = haystack.count - pattern.count
-        var offset = 0
-        while offset <= last {
-            guard let hit = memchr(base + offset, Int32(first), last - offset + 1) else { return false }
-            if memcmp(hit, key, pattern.count) == 0 { return true }
-            offset = UnsafeRawPointer(hit) - base + 1
+        var start = 0
+        while start <= last {
+            guard let hit = memchr(base + start + anchor, Int32(pattern[anchor]), last - start + 1) else { return false }
+            let candidate = UnsafeRawPointer(hit) - anchor
+            if memcmp(candidate, key, pattern.count) == 0 { return true }
+            start = candidate - base + 1
         }
         return false
     }

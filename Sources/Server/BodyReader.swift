@@ -1,5 +1,6 @@
 import Compression
 import Foundation
+import ReportModel
 import Hummingbird
 
 /// Reads request bodies under a byte limit: a `Content-Length` over the limit is refused with
@@ -31,7 +32,7 @@ public enum BodyReader {
     /// bytes start with the gzip magic, as `submit` accepts), at most `inflatedLimit` bytes after
     /// inflating. A gzip bomb stops at the limit without being inflated further (`Zlib.inflate`).
     public static func readReport(_ request: Request, limit: Int, inflatedLimit: Int) async throws -> ReportBody {
-        let encoding = request.headers[.contentEncoding]?.lowercased().trimmingCharacters(in: .whitespaces)
+        let encoding = request.headers[.contentEncoding]?.lowercased().trimmingWhitespace(newlines: false)
         switch encoding {
         case nil, "", "identity", "gzip", "x-gzip": break
         default: throw APIError(.unsupportedMediaType, "Content-Encoding \(encoding ?? "") is not supported (send gzip or plain bytes)")

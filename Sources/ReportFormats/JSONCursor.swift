@@ -1,0 +1,406 @@
+import Foundation
+import ReportModel
+
+/// A strict JSON reader that pulls values straight into the caller's structs: no tree of values,
+/// no Codable containers, no `String` for a key it only compares.
+///
+/// Written by hand because it is a measured hot path: decoding `.ips` bodies through
+/// `JSONDecoder` was 31% of all CPU of `stackline serve` under `scripts/bench-serve.sh` (perf),
+/// ~450 µs for a 16 KB report, most of it in Codable's generic containers rather than in scanning.
+///
+/// It reads strict JSON (RFC 8259) only. On anything else (JSON5's comments, trailing commas or
+/// quotes, escaped keys, surrogate escapes, a number written with a fraction where an integer is
+/// expected, a value of an unexpected type, a repeated key) it stops with `Unsupported`, and the
+/// caller decodes the same bytes with `ExactJSON`, which accepts JSON5 and words the error. So
+/// what it accepts it must read exactly as `JSONDecoder` reads it (held by
+/// `JSONCursorTests` and the `apple-ips-fast-path` fuzz target); what it refuses costs only time.
+///
+/// The bytes must be valid UTF-8 (`JSONPreflight.firstInvalidUTF8`). Depth and the number of
+/// values are counted as `JSONPreflight` counts them and held to the same limits (past them the
+/// cursor gives way, and the preflight scan before JSONDecoder words the refusal); the depth
+/// limit also bounds `skipValue`'s recursion.
+struct JSONCursor {
+    /// Not strict JSON of the expected shape: decode with `ExactJSON` instead.
+    struct Unsupported: Error {}
+
+    /// A member's key: where its text lies (escapes excluded, so the bytes are the key).
+    struct Key {
+        fileprivate let range: Range<Int>
+    }
+
+    private let bytes: [UInt8]
+    private var position = 0
+    /// True right after `{` or `[`: the first member or element has no comma before it.
+    private var atContainerStart = false
+    private var depth = 0
+    /// Containers and commas, plus the document itself: `JSONPreflight`'s count.
+    private var values = 1
+
+    init(_ data: Data) { bytes = [UInt8](data) }
+
+    /// Ends the document: only whitespace may follow it.
+    mutating func finish() throws(Unsupported) {
+        skipWhitespace()
+        guard position == bytes.count else { throw Unsupported() }
+    }
+
+    // MARK: Containers
+
+    mutating func beginObject() throws(Unsupported) {
+        try consume(UInt8(ascii: "{"))
+        try open()
+    }
+
+    /// The next member's key, with its `:` consumed: the caller then reads or skips the value.
+    /// Nil at the object's `}`.
+    mutating func nextKey() throws(Unsupported) -> Key? {
+        skipWhitespace()
+        guard position < bytes.count else { throw Unsupported() }
+        if bytes[position] == UInt8(ascii: "}") {
+            // `{"a":1,}` never gets here: the comma is consumed below and `}` is then no key.
+            position += 1
+            atContainerStart = false
+            depth -= 1
+            return nil
+        }
+        if !atContainerStart {
+            try comma()
+            skipWhitespace()
+        }
+        atContainerStart = false
+        guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw Unsupported() }
+        let start = position + 1
+        var end = start
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
+            guard bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 else { throw Unsupported() }
+            end += 1
+        }
+        guard end < bytes.count else { throw Unsupported() }
+        position = end + 1
+        try consume(UInt8(ascii: ":"))
+        return Key(range: start..<end)
+    }
+
+    /// True when `key` is `name`, byte for byte.
+    func key(_ key: Key, is name: StaticString) -> Bool {
+        guard key.range.count == name.utf8CodeUnitCount else { return false }
+        return name.withUTF8Buffer { name in
+            var i = 0
+            for offset in key.range {
+                if bytes[offset] != name[i] { return false }
+                i += 1
+            }
+            return true
+        }
+    }
+
+    /// The key's text (for maps whose keys are data, such as `.ips` `asi`).
+    func text(of key: Key) -> String { String(decoding: bytes[key.range], as: UTF8.self) }
+
+    mutating func beginArray() throws(Unsupported) {
+        try consume(UInt8(ascii: "["))
+        try open()
+    }
+
+    private mutating func open() throws(Unsupported) {
+        depth += 1
+        values += 1
+        guard depth <= ReportLimits.maxJSONDepth else { throw Unsupported() }
+        atContainerStart = true
+    }
+
+    private mutating func comma() throws(Unsupported) {
+        try consume(UInt8(ascii: ","))
+        values += 1
+        guard values <= ReportLimits.maxJSONValues else { throw Unsupported() }
+    }
+
+    /// True when another element follows (the caller then reads it); false at the array's `]`.
+    mutating func nextElement() throws(Unsupported) -> Bool {
+        skipWhitespace()
+        guard position < bytes.count else { throw Unsupported() }
+        if bytes[position] == UInt8(ascii: "]") {
+            // `[1,]` never gets here: after the comma the element read finds `]` and stops.
+            position += 1
+            atContainerStart = false
+            depth -= 1
+            return false
+        }
+        if !atContainerStart { try comma() }
+        atContainerStart = false
+        return true
+    }
+
+    /// Records that a member was read, so a repeated key stops the fast path (which of two equal
+    /// keys JSONDecoder keeps is its business).
+    func once(_ seen: inout UInt32, _ bit: UInt32) throws(Unsupported) {
+        guard seen & bit == 0 else { throw Unsupported() }
+        seen |= bit
+    }
+
+    // MARK: Values
+
+    /// The kinds of value `peek` tells apart.
+    enum Kind { case object, array, string, number, literal }
+
+    /// What comes next, unread.
+    mutating func peek() throws(Unsupported) -> Kind {
+        skipWhitespace()
+        guard position < bytes.count else { throw Unsupported() }
+        switch bytes[position] {
+        case UInt8(ascii: "{"): return .object
+        case UInt8(ascii: "["): return .array
+        case UInt8(ascii: "\""): return .string
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number
+        default: return .literal
+        }
+    }
+
+    /// Consumes a `null` if one comes next: an optional member that is null is absent, as
+    /// `decodeIfPresent` reads it.
+    mutating func null() -> Bool {
+        skipWhitespace()
+        guard matches("null") else { return false }
+        position += 4
+        return true
+    }
+
+    mutating func bool() throws(Unsupported) -> Bool {
+        skipWhitespace()
+        if matches("true") {
+            position += 4
+            return true
+        }
+        if matches("false") {
+            position += 5
+            return false
+        }
+        throw Unsupported()
+    }
+
+    mutating func string() throws(Unsupported) -> String {
+        skipWhitespace()
+        guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw Unsupported() }
+        position += 1
+        let start = position
+        while position < bytes.count {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                // The bytes are valid UTF-8: the caller's preflight checked the whole document.
+                let text = String(decoding: bytes[start..<position], as: UTF8.self)
+                position += 1
+                return text
+            }
+            if byte == UInt8(ascii: "\\") { return try escapedString(from: start) }
+            guard byte >= 0x20 else { throw Unsupported() }
+            position += 1
+        }
+        throw Unsupported()
+    }
+
+    mutating func stringIfPresent() throws(Unsupported) -> String? {
+        null() ? nil : try string()
+    }
+
+    /// An array of `element`s, or nil for null.
+    mutating func arrayIfPresent<Element>(
+        _ element: (inout JSONCursor) throws(Unsupported) -> Element
+    ) throws(Unsupported) -> [Element]? {
+        if null() { return nil }
+        var elements: [Element] = []
+        try beginArray()
+        while try nextElement() { elements.append(try element(&self)) }
+        return elements
+    }
+
+    /// A non-negative integer written as plain digits (no sign, fraction or exponent).
+    mutating func uint64() throws(Unsupported) -> UInt64 {
+        let (negative, magnitude) = try integer()
+        guard !negative else { throw Unsupported() }
+        return magnitude
+    }
+
+    mutating func int() throws(Unsupported) -> Int {
+        let (negative, magnitude) = try integer()
+        if negative {
+            guard magnitude != 0, magnitude <= UInt64(Int.max) else { throw Unsupported() }
+            return -Int(magnitude)
+        }
+        guard magnitude <= UInt64(Int.max) else { throw Unsupported() }
+        return Int(magnitude)
+    }
+
+    /// The integer's text as `String(Int64)` writes it, for fields some writers give as a string
+    /// and others as a number.
+    mutating func integerText() throws(Unsupported) -> String {
+        String(try int())
+    }
+
+    /// Skips one value of any kind, checking it is strict JSON.
+    mutating func skipValue() throws(Unsupported) {
+        switch try peek() {
+        case .object:
+            try beginObject()
+            while try nextKey() != nil { try skipValue() }
+        case .array:
+            try beginArray()
+            while try nextElement() { try skipValue() }
+        case .string:
+            try skipString()
+        case .number:
+            try skipNumber()
+        case .literal:
+            if null() { return }
+            _ = try bool()
+        }
+    }
+
+    // MARK: Scanning
+
+    private mutating func skipWhitespace() {
+        while position < bytes.count {
+            switch bytes[position] {
+            case 0x20, 0x09, 0x0a, 0x0d: position += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func consume(_ byte: UInt8) throws(Unsupported) {
+        skipWhitespace()
+        guard position < bytes.count, bytes[position] == byte else { throw Unsupported() }
+        position += 1
+    }
+
+    private func matches(_ word: StaticString) -> Bool {
+        let count = word.utf8CodeUnitCount
+        guard position + count <= bytes.count else { return false }
+        return word.withUTF8Buffer { word in
+            for i in 0..<count where bytes[position + i] != word[i] { return false }
+            return true
+        }
+    }
+
+    /// Sign and magnitude of `-?(0|[1-9][0-9]*)` that no fraction or exponent follows.
+    private mutating func integer() throws(Unsupported) -> (negative: Bool, magnitude: UInt64) {
+        skipWhitespace()
+        var negative = false
+        if position < bytes.count, bytes[position] == UInt8(ascii: "-") {
+            negative = true
+            position += 1
+        }
+        let start = position
+        var value: UInt64 = 0
+        while position < bytes.count, bytes[position] >= 0x30, bytes[position] <= 0x39 {
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(bytes[position] - 0x30))
+            guard !overflow1, !overflow2 else { throw Unsupported() }
+            value = sum
+            position += 1
+        }
+        let digits = position - start
+        guard digits > 0, !(digits > 1 && bytes[start] == 0x30) else { throw Unsupported() }
+        if position < bytes.count {
+            switch bytes[position] {
+            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): throw Unsupported()
+            default: break
+            }
+        }
+        return (negative, value)
+    }
+
+    private mutating func skipNumber() throws(Unsupported) {
+        skipWhitespace()
+        if position < bytes.count, bytes[position] == UInt8(ascii: "-") { position += 1 }
+        let start = position
+        skipDigits()
+        guard position > start, !(position - start > 1 && bytes[start] == 0x30) else { throw Unsupported() }
+        if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
+            position += 1
+            let fraction = position
+            skipDigits()
+            guard position > fraction else { throw Unsupported() }
+        }
+        if position < bytes.count, bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E") {
+            position += 1
+            if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") { position += 1 }
+            let exponent = position
+            skipDigits()
+            guard position > exponent else { throw Unsupported() }
+        }
+    }
+
+    private mutating func skipDigits() {
+        while position < bytes.count, bytes[position] >= 0x30, bytes[position] <= 0x39 { position += 1 }
+    }
+
+    private mutating func skipString() throws(Unsupported) {
+        skipWhitespace()
+        guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw Unsupported() }
+        position += 1
+        while position < bytes.count {
+            let byte = bytes[position]
+            position += 1
+            if byte == UInt8(ascii: "\"") { return }
+            if byte == UInt8(ascii: "\\") {
+                _ = try escape()
+            } else if byte < 0x20 {
+                throw Unsupported()
+            }
+        }
+        throw Unsupported()
+    }
+
+    /// The rest of a string that holds an escape, `start` being its first byte.
+    private mutating func escapedString(from start: Int) throws(Unsupported) -> String {
+        var text = Array(bytes[start..<position])
+        while position < bytes.count {
+            let byte = bytes[position]
+            position += 1
+            if byte == UInt8(ascii: "\"") { return String(decoding: text, as: UTF8.self) }
+            if byte == UInt8(ascii: "\\") {
+                let scalar = try escape()
+                text.append(contentsOf: String(scalar).utf8)
+            } else if byte < 0x20 {
+                throw Unsupported()
+            } else {
+                text.append(byte)
+            }
+        }
+        throw Unsupported()
+    }
+
+    /// The escape after a backslash. Surrogates (`\ud83d`) stop the fast path: pairing them, and
+    /// what to do with a lone one, is left to JSONDecoder.
+    private mutating func escape() throws(Unsupported) -> Unicode.Scalar {
+        guard position < bytes.count else { throw Unsupported() }
+        let byte = bytes[position]
+        position += 1
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): return Unicode.Scalar(byte)
+        case UInt8(ascii: "b"): return "\u{08}"
+        case UInt8(ascii: "f"): return "\u{0C}"
+        case UInt8(ascii: "n"): return "\n"
+        case UInt8(ascii: "r"): return "\r"
+        case UInt8(ascii: "t"): return "\t"
+        case UInt8(ascii: "u"):
+            guard position + 4 <= bytes.count else { throw Unsupported() }
+            var value: UInt32 = 0
+            for byte in bytes[position..<position + 4] {
+                let digit: UInt8
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+                default: throw Unsupported()
+                }
+                value = value << 4 | UInt32(digit)
+            }
+            position += 4
+            guard let scalar = Unicode.Scalar(value) else { throw Unsupported() }
+            return scalar
+        default:
+            throw Unsupported()
+        }
+    }
+}

@@ -112,18 +112,38 @@ public struct TokenStore: Sendable {
 
     /// The live token the presented text is, or nil (malformed, unknown, wrong secret, revoked).
     public func verify(_ presented: String) throws -> TokenRecord? {
-        guard presented.hasPrefix(Self.prefix), presented.utf8.count <= 128 else { return nil }
-        let rest = presented.dropFirst(Self.prefix.count)
-        guard let underscore = rest.firstIndex(of: "_"), let id = Int64(rest[..<underscore]) else { return nil }
-        let digest = SHA256.hex(Data(presented.utf8))
+        guard let id = Self.id(ofPresented: presented), let stored = try stored(id: id) else { return nil }
+        return Self.check(presented, against: stored)
+    }
+
+    /// A token row as `check` needs it: what callers may cache between verifications.
+    public struct StoredToken: Sendable {
+        public let record: TokenRecord
+        fileprivate let hash: String
+    }
+
+    /// The id a presented token claims (`sl_<id>_<secret>`), nil if it is no token of ours.
+    public static func id(ofPresented presented: String) -> Int64? {
+        guard presented.hasPrefix(prefix), presented.utf8.count <= 128 else { return nil }
+        let rest = presented.dropFirst(prefix.count)
+        guard let underscore = rest.firstIndex(of: "_") else { return nil }
+        return Int64(rest[..<underscore])
+    }
+
+    public func stored(id: Int64) throws -> StoredToken? {
         let row = try db.pool.read { db in
             try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM tokens WHERE id = ?"), arguments: [id])
         }
         guard let row else { return nil }
-        let stored: String = row["token_hash"]
-        guard Self.constantTimeEqual(Array(digest.utf8), Array(stored.utf8)) else { return nil }
-        let record = try Self.record(row)
-        return record.isRevoked ? nil : record
+        return StoredToken(record: try Self.record(row), hash: row["token_hash"])
+    }
+
+    /// The token's record if `presented` hashes to the stored hash (compared in constant time)
+    /// and the token is not revoked.
+    public static func check(_ presented: String, against stored: StoredToken) -> TokenRecord? {
+        let digest = SHA256.hex(Data(presented.utf8))
+        guard constantTimeEqual(Array(digest.utf8), Array(stored.hash.utf8)) else { return nil }
+        return stored.record.isRevoked ? nil : stored.record
     }
 
     /// Records when a token was last used (callers throttle this: it is a write).

@@ -69,7 +69,7 @@ let package = Package(
         ),
         // The master↔worker wire format (job and reply frames, length-prefixed framing). A worker
         // links this and never Master: it must not reach JobQueue or GRDB (Tests/ModuleGraphTests).
-        .target(name: "WorkerProtocol", dependencies: ["ReportModel", "SystemCalls"]),
+        .target(name: "WorkerProtocol", dependencies: ["ReportModel", "SystemCalls", "Compression"]),
         // The escaping log handler every Stackline process logs through, master and worker alike.
         .target(
             name: "StacklineLogging",

@@ -209,8 +209,6 @@ public final class JobDatabase: Sendable {
     /// Stores the result and marks the job done in one transaction; a stale token changes
     /// nothing and throws, so a job recovered from a slow worker can never complete twice.
     public func complete(jobId: Int64, token: Int64, result: JobResult) throws {
-        // Compressed before the write lock is taken: it is the slow part.
-        let compressed = Zlib.compress(result.symbolicatedJSON)
         try immediate { db in
             let now = clock()
             guard let reportId = try Int64.fetchOne(
@@ -234,7 +232,7 @@ public final class JobDatabase: Sendable {
                         status = excluded.status, fingerprint = excluded.fingerprint,
                         completed_at = excluded.completed_at
                     """,
-                arguments: [reportId, compressed, result.symbolicatedJSON.count, result.status.rawValue,
+                arguments: [reportId, result.compressedJSON, result.jsonSize, result.status.rawValue,
                             result.group?.fingerprint, now])
             try GroupLedger.move(db, reportId: reportId, from: previous, to: result.group)
             try GroupLedger.recordMissing(db, reportId: reportId, images: result.missingImages)

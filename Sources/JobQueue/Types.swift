@@ -90,18 +90,30 @@ public struct ClaimedJob: Sendable {
 
 /// What a finished job stores.
 public struct JobResult: Sendable {
-    public var symbolicatedJSON: Data
+    /// zlib of the symbolicated report's JSON, as stored.
+    public var compressedJSON: Data
+    /// The JSON's size before compression.
+    public var jsonSize: Int
     public var status: ReportStatus
     /// The group the report belongs to; nil leaves it ungrouped.
     public var group: GroupKey?
     /// The images whose debug files were missing, in report order, with their names (for `symbols missing`).
     public var missingImages: [MissingImage]
 
-    public init(symbolicatedJSON: Data, status: ReportStatus, group: GroupKey? = nil, missingImages: [MissingImage] = []) {
-        self.symbolicatedJSON = symbolicatedJSON
+    /// A result already in its stored form (the worker compressed it).
+    public init(compressedJSON: Data, jsonSize: Int, status: ReportStatus, group: GroupKey? = nil, missingImages: [MissingImage] = []) {
+        self.compressedJSON = compressedJSON
+        self.jsonSize = jsonSize
         self.status = status
         self.group = group
         self.missingImages = missingImages
+    }
+
+    /// A result from the report's JSON, compressed here.
+    public init(symbolicatedJSON: Data, status: ReportStatus, group: GroupKey? = nil, missingImages: [MissingImage] = []) {
+        self.init(
+            compressedJSON: Zlib.compress(symbolicatedJSON), jsonSize: symbolicatedJSON.count, status: status,
+            group: group, missingImages: missingImages)
     }
 }
 

@@ -53,7 +53,10 @@ public enum OneShotWorker {
                 }
                 switch reply.kind {
                 case .result:
-                    guard let report = reply.report else { return .workerFailed("worker reply has no report") }
+                    guard let result = reply.result, var report = try? result.report() else {
+                        return .workerFailed("worker reply has no readable report")
+                    }
+                    report.id = nil  // symbolicated on the spot, never stored
                     return .symbolicated(report)
                 case .inputError:
                     return .inputError(reply.message ?? "unparseable report")

@@ -99,8 +99,7 @@ final class WorkerProcess {
             close(toChild[1]); close(fromChild[0])
             throw WorkerSpawnError.spawnFailed(path: executable, errno: rc)
         }
-        // Best effort: a worker left at the master's priority still works, only competes harder.
-        if niceness != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(child), niceness) }
+        if niceness != 0 { SystemCall.setNiceness(niceness, of: child) }
         pid = child
         stdinFD = toChild[1]
         stdoutFD = fromChild[0]

@@ -200,26 +200,20 @@ final class WorkerSlot: @unchecked Sendable {
         }
         switch reply.kind {
         case .result:
-            guard var report = reply.report else {
+            guard let stored = reply.result else {
                 try fail(job, .retryable("worker reply has no report"), log)
                 return
             }
-            report.id = job.reportId
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.withoutEscapingSlashes]
-            let json = try encoder.encode(report)
-            let missingImages = report.missingBuildIds.map { id in
-                MissingImage(buildId: id, name: report.images.first { $0.id?.hex == id }?.name)
-            }
             let result = JobResult(
-                symbolicatedJSON: json, status: report.status, group: reply.group, missingImages: missingImages)
+                compressedJSON: stored.compressed, jsonSize: stored.size, status: stored.status, group: reply.group,
+                missingImages: stored.missing.map { MissingImage(buildId: $0.buildId, name: $0.name) })
             do {
                 try db.complete(jobId: job.jobId, token: job.leaseToken, result: result)
             } catch JobQueueError.staleLease {
                 log.warning("lease lost before completion; result discarded")
                 return
             }
-            let counts = ReportCounts(report)
+            let counts = stored.counts
             let nanoseconds = DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds
             let ms = nanoseconds / 1_000_000
             JobMetrics.done(nanoseconds: nanoseconds, symbolicated: counts.symbolicated, missing: counts.missing)

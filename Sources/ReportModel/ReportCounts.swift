@@ -1,7 +1,7 @@
 import ReportModel
 
 /// Counts the master logs per job.
-public struct ReportCounts: Sendable, Equatable {
+public struct ReportCounts: Codable, Sendable, Equatable {
     /// Raw frames (inline levels not counted).
     public var frames = 0
     /// Raw frames resolved to a function.

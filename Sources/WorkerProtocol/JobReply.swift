@@ -1,9 +1,11 @@
+import Compression
+import Foundation
 import ReportModel
 
 /// Worker → master: the outcome of one job.
 public struct JobReply: Codable, Sendable {
     public enum Kind: String, Codable, Sendable {
-        /// `report` holds the symbolicated report.
+        /// `result` holds the symbolicated report.
         case result
         /// The report cannot be parsed: deterministic, never retried.
         case inputError
@@ -16,18 +18,58 @@ public struct JobReply: Codable, Sendable {
 
     public var kind: Kind
     public var jobId: Int64
-    public var report: SymbolicatedReport?
+    public var result: CompressedResult?
     /// The report's crash fingerprint or lag key, computed by the worker right after symbolication.
     public var group: GroupKey?
     public var message: String?
 
     public init(
-        kind: Kind, jobId: Int64, report: SymbolicatedReport? = nil, group: GroupKey? = nil, message: String? = nil
+        kind: Kind, jobId: Int64, result: CompressedResult? = nil, group: GroupKey? = nil, message: String? = nil
     ) {
         self.kind = kind
         self.jobId = jobId
-        self.report = report
+        self.result = result
         self.group = group
         self.message = message
+    }
+}
+
+/// A symbolicated report in the form the database keeps it, made by the worker: its JSON,
+/// zlib-compressed, plus the few facts the master records beside it. The master stores it as
+/// it comes. Decoding the whole report from the reply, encoding it again and compressing it
+/// was about 1 ms of the master's CPU per job, several times the cost of symbolicating it
+/// (perf under scripts/bench-serve.sh), and it ran in the process that also answers ingest.
+public struct CompressedResult: Codable, Sendable {
+    /// zlib of the report's JSON (`JSONEncoder`, slashes unescaped), as `results.symbolicated` holds it.
+    public var compressed: Data
+    /// The JSON's size before compression (`results.symbolicated_size`, the bound for inflating it).
+    public var size: Int
+    public var status: ReportStatus
+    public var counts: ReportCounts
+    /// The images whose debug files were missing, in report order, with their names.
+    public var missing: [MissingBuild]
+
+    /// A build id a report needed and the store lacked.
+    public struct MissingBuild: Codable, Sendable, Equatable {
+        public var buildId: String
+        public var name: String?
+    }
+
+    public init(_ report: SymbolicatedReport) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        let json = try encoder.encode(report)
+        compressed = Zlib.compress(json)
+        size = json.count
+        status = report.status
+        counts = ReportCounts(report)
+        missing = report.missingBuildIds.map { id in
+            MissingBuild(buildId: id, name: report.images.first { $0.id?.hex == id }?.name)
+        }
+    }
+
+    /// The report itself, for the callers that show it rather than store it.
+    public func report() throws -> SymbolicatedReport {
+        try JSONDecoder().decode(SymbolicatedReport.self, from: try Zlib.inflate(compressed, limit: max(size, 1)))
     }
 }

@@ -108,11 +108,14 @@ final class JobRunner {
         do { encoded = try JSONEncoder().encode(reply) } catch {
             return Self.encode(JobReply(kind: .internalError, jobId: reply.jobId, message: "cannot encode reply: \(error)"))
         }
-        guard encoded.count > Framing.maxFrame else { return encoded }
+        // The report travels compressed, but the limit holds for its JSON: that is what the
+        // master's readers inflate, so a result is as large as it always was, whatever it compresses to.
+        let size = max(encoded.count, reply.result?.size ?? 0)
+        guard size > Framing.maxFrame else { return encoded }
         let what = reply.kind == .result ? "symbolicated report" : "reply"
         return Self.encode(JobReply(
             kind: .permanentError, jobId: reply.jobId,
-            message: "\(what) is \(encoded.count) bytes, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"))
+            message: "\(what) is \(size) bytes, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"))
     }
 
     /// Encodes a reply of a few fields; their JSON cannot fail to encode.
@@ -132,7 +135,12 @@ final class JobRunner {
         }
         var report = symbolicator.symbolicate(raw)
         let group = grouper.group(&report)
-        return JobReply(kind: .result, jobId: request.jobId, report: report, group: group)
+        report.id = request.reportId
+        do {
+            return JobReply(kind: .result, jobId: request.jobId, result: try CompressedResult(report), group: group)
+        } catch {
+            return JobReply(kind: .internalError, jobId: request.jobId, message: "cannot encode the report: \(error)")
+        }
     }
 }
 

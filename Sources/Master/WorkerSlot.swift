@@ -200,8 +200,8 @@ final class WorkerSlot: @unchecked Sendable {
         }
         switch reply.kind {
         case .result:
-            guard let stored = reply.result else {
-                try fail(job, .retryable("worker reply has no report"), log)
+            guard let stored = reply.result, stored.isIntact else {
+                try fail(job, .retryable(reply.result == nil ? "worker reply has no report" : "worker reply's report does not inflate to its stated size"), log)
                 return
             }
             let result = JobResult(

@@ -81,8 +81,13 @@ struct JSONCursor {
         return Key(range: start..<end)
     }
 
-    /// True when `key` is `name`, byte for byte.
+    /// True when `key` is `name`, byte for byte. JSONDecoder matches keys by `String` equality,
+    /// which is canonical equivalence; for an ASCII name the two agree unless the name holds one
+    /// of the three ASCII characters with a non-ASCII canonical twin (`K`: U+212A, `` ` ``:
+    /// U+1FEF, `;`: U+037E). No name a reader asks for does.
     func key(_ key: Key, is name: StaticString) -> Bool {
+        assert(name.withUTF8Buffer { !$0.contains { $0 == UInt8(ascii: "K") || $0 == UInt8(ascii: "`") || $0 == UInt8(ascii: ";") } },
+               "\(name) has a character JSONDecoder would also match in a non-ASCII form")
         guard key.range.count == name.utf8CodeUnitCount else { return false }
         return name.withUTF8Buffer { name in
             var i = 0

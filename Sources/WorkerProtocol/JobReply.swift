@@ -68,6 +68,14 @@ public struct CompressedResult: Codable, Sendable {
         }
     }
 
+    /// True when `compressed` inflates to exactly `size` bytes: what the master checks before
+    /// storing bytes it does not otherwise read (inflating is a few tens of µs, decoding the
+    /// report was a millisecond).
+    public var isIntact: Bool {
+        guard size >= 0, let json = try? Zlib.inflate(compressed, limit: max(size, 1)) else { return false }
+        return json.count == size
+    }
+
     /// The report itself, for the callers that show it rather than store it.
     public func report() throws -> SymbolicatedReport {
         try JSONDecoder().decode(SymbolicatedReport.self, from: try Zlib.inflate(compressed, limit: max(size, 1)))

@@ -248,6 +248,20 @@ import Testing
         #expect(status.lastError?.hasPrefix("input error: invalid JSON at line") == true)
     }
 
+    /// The master stores a worker's result without decoding it, so it checks the bytes inflate
+    /// to the size the worker states: a cut result is retried, then quarantined, never stored.
+    @Test func aResultThatDoesNotInflateIsNeverStored() throws {
+        let h = try Harness()
+        let ids = try h.submit(try h.write([variant(of: try realReport(), number: 1, marker: "STACKLINE_TEST_HOOK_CORRUPT_RESULT")]))
+        let master = try h.startMaster(["--workers", "1", "--once", "--max-attempts", "2", "--retry-delay", "0.1"])
+        #expect(try master.waitForExit() == 0)
+        let status = try #require(try h.database().jobStatus(reportId: ids[0]))
+        #expect(status.state == .failed)
+        #expect(status.lastError == "worker reply's report does not inflate to its stated size on 2 attempts")
+        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM results") == 0)
+        #expect(master.log.contains("test hook: corrupting the result"))
+    }
+
     @Test func hungJobTimesOutAndIsQuarantined() throws {
         let h = try Harness()
         let ids = try h.submit(try h.write([variant(of: try realReport(), number: 1, marker: "STACKLINE_TEST_HOOK_HANG")]))

@@ -137,7 +137,9 @@ final class JobRunner {
         let group = grouper.group(&report)
         report.id = request.reportId
         do {
-            return JobReply(kind: .result, jobId: request.jobId, result: try CompressedResult(report), group: group)
+            var result = try CompressedResult(report)
+            hooks.apply(to: &result, of: request)
+            return JobReply(kind: .result, jobId: request.jobId, result: result, group: group)
         } catch {
             return JobReply(kind: .internalError, jobId: request.jobId, message: "cannot encode the report: \(error)")
         }
@@ -151,6 +153,7 @@ struct TestHooks {
     static let hang = "STACKLINE_TEST_HOOK_HANG"
     static let segfault = "STACKLINE_TEST_HOOK_SEGV"
     static let sigkill = "STACKLINE_TEST_HOOK_SIGKILL"
+    static let corruptResult = "STACKLINE_TEST_HOOK_CORRUPT_RESULT"
 
     let enabled: Bool
     let logger: Logger
@@ -158,6 +161,13 @@ struct TestHooks {
     init(environment: [String: String], logger: Logger) {
         enabled = environment["STACKLINE_TEST_HOOKS"] == "1"
         self.logger = logger
+    }
+
+    /// A result whose bytes are cut in half, as a faulty worker or link would deliver it.
+    func apply(to result: inout CompressedResult, of request: JobRequest) {
+        guard enabled, String(decoding: request.raw, as: UTF8.self).contains(Self.corruptResult) else { return }
+        logger.warning("test hook: corrupting the result", metadata: ["report": "\(request.reportId)"])
+        result.compressed = result.compressed.prefix(result.compressed.count / 2)
     }
 
     func apply(to request: JobRequest) {

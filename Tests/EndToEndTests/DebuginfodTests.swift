@@ -93,6 +93,32 @@ struct SplitProgram {
         #expect(!s.server.log.contains(s.read), "the token must never be logged")
     }
 
+    /// `debuginfod-find section` gets a section's bytes: `.debug_info` from the debuginfo file,
+    /// `.text` (NOBITS there, as `--only-keep-debug` leaves it) from the executable. GNU
+    /// objcopy's `--dump-section` of the files that were added is the oracle.
+    @Test func debuginfodFindFetchesSectionsAsObjcopyDumpsThem() throws {
+        let s = try Scene()
+        let cache = s.h.dir.file("cache")
+        for (section, source) in [(".debug_info", s.program.debugFile), (".text", s.program.stripped), (".debug_line", s.program.debugFile)] {
+            let expected = s.h.dir.file("expected\(section)")
+            try runChecked("objcopy", ["--dump-section", "\(section)=\(expected)", source, s.h.dir.file("scratch.o")])
+            let found = try runProcess("debuginfod-find", ["section", s.program.buildID, section], environment: s.clientEnvironment(cache: cache), timeout: 60)
+            #expect(found.succeeded, "\(section): \(found.summary)\n\(s.server.log.suffix(1500))")
+            #expect(try cmp(found.stdout.trimmingCharacters(in: .whitespacesAndNewlines), expected), "\(section) differs from objcopy's dump of \(source)")
+        }
+        #expect(s.server.log.contains("path=/buildid/\(s.program.buildID)/section/.text status=200"))
+
+        // No such section, a section without contents anywhere, a name that is no name.
+        let missing = try s.server.curl("GET", "/buildid/\(s.program.buildID)/section/.no_such_section", token: s.read)
+        #expect(missing.status == 404, "\(missing.body)")
+        let nobits = try s.server.curl("GET", "/buildid/\(s.program.buildID)/section/.bss", token: s.read)
+        #expect(nobits.status == 404, "\(nobits.body)")
+        let badName = try s.server.curl("GET", "/buildid/\(s.program.buildID)/section/%20x", token: s.read)
+        #expect(badName.status == 400, "\(badName.body)")
+        let anonymous = try s.server.curl("GET", "/buildid/\(s.program.buildID)/section/.debug_info")
+        #expect(anonymous.status == 401)
+    }
+
     @Test func gdbResolvesAStrippedBinarysCoreAndAddressesThroughTheServer() throws {
         let s = try Scene()
         // The stripped binary alone in a folder: nothing beside it that gdb could read locally.

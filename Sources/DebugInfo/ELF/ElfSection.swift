@@ -16,4 +16,6 @@ public struct ElfSection: Sendable {
 
     public var hasFileContents: Bool { type != UInt32(SHT_NOBITS) && type != UInt32(SHT_NULL) }
     public var isExecutable: Bool { flags & UInt64(SHF_EXECINSTR) != 0 }
+    /// `SHF_COMPRESSED`: the bytes in the file are a compression header and compressed data.
+    public var isCompressed: Bool { flags & UInt64(SHF_COMPRESSED) != 0 }
 }

@@ -7,8 +7,9 @@ import SymbolStore
 import SystemCalls
 
 /// The debuginfod web API (elfutils `debuginfod(8)`): `GET /buildid/ID/debuginfo` and
-/// `GET /buildid/ID/executable` serve the store's two roles, so gdb, `debuginfod-find`,
-/// eu-stack and systemd-coredump can use Stackline as their symbol server.
+/// `GET /buildid/ID/executable` serve the store's two roles, and `GET /buildid/ID/section/NAME`
+/// one ELF section's bytes from them, so gdb, `debuginfod-find`, eu-stack and
+/// systemd-coredump can use Stackline as their symbol server.
 ///
 /// Scope `read`: debuginfod clients send no token of their own, but libdebuginfod (elfutils
 /// ≥ 0.185; Debian 12 has 0.188) adds the lines of `$DEBUGINFOD_HEADERS_FILE` to every request,
@@ -22,6 +23,12 @@ func addDebuginfodRoutes(to router: Router<StacklineRequestContext>, deps: Serve
         read.head("/:id/\(path)") { request, context in
             try await Debuginfod.serve(request, id: context.parameters.get("id"), role: role, deps: deps)
         }
+    }
+    read.get("/:id/section/:section") { request, context in
+        try await Debuginfod.serveSection(request, id: context.parameters.get("id"), name: context.parameters.get("section"), deps: deps)
+    }
+    read.head("/:id/section/:section") { request, context in
+        try await Debuginfod.serveSection(request, id: context.parameters.get("id"), name: context.parameters.get("section"), deps: deps)
     }
 }
 
@@ -47,14 +54,65 @@ enum Debuginfod {
             }
             return ServedFile(file: file, modified: try? SystemCall.status(of: file.descriptor, path: file.path).st_mtim.tv_sec)
         }
-        let size = served.file.size
+        ServerMetrics.debugFileServed(kind: role == .debugInfo ? "debuginfo" : "executable")
+        return respond(request, served, file: SymbolStoreDirectory.layoutPath(id, role: role))
+    }
+
+    /// The bytes of section `name`, as debuginfod(8) specifies: from the debuginfo file, else
+    /// (absent there, or `SHT_NOBITS` as in an `--only-keep-debug` file) from the executable.
+    /// The contents are the section's bytes in the file, not wrapped in ELF. A compressed
+    /// section (`SHF_COMPRESSED`) is not served (404 saying so): its stored bytes are not its
+    /// contents, and a client can fetch the whole file instead.
+    static func serveSection(_ request: Request, id text: String?, name: String?, deps: ServerDependencies) async throws -> Response {
+        let id = try buildID(text ?? "")
+        // The router hands the path segment over still percent-encoded.
+        guard let name = (name ?? "").removingPercentEncoding else {
+            throw APIError.badRequest("not a section name: bad percent-encoding")
+        }
+        // Section names are short printable ASCII (`.debug_info`, `.gnu_debugdata`).
+        guard !name.isEmpty, name.utf8.count <= 256, name.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else {
+            throw APIError.badRequest("not a section name: expected up to 256 printable ASCII characters")
+        }
+        let (served, role) = try await Offload.run { () throws -> (ServedFile, SymbolStoreDirectory.Role) in
+            var compressed = false
+            for role in [SymbolStoreDirectory.Role.debugInfo, .executable] {
+                let file: RegularFile?
+                do { file = try deps.store.open(id, role: role) } catch {
+                    deps.logger.error("debuginfod: stored file not served", metadata: ["error": "\(error)"])
+                    throw APIError(.internalServerError, "the stored file for \(id) cannot be served: it changed since it was stored")
+                }
+                // A Mach-O file has no ELF sections to give.
+                guard let file, let elf = try? ElfFile(file: file) else { continue }
+                guard let section = elf.sections.first(where: { $0.name == name && $0.hasFileContents }) else { continue }
+                if section.isCompressed {
+                    compressed = true
+                    continue
+                }
+                guard section.offset <= file.size, section.size <= file.size - section.offset else {
+                    throw APIError.notFound("section \(name) of build id \(id) lies outside its file")
+                }
+                let modified = try? SystemCall.status(of: file.descriptor, path: file.path).st_mtim.tv_sec
+                return (ServedFile(file: file, modified: modified, start: section.offset, length: section.size), role)
+            }
+            throw APIError.notFound(compressed
+                ? "section \(name) of build id \(id) is compressed in the stored file; fetch the debuginfo or executable instead"
+                : "no section \(name) with contents in the debuginfo or executable of build id \(id)")
+        }
+        ServerMetrics.debugFileServed(kind: "section")
+        return respond(request, served, file: SymbolStoreDirectory.layoutPath(id, role: role))
+    }
+
+    /// The response for `served`'s bytes: headers, a single `Range`, and the bytes streamed
+    /// in chunks (none for HEAD).
+    private static func respond(_ request: Request, _ served: ServedFile, file storedName: String) -> Response {
+        let size = served.length
         var headers: HTTPFields = [
             .contentType: "application/octet-stream",
             .acceptRanges: "bytes",
             .cacheControl: "public",
             HTTPField.Name("X-Debuginfod-Size")!: "\(size)",
             // The name in the store, not the server's path: `.build-id/ab/cdef….debug`.
-            HTTPField.Name("X-Debuginfod-File")!: SymbolStoreDirectory.layoutPath(id, role: role),
+            HTTPField.Name("X-Debuginfod-File")!: storedName,
         ]
         if let modified = served.modified { headers[.lastModified] = httpDate(modified) }
 
@@ -72,7 +130,6 @@ enum Debuginfod {
         headers[.contentLength] = "\(length)"
         if let range { headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)" }
         let status: HTTPResponse.Status = range == nil ? .ok : .partialContent
-        ServerMetrics.debugFileServed(kind: role == .debugInfo ? "debuginfo" : "executable")
         guard request.method != .head, let sent else { return Response(status: status, headers: headers, body: .init()) }
 
         let body = ResponseBody(contentLength: Int(length)) { writer in
@@ -119,14 +176,21 @@ enum Debuginfod {
 final class ServedFile: @unchecked Sendable {
     let file: RegularFile
     let modified: Int?
+    /// The bytes served: the whole file, or one section of it.
+    let start: UInt64
+    let length: UInt64
 
-    init(file: RegularFile, modified: Int?) {
+    init(file: RegularFile, modified: Int?, start: UInt64 = 0, length: UInt64? = nil) {
         self.file = file
         self.modified = modified
+        self.start = start
+        self.length = length ?? file.size
     }
 
-    /// `count` bytes at `offset`; a file cut short since it was opened ends the response in an error.
+    /// `count` bytes at `offset` of the served bytes; a file cut short since it was opened ends
+    /// the response in an error.
     func read(at offset: UInt64, count: Int) throws -> ByteBuffer {
+        let offset = start + offset
         var buffer = ByteBufferAllocator().buffer(capacity: count)
         var done = 0
         while done < count {

@@ -12,7 +12,8 @@
 # STACKLINE (the stackline to time; default .build/release/stackline).
 #
 # For each tool: the first lookup (a 1-address run: process start, file open, index build)
-# and the steady state (batch rate with that first-lookup time taken out). No thresholds.
+# and the steady state (batch rate with that first-lookup time taken out); then Sentry's
+# symbolic on the same addresses (scripts/bench/symbolic-lookup.py). No thresholds.
 # Afterwards, scripts/bench-queue.sh runs too if it exists (the job-queue benchmark).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -118,6 +119,29 @@ BEGIN {
   printf "JSON output: stackline --json %.0f addr/s, llvm-symbolizer --output-style=JSON %.0f addr/s: %.2fx (batch)\n", sljr, lljr, lljr ? sljr / lljr : 0
   printf "first lookup (1 address, includes process start and index build): stackline %.3f s, llvm-symbolizer %.3f s, eu-addr2line %.3f s\n", slf, llf, euf
 }'
+
+# Sentry's symbolic (PyPI, into .build/bench-venv): its SymCache over the same binary and the
+# same addresses. Its native rate is symbolic_symcache_lookup called through cffi in a loop
+# that makes no Python object per frame; the SymCache is built once, before timing (as its
+# users keep it), so it is compared with Stackline's steady state.
+venv="$root/.build/bench-venv"
+if ! "$venv/bin/python" -c 'import symbolic' 2>/dev/null; then
+  { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet symbolic; } >&2 \
+    || echo "bench.sh: symbolic could not be installed into $venv; its rows are skipped" >&2
+fi
+if "$venv/bin/python" -c 'import symbolic' 2>/dev/null; then
+  symbolic_line=$("$venv/bin/python" "$root/scripts/bench/symbolic-lookup.py" "$TARGET" "$work/batch")
+  echo
+  echo "symbolic $("$venv/bin/pip" show symbolic 2>/dev/null | awk '/^Version:/ { print $2 }') (SymCache): $symbolic_line"
+  awk -v line="$symbolic_line" -v slf="$sl_first" -v slb="$sl_batch" -v n="$n_batch" '
+  BEGIN {
+    split(line, pairs, " "); for (i in pairs) { split(pairs[i], kv, "="); v[kv[1]] = kv[2] }
+    d = slb - slf; sls = d > 0 ? n / d : 0
+    printf "stackline steady / symbolic native lookups: %.2fx (%.0f vs %.0f addr/s)\n", v["native_rate"] ? sls / v["native_rate"] : 0, sls, v["native_rate"]
+    printf "stackline steady / symbolic SymCache.lookup (Python loop): %.2fx (%.0f addr/s)\n", v["python_rate"] ? sls / v["python_rate"] : 0, v["python_rate"]
+    printf "symbolic builds its SymCache in %.3f s; stackline'"'"'s first lookup (process start + index) takes %.3f s\n", v["symcache_build_s"], slf
+  }'
+fi
 
 echo
 echo "== scripts/bench-parse.sh =="

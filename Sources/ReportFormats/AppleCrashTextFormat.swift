@@ -253,20 +253,40 @@ struct AppleCrashTextParser {
     /// exactly as printed and the decimal offset after it. Nil for nothing or `<redacted>`, which
     /// names no function and would merge unrelated frames.
     static func deviceSymbol(_ text: String, image: String?) -> (String?, UInt64?) {
-        var name = Substring(text.trimmingCharacters(in: .whitespaces))
+        // Runs once per frame: Foundation's trimming and backward `range(of:)` (through
+        // NSString) were 58% of parsing a large `.crash` (scripts/bench-parse.sh under perf).
+        var name = Substring(text.trimmingWhitespace(newlines: false))
         // A trailing "(file:line)" is where, not who.
-        if name.hasSuffix(")"), let open = name.range(of: " (", options: .backwards), name[open.upperBound...].contains(":") {
+        if name.hasSuffix(")"), let open = lastRange(of: " (", in: name), name[open.upperBound...].contains(":") {
             name = name[..<open.lowerBound]
         }
         var offset: UInt64?
-        if let plus = name.range(of: " + ", options: .backwards), let value = UInt64(name[plus.upperBound...]) {
+        if let plus = lastRange(of: " + ", in: name), let value = UInt64(name[plus.upperBound...]) {
             offset = value
             name = name[..<plus.lowerBound]
         }
-        if let image, name.hasSuffix(" (in \(image))") { name = name.dropLast(" (in \(image))".count) }
+        if let image {
+            let suffix = " (in \(image))"
+            if name.hasSuffix(suffix) { name = name.dropLast(suffix.count) }
+        }
         name = name.drop { $0 == " " }
         guard !name.isEmpty, name != "<redacted>", name != "???" else { return (nil, nil) }
         return (String(name), offset)
+    }
+
+    /// The last occurrence of the ASCII `needle` in `text`, byte for byte.
+    private static func lastRange(of needle: StaticString, in text: Substring) -> Range<Substring.Index>? {
+        let bytes = text.utf8
+        let count = needle.utf8CodeUnitCount
+        guard bytes.count >= count else { return nil }
+        return needle.withUTF8Buffer { pattern -> Range<Substring.Index>? in
+            var start = bytes.index(bytes.endIndex, offsetBy: -count)
+            while true {
+                if bytes[start...].starts(with: pattern) { return start..<bytes.index(start, offsetBy: count) }
+                if start == bytes.startIndex { return nil }
+                start = bytes.index(before: start)
+            }
+        }
     }
 
     /// `0x7fff61bc6000 + 3114` after the pc must add up to it.

@@ -54,8 +54,8 @@ enum Debuginfod {
             }
             return ServedFile(file: file, modified: try? SystemCall.status(of: file.descriptor, path: file.path).st_mtim.tv_sec)
         }
-        ServerMetrics.debugFileServed(kind: role == .debugInfo ? "debuginfo" : "executable")
-        return respond(request, served, file: SymbolStoreDirectory.layoutPath(id, role: role))
+        return respond(
+            request, served, file: SymbolStoreDirectory.layoutPath(id, role: role), kind: role == .debugInfo ? "debuginfo" : "executable")
     }
 
     /// The bytes of section `name`, as debuginfod(8) specifies: from the debuginfo file, else
@@ -98,13 +98,12 @@ enum Debuginfod {
                 ? "section \(name) of build id \(id) is compressed in the stored file; fetch the debuginfo or executable instead"
                 : "no section \(name) with contents in the debuginfo or executable of build id \(id)")
         }
-        ServerMetrics.debugFileServed(kind: "section")
-        return respond(request, served, file: SymbolStoreDirectory.layoutPath(id, role: role))
+        return respond(request, served, file: SymbolStoreDirectory.layoutPath(id, role: role), kind: "section")
     }
 
     /// The response for `served`'s bytes: headers, a single `Range`, and the bytes streamed
-    /// in chunks (none for HEAD).
-    private static func respond(_ request: Request, _ served: ServedFile, file storedName: String) -> Response {
+    /// in chunks (none for HEAD). `kind` labels the served-files metric.
+    private static func respond(_ request: Request, _ served: ServedFile, file storedName: String, kind: String) -> Response {
         let size = served.length
         var headers: HTTPFields = [
             .contentType: "application/octet-stream",
@@ -130,6 +129,7 @@ enum Debuginfod {
         headers[.contentLength] = "\(length)"
         if let range { headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)" }
         let status: HTTPResponse.Status = range == nil ? .ok : .partialContent
+        ServerMetrics.debugFileServed(kind: kind)
         guard request.method != .head, let sent else { return Response(status: status, headers: headers, body: .init()) }
 
         let body = ResponseBody(contentLength: Int(length)) { writer in

@@ -112,18 +112,27 @@ public struct TokenStore: Sendable {
 
     /// The live token the presented text is, or nil (malformed, unknown, wrong secret, revoked).
     public func verify(_ presented: String) throws -> TokenRecord? {
-        guard let id = Self.id(ofPresented: presented), let stored = try stored(id: id) else { return nil }
-        return Self.check(presented, against: stored)
+        try Self.verify(presented, rows: stored(id:))
     }
 
-    /// A token row as `check` needs it: what callers may cache between verifications.
+    /// `verify` with the token rows read by `rows` (the server reuses them for a moment): the
+    /// token's record if `presented` is `sl_<id>_<secret>`, its row exists, the secret hashes to
+    /// the stored hash (compared in constant time), and the token is not revoked.
+    public static func verify(_ presented: String, rows: (Int64) throws -> StoredToken?) throws -> TokenRecord? {
+        guard let id = id(ofPresented: presented), let stored = try rows(id) else { return nil }
+        let digest = SHA256.hex(Data(presented.utf8))
+        guard constantTimeEqual(Array(digest.utf8), Array(stored.hash.utf8)) else { return nil }
+        return stored.record.isRevoked ? nil : stored.record
+    }
+
+    /// A token row as `verify` needs it: what callers may cache between verifications.
     public struct StoredToken: Sendable {
         public let record: TokenRecord
         fileprivate let hash: String
     }
 
     /// The id a presented token claims (`sl_<id>_<secret>`), nil if it is no token of ours.
-    public static func id(ofPresented presented: String) -> Int64? {
+    private static func id(ofPresented presented: String) -> Int64? {
         guard presented.hasPrefix(prefix), presented.utf8.count <= 128 else { return nil }
         let rest = presented.dropFirst(prefix.count)
         guard let underscore = rest.firstIndex(of: "_") else { return nil }
@@ -136,14 +145,6 @@ public struct TokenStore: Sendable {
         }
         guard let row else { return nil }
         return StoredToken(record: try Self.record(row), hash: row["token_hash"])
-    }
-
-    /// The token's record if `presented` hashes to the stored hash (compared in constant time)
-    /// and the token is not revoked.
-    public static func check(_ presented: String, against stored: StoredToken) -> TokenRecord? {
-        let digest = SHA256.hex(Data(presented.utf8))
-        guard constantTimeEqual(Array(digest.utf8), Array(stored.hash.utf8)) else { return nil }
-        return stored.record.isRevoked ? nil : stored.record
     }
 
     /// Records when a token was last used (callers throttle this: it is a write).

@@ -178,7 +178,8 @@ struct JSONLooseString: Decodable, Equatable, Sendable {
         if c.null() { return nil }
         switch try c.peek() {
         case .string: return JSONLooseString(text: try c.string())
-        case .number: return JSONLooseString(text: try c.integerText())
+        // As `String(Int64)` writes it: the number's digits, `-` for a negative one.
+        case .number: return JSONLooseString(text: String(try c.int()))
         case .literal: return JSONLooseString(text: String(try c.bool()))
         case .object, .array: throw JSONCursor.Unsupported()
         }

@@ -54,20 +54,8 @@ struct JSONCursor {
     /// The next member's key, with its `:` consumed: the caller then reads or skips the value.
     /// Nil at the object's `}`.
     mutating func nextKey() throws(Unsupported) -> Key? {
+        guard try another(before: UInt8(ascii: "}")) else { return nil }
         skipWhitespace()
-        guard position < bytes.count else { throw Unsupported() }
-        if bytes[position] == UInt8(ascii: "}") {
-            // `{"a":1,}` never gets here: the comma is consumed below and `}` is then no key.
-            position += 1
-            atContainerStart = false
-            depth -= 1
-            return nil
-        }
-        if !atContainerStart {
-            try comma()
-            skipWhitespace()
-        }
-        atContainerStart = false
         guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw Unsupported() }
         let start = position + 1
         var end = start
@@ -114,24 +102,28 @@ struct JSONCursor {
         atContainerStart = true
     }
 
-    private mutating func comma() throws(Unsupported) {
-        try consume(UInt8(ascii: ","))
-        values += 1
-        guard values <= ReportLimits.maxJSONValues else { throw Unsupported() }
-    }
-
     /// True when another element follows (the caller then reads it); false at the array's `]`.
     mutating func nextElement() throws(Unsupported) -> Bool {
+        try another(before: UInt8(ascii: "]"))
+    }
+
+    /// The one rule of both containers: `closer` ends it (false); otherwise a member or element
+    /// follows (true), after a comma unless it is the first. `{"a":1,}` and `[1,]` never end
+    /// here: the comma is consumed, and the `}` or `]` after it is then no key or value.
+    private mutating func another(before closer: UInt8) throws(Unsupported) -> Bool {
         skipWhitespace()
         guard position < bytes.count else { throw Unsupported() }
-        if bytes[position] == UInt8(ascii: "]") {
-            // `[1,]` never gets here: after the comma the element read finds `]` and stops.
+        if bytes[position] == closer {
             position += 1
             atContainerStart = false
             depth -= 1
             return false
         }
-        if !atContainerStart { try comma() }
+        if !atContainerStart {
+            try consume(UInt8(ascii: ","))
+            values += 1
+            guard values <= ReportLimits.maxJSONValues else { throw Unsupported() }
+        }
         atContainerStart = false
         return true
     }
@@ -233,12 +225,6 @@ struct JSONCursor {
         }
         guard magnitude <= UInt64(Int.max) else { throw Unsupported() }
         return Int(magnitude)
-    }
-
-    /// The integer's text as `String(Int64)` writes it, for fields some writers give as a string
-    /// and others as a number.
-    mutating func integerText() throws(Unsupported) -> String {
-        String(try int())
     }
 
     /// Skips one value of any kind, checking it is strict JSON.

@@ -54,16 +54,11 @@ public enum SystemCall {
         return info
     }
 
-    /// Sets the nice value of a process; nil: the calling thread (on Linux the nice value is a
-    /// per-thread attribute, and `who` 0 names the calling thread). Best effort by design: a
-    /// caller that cannot lower a priority still works, it only competes harder for the CPU, so
-    /// failure is reported as false rather than thrown.
+    /// Sets the nice value of a process. Best effort by design: a process that cannot be
+    /// lowered still works, it only competes harder for the CPU, so failure is reported as false
+    /// rather than thrown.
     @discardableResult
-    public static func setNiceness(_ value: Int32, of process: Int32? = nil) -> Bool {
-        #if os(Linux)
-        return setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(process ?? 0), value) == 0
-        #else
-        return setpriority(PRIO_PROCESS, id_t(process ?? 0), value) == 0
-        #endif
+    public static func setNiceness(_ value: Int32, of process: Int32) -> Bool {
+        setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(process), value) == 0
     }
 }

@@ -42,17 +42,12 @@ enum Debuginfod {
     {
         let id = try buildID(text ?? "")
         let served = try await Offload.run { () throws -> ServedFile in
-            let file: RegularFile?
-            do { file = try deps.store.open(id, role: role) } catch {
-                deps.logger.error("debuginfod: stored file not served", metadata: ["error": "\(error)"])
-                throw APIError(.internalServerError, "the stored file for \(id) cannot be served: it changed since it was stored")
-            }
-            guard let file else { throw APIError.notFound("no \(role == .debugInfo ? "debuginfo" : "executable") for build id \(id)") }
+            guard let file = try openStored(id, role: role, deps: deps) else { throw APIError.notFound("no \(role == .debugInfo ? "debuginfo" : "executable") for build id \(id)") }
             // The `.debug` role may hold a stripped image when nothing better was added: it is no debuginfo.
             if role == .debugInfo, let entry = deps.store.entry(buildID: id), !entry.hasDWARF && !entry.hasSymbolTable {
                 throw APIError.notFound("the store holds no debug information for build id \(id), only an image")
             }
-            return ServedFile(file: file, modified: try? SystemCall.status(of: file.descriptor, path: file.path).st_mtim.tv_sec)
+            return ServedFile(file: file)
         }
         return respond(
             request, served, file: SymbolStoreDirectory.layoutPath(id, role: role), kind: role == .debugInfo ? "debuginfo" : "executable")
@@ -76,13 +71,8 @@ enum Debuginfod {
         let (served, role) = try await Offload.run { () throws -> (ServedFile, SymbolStoreDirectory.Role) in
             var compressed = false
             for role in [SymbolStoreDirectory.Role.debugInfo, .executable] {
-                let file: RegularFile?
-                do { file = try deps.store.open(id, role: role) } catch {
-                    deps.logger.error("debuginfod: stored file not served", metadata: ["error": "\(error)"])
-                    throw APIError(.internalServerError, "the stored file for \(id) cannot be served: it changed since it was stored")
-                }
                 // A Mach-O file has no ELF sections to give.
-                guard let file, let elf = try? ElfFile(file: file) else { continue }
+                guard let file = try openStored(id, role: role, deps: deps), let elf = try? ElfFile(file: file) else { continue }
                 guard let section = elf.sections.first(where: { $0.name == name && $0.hasFileContents }) else { continue }
                 if section.isCompressed {
                     compressed = true
@@ -91,14 +81,22 @@ enum Debuginfod {
                 guard section.offset <= file.size, section.size <= file.size - section.offset else {
                     throw APIError.notFound("section \(name) of build id \(id) lies outside its file")
                 }
-                let modified = try? SystemCall.status(of: file.descriptor, path: file.path).st_mtim.tv_sec
-                return (ServedFile(file: file, modified: modified, start: section.offset, length: section.size), role)
+                return (ServedFile(file: file, start: section.offset, length: section.size), role)
             }
             throw APIError.notFound(compressed
                 ? "section \(name) of build id \(id) is compressed in the stored file; fetch the debuginfo or executable instead"
                 : "no section \(name) with contents in the debuginfo or executable of build id \(id)")
         }
         return respond(request, served, file: SymbolStoreDirectory.layoutPath(id, role: role), kind: "section")
+    }
+
+    /// The stored file of `id` in `role`, nil when the store has none. A link or a swapped file
+    /// is never served: 500, logged (the store refuses to open it).
+    private static func openStored(_ id: BuildID, role: SymbolStoreDirectory.Role, deps: ServerDependencies) throws -> RegularFile? {
+        do { return try deps.store.open(id, role: role) } catch {
+            deps.logger.error("debuginfod: stored file not served", metadata: ["error": "\(error)"])
+            throw APIError(.internalServerError, "the stored file for \(id) cannot be served: it changed since it was stored")
+        }
     }
 
     /// The response for `served`'s bytes: headers, a single `Range`, and the bytes streamed
@@ -180,9 +178,9 @@ final class ServedFile: @unchecked Sendable {
     let start: UInt64
     let length: UInt64
 
-    init(file: RegularFile, modified: Int?, start: UInt64 = 0, length: UInt64? = nil) {
+    init(file: RegularFile, start: UInt64 = 0, length: UInt64? = nil) {
         self.file = file
-        self.modified = modified
+        modified = try? SystemCall.status(of: file.descriptor, path: file.path).st_mtim.tv_sec
         self.start = start
         self.length = length ?? file.size
     }

@@ -70,6 +70,11 @@ let package = Package(
         // The master↔worker wire format (job and reply frames, length-prefixed framing). A worker
         // links this and never Master: it must not reach JobQueue or GRDB (Tests/ModuleGraphTests).
         .target(name: "WorkerProtocol", dependencies: ["ReportModel", "SystemCalls", "Compression"]),
+        // The HTTP client of a `stackline serve` (URLSession): `symbols upload` and remote workers.
+        .target(name: "ServiceClient", dependencies: ["ReportModel"]),
+        // A remote worker's debug files: fetched from the master's debuginfod endpoint into a
+        // bounded, least-recently-used cache in the store layout, each checked by build id.
+        .target(name: "SymbolFetch", dependencies: ["SymbolStore", "DebugInfo", "ReportModel", "SystemCalls", "ServiceClient"]),
         // The escaping log handler every Stackline process logs through, master and worker alike.
         .target(
             name: "StacklineLogging",
@@ -128,7 +133,7 @@ let package = Package(
             dependencies: [
                 "DebugInfo", "SymbolStore", "Symbolication", "ReportModel", "ReportFormats", "ReportRendering",
                 "JobQueue", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
-                "Intake", "Queries", "Server", "SDKProtocol",
+                "Intake", "Queries", "Server", "SDKProtocol", "ServiceClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -138,7 +143,7 @@ let package = Package(
             name: "stackline-worker",
             dependencies: [
                 "Symbolication", "SymbolStore", "ReportFormats", "ReportModel", "WorkerProtocol", "StacklineLogging",
-                "Grouping",
+                "Grouping", "ServiceClient", "SymbolFetch", "SystemCalls",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -152,7 +157,9 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "ReportModel", "SystemCalls", "TestSupport"]),
         .testTarget(name: "SymbolStoreTests", dependencies: ["SymbolStore", "DebugInfo", "ReportModel", "TestSupport"]),
-        .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "SymbolStore", "ReportModel", "TestSupport"]),
+        .testTarget(
+            name: "SymbolicationTests",
+            dependencies: ["Symbolication", "SymbolStore", "ReportModel", "TestSupport", "SymbolFetch", "ServiceClient"]),
         .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "JobQueueTests",

@@ -153,8 +153,15 @@ if [ -f "$root/scripts/bench-queue.sh" ]; then
   echo "== scripts/bench-queue.sh =="
   bash "$root/scripts/bench-queue.sh"
 fi
+echo; echo "== scripts/bench-queue-store.sh (the job store alone) =="; bash "$root/scripts/bench-queue-store.sh"
 
 # `stackline serve` ingest under wrk: accepted reports/s and p99 latency.
 echo
 echo "== scripts/bench-serve.sh =="
 bash "$root/scripts/bench-serve.sh"
+
+# Remote workers (`stackline-worker --connect`, each on a network namespace of its own) against
+# local ones: reports/s of each and their ratio.
+echo
+echo "== scripts/bench-remote.sh =="
+bash "$root/scripts/bench-remote.sh"

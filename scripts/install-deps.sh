@@ -10,6 +10,7 @@ packages=(
   curl wrk python3-venv                             # serve: curl drives the API, wrk for make bench, venv for schemathesis
   openssl                                           # SDK tests encrypt payloads with openssl enc (an independent AES-CBC)
   debuginfod gdb                                    # serve: debuginfod-find and gdb fetch debug files over /buildid/…
+  iproute2 systemd                                  # remote workers: ip netns hosts; systemd-analyze checks the worker's unit
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -85,7 +85,7 @@ public struct ReportIntake: Sendable {
                 let new = NewReport(
                     raw: part.data, format: report.format, kind: report.kind,
                     app: report.app?.name ?? defaults.app, version: report.app?.version ?? defaults.version,
-                    namespace: defaults.namespace)
+                    namespace: defaults.namespace, buildIds: report.referencedBuildIds.map(\.hex))
                 // The sender's gzip inflates to the whole input: it is this part's stored form
                 // only when the part is the input byte for byte (not a split, not trimmed).
                 return .report(StorableReport(new, alreadyCompressed: part.data == data ? compressed : nil))

@@ -105,12 +105,12 @@ public final class JobDatabase: Sendable {
         let now = clock()
         try db.cachedStatement(
             sql: """
-                INSERT INTO reports (raw, raw_size, format, digest, app, version, kind, received_at, namespace)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO reports (raw, raw_size, format, digest, app, version, kind, received_at, namespace, build_ids)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(
             arguments: [storable.compressed, report.raw.count, report.format, storable.digest, report.app, report.version,
-                        report.kind.rawValue, now, report.namespace])
+                        report.kind.rawValue, now, report.namespace, report.buildIds?.joined(separator: " ")])
         let reportId = db.lastInsertedRowID
         let state: JobState = report.rejectedBecause == nil ? .queued : .failed
         try db.cachedStatement(
@@ -125,12 +125,29 @@ public final class JobDatabase: Sendable {
 
     // MARK: Claim, heartbeat, complete, fail
 
-    /// Claims the best runnable job with one `UPDATE … RETURNING`, so two claimers can never
-    /// take the same row. Returns nil when nothing is runnable now.
+    /// Claims the best runnable job (`priority DESC, id`) in one IMMEDIATE transaction, so two
+    /// claimers can never take the same row. Returns nil when nothing is runnable now.
     public func claim(leaseMs: Int64) throws -> ClaimedJob? {
+        try claim(leaseMs: leaseMs) { db, now in
+            try Int64.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT id FROM jobs WHERE state = 'queued' AND run_after <= ? ORDER BY priority DESC, id LIMIT 1"),
+                arguments: [now]
+            ).map { ($0, ()) }
+        }?.job
+    }
+
+    /// Picks the job a claim takes, inside the claim's write transaction (`now` is that
+    /// transaction's clock reading): the job's id and what the caller wants to know about the
+    /// choice, or nil when nothing suits.
+    typealias ClaimChoice<Choice> = (_ db: Database, _ now: Int64) throws -> (jobId: Int64, choice: Choice)?
+
+    /// Every claim goes through here, whatever picks the job, so leases, fencing tokens and
+    /// unreadable stored bytes are handled one way.
+    func claim<Choice>(leaseMs: Int64, choosing choose: ClaimChoice<Choice>) throws -> (job: ClaimedJob, choice: Choice)? {
         while true {
-            guard let job = try claimOne(leaseMs: leaseMs) else { return nil }
-            switch job {
+            guard let outcome = try claimOne(leaseMs: leaseMs, choosing: choose) else { return nil }
+            switch outcome {
             case .success(let claimed):
                 return claimed
             case .failure(let unreadable):
@@ -149,37 +166,46 @@ public final class JobDatabase: Sendable {
         var error: JobQueueError
     }
 
-    private func claimOne(leaseMs: Int64) throws -> Result<ClaimedJob, UnreadableJob>? {
+    private func claimOne<Choice>(
+        leaseMs: Int64, choosing choose: ClaimChoice<Choice>
+    ) throws -> Result<(job: ClaimedJob, choice: Choice), UnreadableJob>? {
         let token = Int64.random(in: 1...Int64.max)
-        let claimed: (Row, Row)? = try immediate { db in
+        let claimed: (Row, Row, Choice)? = try immediate { db in
             let now = clock()
+            guard let (jobId, choice) = try choose(db, now) else { return nil }
             guard let job = try Row.fetchOne(
-                db,
-                sql: """
-                    UPDATE jobs
-                    SET state = 'running', attempts = attempts + 1, lease_token = ?, lease_expires_at = ?, updated_at = ?
-                    WHERE id = (
-                        SELECT id FROM jobs WHERE state = 'queued' AND run_after <= ?
-                        ORDER BY priority DESC, id LIMIT 1)
-                    RETURNING id, report_id, attempts, lease_token, lease_expires_at
-                    """,
-                arguments: [token, now + leaseMs, now, now])
+                db.cachedStatement(
+                    sql: """
+                        UPDATE jobs
+                        SET state = 'running', attempts = attempts + 1, lease_token = ?, lease_expires_at = ?, updated_at = ?
+                        WHERE id = ? AND state = 'queued'
+                        RETURNING id, report_id, attempts, lease_token, lease_expires_at
+                        """),
+                arguments: [token, now + leaseMs, now, jobId])
             else { return nil }
             let reportId: Int64 = job["report_id"]
             guard let report = try Row.fetchOne(
-                db, sql: "SELECT format, raw, raw_size FROM reports WHERE id = ?", arguments: [reportId])
+                db.cachedStatement(sql: "SELECT format, raw, raw_size, build_ids FROM reports WHERE id = ?"),
+                arguments: [reportId])
             else { throw JobQueueError.reportNotFound(reportId) }
-            return (job, report)
+            return (job, report, choice)
         }
-        guard let (job, report) = claimed else { return nil }
+        guard let (job, report, choice) = claimed else { return nil }
         let raw: Data
         do { raw = try inflateStored(reportId: job["report_id"], report) } catch {
             return .failure(UnreadableJob(jobId: job["id"], token: job["lease_token"], error: error))
         }
-        return .success(ClaimedJob(
+        let claimedJob = ClaimedJob(
             jobId: job["id"], reportId: job["report_id"], attempts: job["attempts"],
             leaseToken: job["lease_token"], leaseExpiresAt: job["lease_expires_at"],
-            format: report["format"], raw: raw))
+            format: report["format"], raw: raw, buildIds: Self.buildIds(stored: report["build_ids"]))
+        return .success((claimedJob, choice))
+    }
+
+    /// `reports.build_ids` as a list: NULL (stored before v7) and '' both hold none.
+    static func buildIds(stored: String?) -> [String] {
+        guard let stored else { return [] }
+        return stored.split(separator: " ").map(String.init)
     }
 
     private func inflateStored(reportId: Int64, _ row: Row) throws(JobQueueError) -> Data {
@@ -347,6 +373,16 @@ public final class JobDatabase: Sendable {
     public func unfinishedCount() throws -> Int {
         try pool.read { db in
             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running')") ?? 0
+        }
+    }
+
+    /// Whether a claim now could find a job: a read, so pollers (a remote worker's long-poll
+    /// claim) do not take the write lock just to learn the queue is empty.
+    public func hasRunnableJob() throws -> Bool {
+        try pool.read { db in
+            try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'queued' AND run_after <= ?)"),
+                arguments: [clock()]) ?? false
         }
     }
 

@@ -168,6 +168,31 @@ enum Schema {
                     """)
         }
         registerNamespaces(&migrator)
+        migrator.registerMigration("v7: build ids and workers") { db in
+            try db.execute(
+                sql: """
+                    -- Lowercase hex build ids of the images the report's frames fall in, space-separated,
+                    -- so a claim can prefer a remote worker that holds their debug files.
+                    -- NULL: unknown (stored before v7); '': no frame falls in an image with an id.
+                    ALTER TABLE reports ADD COLUMN build_ids TEXT;
+                    -- The master's view of its connected remote workers, for `stackline workers`.
+                    CREATE TABLE workers (
+                        id TEXT PRIMARY KEY,
+                        name TEXT NOT NULL,
+                        address TEXT,
+                        slots INTEGER NOT NULL,
+                        busy INTEGER NOT NULL,
+                        jobs_done INTEGER NOT NULL,
+                        cache_bytes INTEGER NOT NULL,
+                        holds INTEGER NOT NULL,         -- how many build ids its debug-file cache holds
+                        fetches INTEGER NOT NULL,       -- debug files it fetched from the master since it started
+                        affinity_hits INTEGER NOT NULL,
+                        affinity_claims INTEGER NOT NULL,
+                        connected_at INTEGER NOT NULL,
+                        last_heartbeat INTEGER NOT NULL
+                    );
+                    """)
+        }
         return migrator
     }
 }

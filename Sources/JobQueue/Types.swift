@@ -34,10 +34,13 @@ public struct NewReport: Sendable {
     /// When set, the report is stored but its job is created already `failed` with this reason
     /// (input that was accepted without a parse, e.g. `submit --accept-unparsed`).
     public var rejectedBecause: String?
+    /// Lowercase hex build ids of the images the report's frames fall in
+    /// (`RawReport.referencedBuildIds`), for symbol affinity; nil when unknown (not parsed).
+    public var buildIds: [String]?
 
     public init(
         raw: Data, format: String, kind: ReportKind, app: String? = nil, version: String? = nil,
-        namespace: String? = nil, priority: Int? = nil, rejectedBecause: String? = nil
+        namespace: String? = nil, priority: Int? = nil, rejectedBecause: String? = nil, buildIds: [String]? = nil
     ) {
         self.raw = raw
         self.format = format
@@ -47,6 +50,7 @@ public struct NewReport: Sendable {
         self.namespace = namespace
         self.priority = priority ?? JobPriority.fresh(kind)
         self.rejectedBecause = rejectedBecause
+        self.buildIds = buildIds
     }
 }
 
@@ -86,6 +90,8 @@ public struct ClaimedJob: Sendable {
     public var format: String
     /// Decompressed report bytes.
     public var raw: Data
+    /// Build ids of the images the report's frames fall in; empty when none or unknown.
+    public var buildIds: [String]
 }
 
 /// What a finished job stores.

@@ -16,11 +16,14 @@ public final class Dispatcher: @unchecked Sendable {
     private var signalSources: [DispatchSourceSignal] = []
     /// Live worker processes and restarts, for readiness checks and metrics.
     public let census = WorkerCensus()
+    /// Workers on other machines (`stackline serve` only); their rows are flushed from this loop.
+    private let remote: RemoteWorkerPool?
 
-    public init(db: JobDatabase, config: MasterConfiguration, logger: Logger) {
+    public init(db: JobDatabase, config: MasterConfiguration, logger: Logger, remote: RemoteWorkerPool? = nil) {
         self.db = db
         self.config = config
         self.logger = logger
+        self.remote = remote
     }
 
     /// Runs until stopped (or, with `once`, until the queue is drained). Throws the first
@@ -57,7 +60,8 @@ public final class Dispatcher: @unchecked Sendable {
         }
 
         // Leases of a master killed with -9 expire while we run too; requeue them as they do.
-        let recoveryInterval = max(0.5, config.leaseSeconds / 2)
+        // Remote workers' rows are written as often, so `stackline workers` is that fresh.
+        let recoveryInterval = max(0.5, min(2, config.leaseSeconds / 2))
         while true {
             if group.wait(timeout: .now() + recoveryInterval) == .success {
                 // Without local workers (`serve --workers 0`) the master still recovers leases
@@ -65,6 +69,7 @@ public final class Dispatcher: @unchecked Sendable {
                 if config.workers > 0 || stop.isSet { break }
                 stop.wait(upTo: recoveryInterval)
             }
+            remote?.flush()
             if stop.isSet { continue }
             if let due = nextRetention, Date() >= due {
                 nextRetention = runRetention(reclaim: .incrementalOnly)

@@ -60,7 +60,7 @@ public enum OneShotWorker {
                     return .symbolicated(report)
                 case .inputError:
                     return .inputError(reply.message ?? "unparseable report")
-                case .internalError, .permanentError:
+                case .internalError, .permanentError, .workerLost:
                     return .workerFailed(reply.message ?? "worker error")
                 }
             }

@@ -14,7 +14,7 @@ internal import WorkerProtocol
 /// reply while renewing the lease, and writes the outcome. Only this thread touches its worker.
 final class WorkerSlot: @unchecked Sendable {
     let index: Int
-    private let db: JobDatabase
+    private let db: any JobLeasing
     private let config: MasterConfiguration
     private let stop: StopFlag
     private var logger: Logger
@@ -30,8 +30,9 @@ final class WorkerSlot: @unchecked Sendable {
         }
     }
     private var lastSpawn = Date.distantPast
+    private var outcomes: JobOutcomes { JobOutcomes(db: db, retry: config.retry) }
 
-    init(index: Int, db: JobDatabase, config: MasterConfiguration, stop: StopFlag, census: WorkerCensus, logger: Logger) {
+    init(index: Int, db: any JobLeasing, config: MasterConfiguration, stop: StopFlag, census: WorkerCensus, logger: Logger) {
         self.index = index
         self.db = db
         self.config = config
@@ -198,68 +199,11 @@ final class WorkerSlot: @unchecked Sendable {
             try fail(job, .retryable("worker sent a malformed reply"), log)
             return
         }
-        switch reply.kind {
-        case .result:
-            guard let stored = reply.result, stored.isIntact else {
-                try fail(job, .retryable(reply.result == nil ? "worker reply has no report" : "worker reply's report does not inflate to its stated size"), log)
-                return
-            }
-            let result = JobResult(
-                compressedJSON: stored.compressed, jsonSize: stored.size, status: stored.status, group: reply.group,
-                missingImages: stored.missing.map { MissingImage(buildId: $0.buildId, name: $0.name) })
-            do {
-                try db.complete(jobId: job.jobId, token: job.leaseToken, result: result)
-            } catch JobQueueError.staleLease {
-                log.warning("lease lost before completion; result discarded")
-                return
-            }
-            let counts = stored.counts
-            let nanoseconds = DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds
-            let ms = nanoseconds / 1_000_000
-            JobMetrics.done(nanoseconds: nanoseconds, symbolicated: counts.symbolicated, missing: counts.missing)
-            log.info(
-                "job done",
-                metadata: [
-                    "format": "\(job.format)", "frames": "\(counts.frames)",
-                    "symbolicated": "\(counts.symbolicated)", "missing": "\(counts.missing)", "ms": "\(ms)",
-                    "attempt": "\(job.attempts)",
-                ])
-        case .inputError:
-            try fail(job, .permanent("input error: \(reply.message ?? "unparseable report")"), log)
-        case .internalError:
-            try fail(job, .retryable("worker error: \(reply.message ?? "unknown")"), log)
-        case .permanentError:
-            try fail(job, .permanent(reply.message ?? "worker error that cannot be retried"), log)
-        }
+        _ = try outcomes.record(reply, for: LeasedJob(job), started: started, log)
     }
 
     private func fail(_ job: ClaimedJob, _ failure: JobFailure, _ log: Logger) throws {
-        do {
-            switch try db.fail(jobId: job.jobId, token: job.leaseToken, failure: failure, policy: config.retry) {
-            case .retryScheduled(let runAfter, let attempts):
-                let delay = Double(runAfter - db.now()) / 1000
-                log.warning(
-                    "job attempt failed; retry scheduled",
-                    metadata: ["attempt": "\(attempts)", "retryIn": "\(formatSeconds(delay))", "reason": "\(failure)"])
-            case .failed(let reason):
-                log.error("job failed", metadata: ["attempt": "\(job.attempts)", "reason": "\(reason)"])
-            }
-        } catch JobQueueError.staleLease {
-            log.warning("lease lost before recording failure", metadata: ["reason": "\(failure)"])
-        }
-    }
-}
-
-/// What each finished job adds to `/metrics` (no-ops without a metrics backend).
-enum JobMetrics {
-    static let latency = Timer(label: "stackline_job_duration_seconds", preferredDisplayUnit: .seconds)
-    static let framesSymbolicated = Counter(label: "stackline_frames_total", dimensions: [("status", "symbolicated")])
-    static let framesMissing = Counter(label: "stackline_frames_total", dimensions: [("status", "missing")])
-
-    static func done(nanoseconds: UInt64, symbolicated: Int, missing: Int) {
-        latency.recordNanoseconds(Int64(clamping: nanoseconds))
-        framesSymbolicated.increment(by: symbolicated)
-        framesMissing.increment(by: missing)
+        try outcomes.fail(LeasedJob(job), failure, log)
     }
 }
 

@@ -23,6 +23,11 @@ public final class Authenticator: Sendable {
     /// The token of the request if it is valid and permits `scope`; 401 without a valid token,
     /// 403 with a valid token of another scope. Neither message repeats the presented token.
     public func authenticate(_ request: Request, scope: Scope) throws -> TokenRecord {
+        try authenticate(request, scopes: [scope])
+    }
+
+    /// As `authenticate(_:scope:)`, for an endpoint any of `scopes` may call.
+    public func authenticate(_ request: Request, scopes: [Scope]) throws -> TokenRecord {
         guard let header = request.headers[.authorization] else {
             throw APIError.unauthorized("missing Authorization: Bearer token")
         }
@@ -37,8 +42,9 @@ public final class Authenticator: Sendable {
         guard let token = try TokenStore.verify(String(presented), rows: storedToken(id:)) else {
             throw APIError.unauthorized("invalid or revoked token")
         }
-        guard token.scope.permits(scope) else {
-            throw APIError.forbidden("token \(token.id) has scope \(token.scope.rawValue); this endpoint needs \(scope.rawValue)")
+        guard scopes.contains(where: token.scope.permits) else {
+            let needed = scopes.map(\.rawValue).joined(separator: " or ")
+            throw APIError.forbidden("token \(token.id) has scope \(token.scope.rawValue); this endpoint needs \(needed)")
         }
         recordUse(token)
         return token
@@ -70,11 +76,13 @@ public final class Authenticator: Sendable {
 ///     let group = router.group("api/v1/symbols").add(middleware: RequireScope(.symbols, deps))
 public struct RequireScope: RouterMiddleware {
     public typealias Context = StacklineRequestContext
-    let scope: Scope
+    let scopes: [Scope]
     let authenticator: Authenticator
 
-    public init(_ scope: Scope, _ deps: ServerDependencies) {
-        self.scope = scope
+    /// `also`: further scopes that may call the routes (a remote worker fetches debug files
+    /// with its `worker` token).
+    public init(_ scope: Scope, also: [Scope] = [], _ deps: ServerDependencies) {
+        scopes = [scope] + also
         authenticator = deps.authenticator
     }
 
@@ -82,7 +90,7 @@ public struct RequireScope: RouterMiddleware {
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
         var context = context
-        context.token = try authenticator.authenticate(request, scope: scope)
+        context.token = try authenticator.authenticate(request, scopes: scopes)
         return try await next(request, context)
     }
 }

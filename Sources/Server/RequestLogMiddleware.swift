@@ -4,7 +4,8 @@ import Logging
 
 /// The outermost middleware: turns every error into a `{"error": …}` response, counts the
 /// request in `/metrics`, and logs one line per request (method, path, status, bytes, ms).
-/// Never the query string, headers, token or body: they may carry secrets or report data.
+/// Never the query string, headers, token secret or body: they may carry secrets or report
+/// data. The token's id is logged, so requests can be told apart per client.
 struct RequestLogMiddleware: RouterMiddleware {
     typealias Context = StacklineRequestContext
     let logger: Logger
@@ -28,12 +29,13 @@ struct RequestLogMiddleware: RouterMiddleware {
         let ms = Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000
         let route = context.endpointPath ?? "unmatched"
         ServerMetrics.request(route: route, method: request.method.rawValue, status: response.status.code)
-        logger.info(
-            "request",
-            metadata: [
-                "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
-                "bytes": "\(response.body.contentLength.map(String.init) ?? "-")", "ms": "\(String(format: "%.1f", ms))",
-            ])
+        var metadata: Logger.Metadata = [
+            "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+            "bytes": "\(response.body.contentLength.map(String.init) ?? "-")", "ms": "\(String(format: "%.1f", ms))",
+        ]
+        // The token's id (as `tokens list` shows it), never its secret.
+        if let id = context.facts.tokenId { metadata["token"] = "\(id)" }
+        logger.info("request", metadata: metadata)
         return response
     }
 }

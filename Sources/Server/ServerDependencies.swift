@@ -59,14 +59,17 @@ public struct ServerDependencies: Sendable {
     public var ingestLimiter: RateLimiter
     /// Live local workers (for `/readyz` and `/metrics`).
     public var census: WorkerCensus
+    /// Workers on other machines; nil when this server runs no master.
+    public var remote: RemoteWorkerPool?
     public var worker: WorkerLaunch
     public var metrics: ServerMetrics
     public var logger: Logger
 
     public init(
-        db: JobDatabase, store: SymbolStoreDirectory, limits: ServerLimits, census: WorkerCensus, worker: WorkerLaunch,
-        metrics: ServerMetrics, logger: Logger
+        db: JobDatabase, store: SymbolStoreDirectory, limits: ServerLimits, census: WorkerCensus, remote: RemoteWorkerPool? = nil,
+        worker: WorkerLaunch, metrics: ServerMetrics, logger: Logger
     ) {
+        self.remote = remote
         self.db = db
         self.store = store
         intake = ReportIntake(db: db)

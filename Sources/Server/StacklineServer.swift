@@ -19,11 +19,15 @@ public struct ServerConfiguration: Sendable {
     public var requestDrainSeconds: Double
     /// PEM certificate chain and private key: HTTPS instead of HTTP.
     public var tls: (certificate: String, key: String)?
+    /// Seconds a job whose debug files a connected remote worker holds waits for that worker
+    /// before any other may take it (`--affinity-wait`).
+    public var affinityWaitSeconds: Double
 
     public init(
         host: String, port: Int, master: MasterConfiguration, limits: ServerLimits, requestDrainSeconds: Double = 10,
-        tls: (certificate: String, key: String)? = nil
+        tls: (certificate: String, key: String)? = nil, affinityWaitSeconds: Double = 2
     ) {
+        self.affinityWaitSeconds = affinityWaitSeconds
         self.host = host
         self.port = port
         self.master = master
@@ -87,9 +91,15 @@ public struct StacklineServer: Sendable {
         var masterConfig = configuration.master
         masterConfig.handlesSignals = false
         masterConfig.once = false
-        let dispatcher = Dispatcher(db: db, config: masterConfig, logger: Logger(label: "stackline.master"))
+        let masterLogger = Logger(label: "stackline.master")
+        let remote = RemoteWorkerPool(
+            db: db, config: masterConfig, affinityWaitSeconds: configuration.affinityWaitSeconds,
+            // `--grouping-rules` reaches local workers through this variable (MasterOptions).
+            groupingRulesPath: ProcessInfo.processInfo.environment["STACKLINE_GROUPING_RULES"].flatMap { $0.isEmpty ? nil : $0 },
+            logger: masterLogger)
+        let dispatcher = Dispatcher(db: db, config: masterConfig, logger: masterLogger, remote: remote)
         let deps = ServerDependencies(
-            db: db, store: store, limits: configuration.limits, census: dispatcher.census,
+            db: db, store: store, limits: configuration.limits, census: dispatcher.census, remote: remote,
             worker: WorkerLaunch(executable: masterConfig.workerExecutable, arguments: masterConfig.workerArguments),
             metrics: metrics, logger: logger)
         let logger = self.logger

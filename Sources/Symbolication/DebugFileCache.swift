@@ -22,16 +22,31 @@ public enum LookupError: Error, CustomStringConvertible, Equatable {
 /// Opened debug files by build-id, least recently used evicted first.
 ///
 /// Opening a file and indexing its units is the expensive part of a lookup, so a worker keeps
-/// one cache for its whole life. Misses are not cached: a file may be added at any time.
+/// one cache for its whole life. Misses are not cached: a file may be added at any time (a
+/// remote worker's fetching cache adds files between jobs).
+///
+/// The stores are searched in order: the first that holds a debug file for a build-id answers,
+/// and the executable companion comes from that same store, so the two halves of an entry
+/// always belong together.
 public final class DebugFileCache {
+    /// Every store searched, in order (a remote worker: its `--symbols` stores, then its cache).
+    public let stores: [SymbolStoreDirectory]
+    /// The first store searched.
     public let store: SymbolStoreDirectory
     public let capacity: Int
     private var files: [BuildID: DebugFile] = [:]
     private var order: [BuildID] = []
 
-    public init(store: SymbolStoreDirectory, capacity: Int = 32) {
-        self.store = store
+    /// `stores` must not be empty.
+    public init(stores: [SymbolStoreDirectory], capacity: Int = 32) {
+        precondition(!stores.isEmpty, "DebugFileCache needs at least one store")
+        self.stores = stores
+        self.store = stores[0]
         self.capacity = max(1, capacity)
+    }
+
+    public convenience init(store: SymbolStoreDirectory, capacity: Int = 32) {
+        self.init(stores: [store], capacity: capacity)
     }
 
     public func file(buildID id: BuildID) throws(LookupError) -> DebugFile {
@@ -40,7 +55,9 @@ public final class DebugFileCache {
             order.append(id)
             return hit
         }
-        guard let path = store.debugFilePath(buildID: id) else { throw .missingDebugFile(buildID: id) }
+        guard let located = stores.lazy.compactMap({ store in store.debugFilePath(buildID: id).map { (store, $0) } }).first
+        else { throw .missingDebugFile(buildID: id) }
+        let (store, path) = located
         // The store holds only regular files: a link there was not put there by the store.
         let stored: RegularFile
         do { stored = try RegularFile(path: path, followingLinks: false) } catch {

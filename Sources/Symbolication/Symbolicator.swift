@@ -2,19 +2,29 @@ import DebugInfo
 import ReportModel
 import SymbolStore
 
-/// Turns a `RawReport` into a `SymbolicatedReport` using the debug files in a store.
+/// Turns a `RawReport` into a `SymbolicatedReport` using the debug files in a list of stores
+/// (the first holding a build-id's debug file answers; see `DebugFileCache`).
 /// Owns a cache of opened debug files; keep one per process and reuse it across jobs.
 public final class Symbolicator {
+    /// Every store searched, in order.
+    public let stores: [SymbolStoreDirectory]
+    /// The first store searched.
     public let store: SymbolStoreDirectory
     public let cache: DebugFileCache
 
     /// Reports show Swift names the way the Swift runtime's own backtracer does.
     public let names: DemangleCache
 
-    public init(store: SymbolStoreDirectory, cacheCapacity: Int = 32, style: Demangler.Style = .simplified) {
-        self.store = store
-        self.cache = DebugFileCache(store: store, capacity: cacheCapacity)
+    /// `stores` must not be empty.
+    public init(stores: [SymbolStoreDirectory], cacheCapacity: Int = 32, style: Demangler.Style = .simplified) {
+        self.cache = DebugFileCache(stores: stores, capacity: cacheCapacity)
+        self.stores = stores
+        self.store = cache.store
         self.names = DemangleCache(style: style)
+    }
+
+    public convenience init(store: SymbolStoreDirectory, cacheCapacity: Int = 32, style: Demangler.Style = .simplified) {
+        self.init(stores: [store], cacheCapacity: cacheCapacity, style: style)
     }
 
     public func symbolicate(_ report: RawReport) -> SymbolicatedReport {
@@ -112,15 +122,12 @@ public final class Symbolicator {
                     frames.append(SymbolicatedFrame(index: index, address: raw.address, kind: raw.kind, status: .malformed))
                     continue
                 }
-                let attributed = raw.imageIndex.flatMap { report.images.indices.contains($0) ? $0 : nil }
-                let arch = attributed.flatMap { report.images[$0].arch } ?? report.arch
-                let address = PointerAuthentication.strip(raw.address.value, arch: arch, platform: report.platform ?? report.os)
-                guard let imageIndex = attributed ?? locator.image(containing: address)
-                else {
+                guard let location = report.location(of: raw, locator: locator) else {
                     frames.append(deviceNamed(
                         SymbolicatedFrame(index: index, address: raw.address, kind: raw.kind, status: .outsideAnyImage), raw))
                     continue
                 }
+                let (imageIndex, address) = (location.imageIndex, location.address)
                 let image = report.images[imageIndex]
                 let relative = Address(address &- image.loadAddress.value)
                 var base = SymbolicatedFrame(

@@ -63,11 +63,7 @@ public enum Framing {
 
     /// Writes one frame, retrying short writes and EINTR.
     public static func write(_ payload: Data, to fd: Int32) throws(FrameError) {
-        guard payload.count <= maxFrame else { throw .tooLarge(payload.count) }
-        var frame = Data(capacity: payload.count + 4)
-        let n = UInt32(payload.count)
-        frame.append(contentsOf: [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)])
-        frame.append(payload)
+        let frame = try bundle([payload])
         let failure: SystemCallError? = frame.withUnsafeBytes { buf in
             do throws(SystemCallError) { try SystemCall.writeAll(fd, buf) } catch { return error }
             return nil
@@ -75,6 +71,36 @@ public enum Framing {
         if let failure {
             throw failure.errno == EPIPE ? .endOfStream : .io("write", errno: failure.errno)
         }
+    }
+}
+
+extension Framing {
+    /// Frames one after another in one buffer: an HTTP body of the remote transport.
+    public static func bundle(_ frames: [Data]) throws(FrameError) -> Data {
+        var out = Data(capacity: frames.reduce(0) { $0 + $1.count + 4 })
+        for payload in frames {
+            guard payload.count <= maxFrame else { throw .tooLarge(payload.count) }
+            let n = UInt32(payload.count)
+            out.append(contentsOf: [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)])
+            out.append(payload)
+        }
+        return out
+    }
+
+    /// The frames of a bundle; a length past the end or over the limit is an error, as on a pipe.
+    public static func unbundle(_ data: Data) throws(FrameError) -> [Data] {
+        var frames: [Data] = []
+        var offset = data.startIndex
+        while offset < data.endIndex {
+            guard data.endIndex - offset >= 4 else { throw .endOfStream }
+            let length = Int(data[offset]) << 24 | Int(data[offset + 1]) << 16 | Int(data[offset + 2]) << 8 | Int(data[offset + 3])
+            guard length <= maxFrame else { throw .tooLarge(length) }
+            let start = offset + 4
+            guard data.endIndex - start >= length else { throw .endOfStream }
+            frames.append(data[start..<(start + length)])
+            offset = start + length
+        }
+        return frames
     }
 }
 

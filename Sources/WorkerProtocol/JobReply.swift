@@ -14,6 +14,9 @@ public struct JobReply: Codable, Sendable {
         /// The job can never succeed for a reason other than parsing, e.g. its reply would be
         /// over the frame limit: failed at once with `message`, never retried.
         case permanentError
+        /// Sent by a remote worker's connection for its slot process: it died, or was killed at
+        /// the job timeout (`message` says which). Retried, as a local worker's death is.
+        case workerLost
     }
 
     public var kind: Kind

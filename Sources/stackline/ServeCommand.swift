@@ -53,6 +53,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "PEM private key of --tls-cert.")
     var tlsKey: String?
 
+    @Option(help: "Seconds a job waits for a connected remote worker that holds its debug files before any idle worker may take it.")
+    var affinityWait: Double = 2
+
     @Option(help: "Least severe log messages printed.")
     var logLevel: Logger.Level = .info
 
@@ -65,6 +68,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--ingest-rate must not be negative and --ingest-burst must be at least 1")
         }
         guard (0...19).contains(workerNice) else { throw ValidationError("--worker-nice must be between 0 and 19") }
+        guard affinityWait >= 0 else { throw ValidationError("--affinity-wait must not be negative") }
         guard symbolicateTimeout > 0, requestDrain >= 0 else {
             throw ValidationError("--symbolicate-timeout must be positive and --request-drain not negative")
         }
@@ -83,7 +87,7 @@ struct ServeCommand: AsyncParsableCommand {
             limits: ServerLimits(
                 maxBodyBytes: maxBody, maxReportBytes: maxReport, ingestRate: ingestRate, ingestBurst: ingestBurst,
                 symbolicateTimeout: symbolicateTimeout),
-            requestDrainSeconds: requestDrain, tls: tlsCert.map { ($0, tlsKey ?? "") })
+            requestDrainSeconds: requestDrain, tls: tlsCert.map { ($0, tlsKey ?? "") }, affinityWaitSeconds: affinityWait)
         do {
             try await StacklineServer(configuration: config, db: db, store: master.store.store, logger: logger).run(metrics: metrics)
         } catch let error as TLSSetupError {

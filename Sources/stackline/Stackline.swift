@@ -20,5 +20,7 @@ struct Stackline: AsyncParsableCommand {
             ServeCommand.self,
             TokensCommand.self,
             NamespacesCommand.self,
+            WorkersCommand.self,
+            QueueBenchCommand.self,
         ])
 }

@@ -82,7 +82,7 @@ import Testing
             ("Sources/DebugInfo/ELF/ElfFile.swift", ["Arch(elfMachine:", "BuildID(bytes:"]),
             ("Sources/DebugInfo/MachO/MachOElfImage.swift", ["arch.elfMachine"]),
             ("Sources/SymbolStore/SymbolStoreDirectory.swift", ["BuildID(text, lengths: .anyByteCount)", "public var buildId: BuildID", "public var arch: Arch"]),
-            ("Sources/Symbolication/PointerAuthentication.swift", ["arch: Arch?", "arch?.cpu"]),
+            ("Sources/ReportModel/PointerAuthentication.swift", ["arch: Arch?", "arch?.cpu"]),
             ("Sources/Symbolication/DebugFileCache.swift", ["file(buildID id: BuildID)"]),
             ("Sources/stackline/LookupCommand.swift", ["Arch($0)", "SymbolStoreDirectory.buildID("]),
             ("Sources/ReportModel/RawReport.swift", ["public var id: BuildID?", "public var arch: Arch?"]),

@@ -12,24 +12,63 @@ import ReportModel
 import SymbolStore
 import Symbolication
 
-/// A stateless symbolication worker: job frames on stdin, reply frames on stdout, logs on stderr.
-/// It never opens the job database; `stackline master` starts and supervises it.
+/// A stateless symbolication worker. Started by `stackline master` (or by a remote worker's
+/// connection, for each of its slots), it reads job frames on stdin and writes reply frames on
+/// stdout, logs on stderr. With `--connect` it is a worker on another machine: it connects to a
+/// `stackline serve` and runs its slots as such child processes. It never opens the job database.
 @main
 struct StacklineWorker: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stackline-worker",
-        abstract: "Symbolicates jobs framed on stdin (4-byte big-endian length + JSON); started by `stackline master`.")
+        abstract: "Symbolicates jobs: framed on stdin (started by `stackline master`), or from a master over the network (--connect).",
+        discussion: """
+            With --connect, the worker connects to a `stackline serve` over HTTP with a token of \
+            scope `worker` (--token or $STACKLINE_TOKEN), runs --slots jobs at once, each in a \
+            child process, and uses the debug files of its --symbols stores (a build machine's \
+            own output) and of its --cache, which it fills from the master's debuginfod \
+            endpoint as jobs need them. See docs/workers.md.
+            """)
 
-    @Option(help: "Debug-file store (default: $STACKLINE_SYMBOLS or ./symbols).")
-    var symbols: String?
+    @Option(help: "Debug-file store; repeat to search several in order (default without --connect: $STACKLINE_SYMBOLS or ./symbols).")
+    var symbols: [String] = []
 
     @Option(help: "Debug files kept open across jobs.")
     var cacheCapacity = 32
+
+    @Option(help: "The master's URL, e.g. https://master:8080: work for a `stackline serve` over the network.")
+    var connect: String?
+
+    @Option(help: "With --connect: a token of scope `worker` (default: $STACKLINE_TOKEN, which keeps it off the command line).")
+    var token: String?
+
+    @Option(help: "With --connect: jobs run at once, each in its own child process.")
+    var slots = 2
+
+    @Option(help: "With --connect: where fetched debug files are kept (the store layout).")
+    var cache = "stackline-cache"
+
+    @Option(help: "With --connect: the cache's size bound (bytes, or with K, M, G, T); least recently used files go first.")
+    var cacheSize = "20G"
+
+    @Option(help: "With --connect: the name `stackline workers` shows (default: the host name).")
+    var name: String?
+
+    func validate() throws {
+        guard connect != nil || (token == nil && name == nil) else { throw ValidationError("--token and --name need --connect") }
+        guard (1...256).contains(slots) else { throw ValidationError("--slots must be between 1 and 256") }
+        guard ByteSize.parse(cacheSize) != nil else {
+            throw ValidationError("--cache-size \(cacheSize) is not a size such as 20G, 500M or 1073741824")
+        }
+    }
 
     func run() throws {
         LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0) }
         var logger = Logger(label: "stackline.worker")
         logger[metadataKey: "pid"] = "\(getpid())"
+        if let connect {
+            try runConnected(to: connect, logger: logger)
+            return
+        }
         let rules: GroupingRules
         do { rules = try GroupingRules.fromEnvironment() } catch {
             // Every job would be grouped wrongly: refuse to start, so the master reports it.
@@ -42,7 +81,9 @@ struct StacklineWorker: ParsableCommand {
             throw ExitCode(2)
         }
         let worker = JobRunner(
-            symbolicator: Symbolicator(store: SymbolStoreDirectory.resolve(option: symbols), cacheCapacity: cacheCapacity),
+            symbolicator: Symbolicator(
+                stores: symbols.isEmpty ? [SymbolStoreDirectory.resolve(option: nil)] : symbols.map(SymbolStoreDirectory.init(root:)),
+                cacheCapacity: cacheCapacity),
             grouper: Grouper(rules: rules),
             hooks: TestHooks(environment: ProcessInfo.processInfo.environment, logger: logger))
         exitWithParent()
@@ -70,6 +111,36 @@ struct StacklineWorker: ParsableCommand {
                 logger.error("cannot write reply", metadata: ["error": "\(error)"])
                 throw ExitCode(3)
             }
+        }
+    }
+
+    /// `--connect`: a worker on another machine. Its slots are this program in pipe mode,
+    /// searching the local stores, then the cache.
+    private func runConnected(to server: String, logger: Logger) throws {
+        guard let secret = token ?? ProcessInfo.processInfo.environment["STACKLINE_TOKEN"], !secret.isEmpty else {
+            logger.error("--connect needs a token of scope `worker`: --token or $STACKLINE_TOKEN")
+            throw ExitCode(2)
+        }
+        do { _ = try Framing.configuredMaxFrame() } catch {
+            logger.error("\(error.description)")
+            throw ExitCode(2)
+        }
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let cacheRoot = URL(fileURLWithPath: cache).standardizedFileURL.path
+        let stores = symbols.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+        let settings = RemoteSettings(
+            server: server, token: secret, slots: slots, name: name ?? ProcessInfo.processInfo.hostName,
+            localStores: stores.map(SymbolStoreDirectory.init(root:)), cacheDirectory: cacheRoot,
+            cacheBytes: ByteSize.parse(cacheSize) ?? 0, slotExecutable: me,
+            slotArguments: (stores + [cacheRoot]).flatMap { ["--symbols", $0] } + ["--cache-capacity", "\(cacheCapacity)"])
+        do {
+            try RemoteConnection(settings: settings, logger: logger).run()
+        } catch let error as RemoteFatalError {
+            logger.error("\(error.description)")
+            throw ExitCode(2)
+        } catch {
+            logger.error("cannot run: \(error)")
+            throw ExitCode(2)
         }
     }
 
@@ -189,5 +260,25 @@ struct TestHooks {
                 "test hook: sleeping", metadata: ["report": "\(request.reportId)", "attempt": "\(request.attempt)"])
             sleep(3600)
         }
+    }
+}
+
+/// `20G`, `500M`, `64K`, `1T` (powers of 1024, an optional trailing `B` or `iB`) or plain bytes.
+enum ByteSize {
+    static func parse(_ text: String) -> Int64? {
+        var digits = Substring(text.uppercased())
+        for suffix in ["IB", "B"] where digits.hasSuffix(suffix) && digits.count > suffix.count {
+            digits = digits.dropLast(suffix.count)
+            break
+        }
+        let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
+        var unit: Int64 = 1
+        if let last = digits.last, let u = units[last] {
+            unit = u
+            digits = digits.dropLast()
+        }
+        guard let n = Int64(digits), n > 0 else { return nil }
+        let (product, overflow) = n.multipliedReportingOverflow(by: unit)
+        return overflow ? nil : product
     }
 }

@@ -11,11 +11,12 @@ import SystemCalls
 /// one ELF section's bytes from them, so gdb, `debuginfod-find`, eu-stack and
 /// systemd-coredump can use Stackline as their symbol server.
 ///
-/// Scope `read`: debuginfod clients send no token of their own, but libdebuginfod (elfutils
+/// Scope `read` (or `worker`: remote workers fetch here): debuginfod clients send no token of their own, but libdebuginfod (elfutils
 /// ≥ 0.185; Debian 12 has 0.188) adds the lines of `$DEBUGINFOD_HEADERS_FILE` to every request,
 /// so `Authorization: Bearer TOKEN` travels in that file (docs/symbols-server.md).
 func addDebuginfodRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
-    let read = router.group("/buildid").add(middleware: RequireScope(.read, deps))
+    // Remote workers fetch the debug files their jobs need here, with their `worker` token.
+    let read = router.group("/buildid").add(middleware: RequireScope(.read, also: [.worker], deps))
     for (path, role) in [("debuginfo", SymbolStoreDirectory.Role.debugInfo), ("executable", .executable)] {
         read.get("/:id/\(path)") { request, context in
             try await Debuginfod.serve(request, id: context.parameters.get("id"), role: role, deps: deps)

@@ -29,7 +29,8 @@ struct ReadinessJSON: Encodable {
     var checks: [String: String]
 }
 
-/// What `/readyz` checks: the database takes a write, the store is readable, a worker runs.
+/// What `/readyz` checks: the database takes a write, the store is readable, a worker (local,
+/// or remote and heard from recently) runs.
 enum Readiness {
     static func check(_ deps: ServerDependencies) -> [String: String] {
         var checks: [String: String] = [:]
@@ -47,7 +48,7 @@ enum Readiness {
         } else {
             checks["store"] = "not readable: \(deps.store.root)"
         }
-        let workers = deps.census.connected
+        let workers = deps.census.connected + (deps.remote?.connectedCount ?? 0)
         checks["workers"] = workers > 0 ? "ok" : "no worker connected"
         return checks
     }

@@ -12,4 +12,5 @@ func registerRoutes(on router: Router<StacklineRequestContext>, deps: ServerDepe
     addConfigRoutes(to: router, deps: deps)
     addSymbolRoutes(to: router, deps: deps)
     addDebuginfodRoutes(to: router, deps: deps)
+    addWorkerRoutes(to: router, deps: deps)
 }

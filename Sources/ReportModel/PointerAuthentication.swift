@@ -1,5 +1,3 @@
-import ReportModel
-
 /// arm64e return addresses and function pointers carry a pointer-authentication code in
 /// their upper bits; Apple's arm64 user space fits in the low 36 bits, so masking recovers
 /// the address before it is matched to an image.

@@ -3,7 +3,6 @@ import Glibc
 #endif
 import Foundation
 import SystemCalls
-internal import WorkerProtocol
 
 /// How a worker process ended.
 public enum WorkerExit: Sendable, Equatable, CustomStringConvertible {
@@ -21,7 +20,7 @@ public enum WorkerExit: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-func signalName(_ sig: Int32) -> String? {
+public func signalName(_ sig: Int32) -> String? {
     switch sig {
     case SIGSEGV: "SIGSEGV"
     case SIGKILL: "SIGKILL"
@@ -50,17 +49,18 @@ public enum WorkerSpawnError: Error, CustomStringConvertible {
 }
 
 /// One `stackline-worker` child: its stdin for job frames, its stdout for replies; its stderr
-/// is the master's, so worker logs land in the master's log.
+/// is its parent's (the master, or a remote worker's connection process), so worker logs land in
+/// the parent's log.
 ///
 /// Spawned with posix_spawn rather than Foundation.Process so that pipes are close-on-exec
 /// (a sibling worker never holds another's stdin open) and so that we reap with waitpid
 /// ourselves and always learn the signal that killed a worker.
-final class WorkerProcess {
-    let pid: pid_t
+public final class WorkerProcess {
+    public let pid: pid_t
     private var stdinFD: Int32
     private let stdoutFD: Int32
-    let reader: FrameReader
-    private(set) var exit: WorkerExit?
+    public let reader: FrameReader
+    public private(set) var exit: WorkerExit?
 
     /// pipe2 is not visible from Swift on glibc, so pipes are made close-on-exec with fcntl;
     /// spawning under one lock keeps another thread's spawn from inheriting them in between.
@@ -73,7 +73,7 @@ final class WorkerProcess {
         return fds
     }
 
-    init(executable: String, arguments: [String], niceness: Int32 = 0) throws {
+    public init(executable: String, arguments: [String], niceness: Int32 = 0) throws {
         WorkerProcess.spawnLock.lock()
         defer { WorkerProcess.spawnLock.unlock() }
         let toChild = try WorkerProcess.cloexecPipe()
@@ -111,34 +111,34 @@ final class WorkerProcess {
         close(stdoutFD)
     }
 
-    func send(_ payload: Data) throws(FrameError) {
+    public func send(_ payload: Data) throws(FrameError) {
         try Framing.write(payload, to: stdinFD)
     }
 
     /// Closing stdin is the polite way to stop a worker: it exits when its input ends.
-    func closeInput() {
+    public func closeInput() {
         if stdinFD >= 0 { close(stdinFD) }
         stdinFD = -1
     }
 
-    func kill(_ sig: Int32 = SIGKILL) {
+    public func kill(_ sig: Int32 = SIGKILL) {
         if exit == nil { _ = Glibc.kill(pid, sig) }
     }
 
     /// Reaps the child if it has exited; never blocks.
-    func poll() -> WorkerExit? {
+    public func poll() -> WorkerExit? {
         if exit == nil { reap(options: WNOHANG) }
         return exit
     }
 
     /// Blocks until the child exits.
-    func wait() -> WorkerExit {
+    public func wait() -> WorkerExit {
         while exit == nil { reap(options: 0) }
         return exit!
     }
 
     /// Waits up to `seconds`, then kills with SIGKILL and waits.
-    func wait(upTo seconds: Double) -> WorkerExit {
+    public func wait(upTo seconds: Double) -> WorkerExit {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if let exit = poll() { return exit }

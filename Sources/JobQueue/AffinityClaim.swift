@@ -1,0 +1,96 @@
+import GRDB
+
+/// Which build ids a remote worker holds, which other connected workers hold, and how long a job held elsewhere waits for its holder.
+public struct AffinityPreference: Sendable {
+    /// Build ids (lowercase hex) whose debug files the claiming worker has cached.
+    public var holds: Set<String>
+    /// Build ids some other connected worker has cached.
+    public var heldElsewhere: Set<String>
+    /// How long (ms) a runnable job whose debug files only other workers hold is left for them.
+    public var waitMs: Int64
+
+    public init(holds: Set<String>, heldElsewhere: Set<String>, waitMs: Int64) {
+        self.holds = holds
+        self.heldElsewhere = heldElsewhere
+        self.waitMs = waitMs
+    }
+}
+
+/// How a claim matched the claimer's debug files.
+public enum AffinityMatch: String, Sendable, Codable {
+    /// The worker holds one of the job's build ids.
+    case hit
+    /// No connected worker holds any of them (or the job's build ids are unknown or empty).
+    case neutral
+    /// Another worker holds them, but the job waited longer than `waitMs`.
+    case fallback
+}
+
+extension JobDatabase {
+    /// How many runnable jobs, in claim order, an affinity claim considers. A bound keeps each
+    /// claim's cost flat however deep the queue is; a job beyond it is seen once those before it go.
+    public static let affinityCandidates = 256
+
+    /// Claims the runnable job that best suits a worker holding `affinity.holds`: the first (in
+    /// claim order, among the first `affinityCandidates`) whose debug files it holds, else the
+    /// first no connected worker holds, else the first held elsewhere that has been runnable for
+    /// `waitMs`. Nil when nothing suits now: the worker asks again. Leases, fencing and
+    /// unreadable stored bytes are handled as by `claim(leaseMs:)`.
+    public func claim(leaseMs: Int64, affinity: AffinityPreference) throws -> (job: ClaimedJob, match: AffinityMatch)? {
+        // Nobody connected holds anything (no store, nothing cached yet): every job is neutral,
+        // and the plain claim order is the answer without reading a single build id.
+        if affinity.holds.isEmpty && affinity.heldElsewhere.isEmpty {
+            return try claim(leaseMs: leaseMs).map { ($0, .neutral) }
+        }
+        return try claim(leaseMs: leaseMs) { db, now in
+            try Self.chooseByAffinity(db, now: now, affinity: affinity)
+        }.map { ($0.job, $0.choice) }
+    }
+
+    private static func chooseByAffinity(
+        _ db: Database, now: Int64, affinity: AffinityPreference
+    ) throws -> (jobId: Int64, choice: AffinityMatch)? {
+        let candidates = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: """
+                    SELECT jobs.id, jobs.run_after, reports.build_ids
+                    FROM jobs JOIN reports ON reports.id = jobs.report_id
+                    WHERE jobs.state = 'queued' AND jobs.run_after <= ?
+                    ORDER BY jobs.priority DESC, jobs.id LIMIT ?
+                    """),
+            arguments: [now, affinityCandidates])
+        var neutral: Int64?
+        var fallback: Int64?
+        while let row = try candidates.next() {
+            let id: Int64 = row[0]
+            switch match(buildIds: row[2], affinity: affinity) {
+            case .hit:
+                return (id, .hit)
+            case .neutral:
+                if neutral == nil { neutral = id }
+            case .fallback:
+                let runAfter: Int64 = row[1]
+                if fallback == nil, now - runAfter >= affinity.waitMs { fallback = id }
+            }
+        }
+        if let neutral { return (neutral, .neutral) }
+        if let fallback { return (fallback, .fallback) }
+        return nil
+    }
+
+    /// How a job with `buildIds` (the stored column) matches: `.fallback` here means only that
+    /// another worker holds its files; whether it waited long enough is the caller's question.
+    private static func match(buildIds: String?, affinity: AffinityPreference) -> AffinityMatch {
+        guard let buildIds, !buildIds.isEmpty else { return .neutral }
+        var elsewhere = false
+        // Each id becomes a String only for a set that can hold it (this runs for up to
+        // `affinityCandidates` rows per claim).
+        let checkHolds = !affinity.holds.isEmpty, checkElsewhere = !affinity.heldElsewhere.isEmpty
+        for id in buildIds.utf8.split(separator: UInt8(ascii: " ")) {
+            let id = String(decoding: id, as: UTF8.self)
+            if checkHolds, affinity.holds.contains(id) { return .hit }
+            if checkElsewhere, !elsewhere, affinity.heldElsewhere.contains(id) { elsewhere = true }
+        }
+        return elsewhere ? .fallback : .neutral
+    }
+}

@@ -1,0 +1,74 @@
+/// The calls the master makes to lease and finish jobs, and nothing else: the queue's narrow
+/// interface. `JobDatabase` (SQLite, one master) implements it; a second backend (PostgreSQL,
+/// for teams that outgrow one master: ARCHITECTURE.md, "Scaling past one master") implements it
+/// in a new file of its own, with claims as `SELECT … FOR UPDATE SKIP LOCKED` plus an `UPDATE`
+/// in one transaction. The master's lease code (`WorkerSlot`, `JobOutcomes`, `RemoteWorkerPool`)
+/// depends on this protocol, not on SQLite.
+///
+/// What every implementation must keep:
+/// - A claim takes the best runnable job (`priority DESC, id`, `run_after <= now`) that no
+///   other claimer can take at the same time, sets it `running` with `attempts + 1`, a new
+///   random lease token and `lease_expires_at = now + leaseMs`, and returns its report's
+///   bytes decompressed. Unreadable stored bytes fail that job permanently and the claim moves on.
+/// - `heartbeat`, `complete`, `fail` and `release` match on the job id *and* its current lease
+///   token (the fencing token) and throw `JobQueueError.staleLease` when it is no longer
+///   current, having changed nothing.
+/// - `complete` stores the result, marks the job `done` and moves the report between groups
+///   (the group ledger: counts exact at every commit) and rewrites its missing debug files,
+///   all in one transaction.
+/// - Times are milliseconds since the Unix epoch on the store's clock (`now()`), the clock that
+///   lease expiry and `run_after` are compared with.
+///
+/// Submitting reports, queries, retention and migrations are not part of it: they are the
+/// backend's own (and the CLI's and server's), not the master's lease loop.
+public protocol JobLeasing: Sendable {
+    /// Current time on the store's clock, in milliseconds since the Unix epoch.
+    func now() -> Int64
+
+    /// Claims the best runnable job; nil when nothing is runnable now.
+    func claim(leaseMs: Int64) throws -> ClaimedJob?
+
+    /// Claims the runnable job that best suits a worker holding `affinity.holds` (symbol
+    /// affinity, remote workers); nil when nothing suits now.
+    func claim(leaseMs: Int64, affinity: AffinityPreference) throws -> (job: ClaimedJob, match: AffinityMatch)?
+
+    /// Extends a running job's lease; returns the new expiry. Throws `staleLease` when the token
+    /// is no longer current.
+    @discardableResult
+    func heartbeat(jobId: Int64, token: Int64, leaseMs: Int64) throws -> Int64
+
+    /// Stores the result, marks the job done and files the report in its group, in one transaction.
+    func complete(jobId: Int64, token: Int64, result: JobResult) throws
+
+    /// Records a failed attempt: a retry after backoff, or quarantine as `failed`.
+    func fail(jobId: Int64, token: Int64, failure: JobFailure, policy: RetryPolicy) throws -> FailOutcome
+
+    /// Gives a lease back without counting the attempt (a drain ran out of time).
+    func release(jobId: Int64, token: Int64) throws
+
+    /// Requeues running jobs whose lease expired, quarantining those that used `maxAttempts`.
+    @discardableResult
+    func recoverExpiredLeases(maxAttempts: Int) throws -> (requeued: Int, failed: Int)
+
+    /// Whether a claim now could find a job, answered without the write lock (a remote
+    /// worker's long-poll asks this before each claim).
+    func hasRunnableJob() throws -> Bool
+
+    /// Jobs still queued or running (`master --once` stops at zero).
+    func unfinishedCount() throws -> Int
+}
+
+/// The remote-worker rows the master writes for `stackline workers`: not a lease call, so a
+/// protocol of its own, next to `JobLeasing` (`RemoteWorkerPool` needs both).
+public protocol WorkerRoster: Sendable {
+    /// Writes every row (insert or replace by id) at once.
+    func saveWorkers(_ rows: [WorkerRow]) throws
+
+    /// Deletes workers not heard from since `lastHeartbeatBefore` (ms); returns how many went.
+    @discardableResult
+    func deleteWorkers(lastHeartbeatBefore: Int64) throws -> Int
+}
+
+extension JobDatabase: JobLeasing {}
+
+extension JobDatabase: WorkerRoster {}

@@ -1,0 +1,364 @@
+import Dispatch
+import Foundation
+import JobQueue
+import Logging
+import Metrics
+internal import ReportModel
+public import WorkerProtocol
+
+/// The master's side of remote workers (`stackline-worker --connect`): who is connected and
+/// which debug files each holds, claims with symbol affinity, lease renewal and results. The
+/// server's routes call it; the database stays written by the master only, through the same
+/// queue calls and `JobOutcomes` as the local slots, so a remote lease follows the local rules.
+public final class RemoteWorkerPool: @unchecked Sendable {
+    private let db: any JobLeasing & WorkerRoster
+    private let config: MasterConfiguration
+    private let logger: Logger
+    /// How long a job whose debug files another connected worker holds waits for that worker.
+    public let affinityWaitSeconds: Double
+    private let lock = NSLock()
+    private var workers: [String: Worker] = [:]
+    /// How many connected workers hold each build id: whether a job is "held elsewhere".
+    private var holders: [String: Int] = [:]
+    /// Per worker, the build ids other workers hold; rebuilt when any holding changes.
+    private var elsewhere: [String: Set<String>] = [:]
+    /// Remote jobs in flight on this master, for the job timeout. After a restart it starts
+    /// empty: leases then only expire, and the workers enforce the timeout themselves.
+    private var inflight: [Int64: InFlight] = [:]
+    private var dirty = false
+
+    private struct Worker {
+        var row: WorkerRow
+        var holds: Set<String>
+    }
+
+    private struct InFlight {
+        var token: Int64
+        var workerId: String
+        var deadline: Date
+    }
+
+    /// The grouping rules document local workers get through the environment, sent to remote ones.
+    private let groupingRules: String?
+
+    /// `groupingRulesPath`: the rules file the master's workers use (already validated), if any.
+    public init(
+        db: any JobLeasing & WorkerRoster, config: MasterConfiguration, affinityWaitSeconds: Double, groupingRulesPath: String? = nil,
+        logger: Logger
+    ) {
+        self.db = db
+        self.config = config
+        self.affinityWaitSeconds = affinityWaitSeconds
+        self.logger = logger
+        groupingRules = groupingRulesPath.flatMap { FileManager.default.contents(atPath: $0) }.map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    private var leaseMs: Int64 { Int64(config.leaseSeconds * 1000) }
+
+    /// A worker is listed as connected while it was heard from within this many milliseconds.
+    var connectedWindowMs: Int64 { max(Int64(config.leaseSeconds * 2000), 10_000) }
+
+    /// Workers heard from recently (for `/readyz`).
+    public var connectedCount: Int {
+        let now = db.now()
+        return lock.withLock { workers.values.filter { now - $0.row.lastHeartbeat <= connectedWindowMs }.count }
+    }
+
+    // MARK: Messages
+
+    /// Why a worker's message is refused.
+    public enum Refusal: Error, CustomStringConvertible, Equatable {
+        case protocolVersion(Int)
+        case unknownWorker(String)
+        case invalid(String)
+
+        public var description: String {
+            switch self {
+            case .protocolVersion(let v):
+                "worker speaks protocol version \(v); this master speaks \(RemoteProtocol.version) (run the same Stackline release on both)"
+            case .unknownWorker: "unknown worker: connect again (POST /api/v1/workers/connect)"
+            case .invalid(let why): why
+            }
+        }
+    }
+
+    public func connect(_ hello: WorkerHello, address: String?) throws(Refusal) -> WorkerWelcome {
+        guard hello.protocolVersion == RemoteProtocol.version else { throw .protocolVersion(hello.protocolVersion) }
+        guard (1...256).contains(hello.slots) else { throw .invalid("slots must be between 1 and 256") }
+        guard Self.isValidId(hello.workerId) else { throw .invalid("workerId must be 8 to 64 letters, digits or dashes") }
+        let name = String(hello.name.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }.prefix(128).map(Character.init))
+        let now = db.now()
+        let holds = Set(hello.holds.compactMap(Self.normalizedId))
+        lock.withLock {
+            if let old = workers[hello.workerId] { release(old.holds) }
+            let previous = workers[hello.workerId]?.row
+            workers[hello.workerId] = Worker(
+                row: WorkerRow(
+                    id: hello.workerId, name: name.isEmpty ? hello.workerId : name, address: address, slots: hello.slots,
+                    busy: 0, jobsDone: previous?.jobsDone ?? 0, cacheBytes: hello.cacheBytes, holds: holds.count,
+                    fetches: previous?.fetches ?? 0,
+                    affinityHits: previous?.affinityHits ?? 0, affinityClaims: previous?.affinityClaims ?? 0,
+                    connectedAt: now, lastHeartbeat: now),
+                holds: holds)
+            acquire(holds)
+            dirty = true
+        }
+        RemoteMetrics.connected.record(connectedCount)
+        logger.notice(
+            "remote worker connected",
+            metadata: ["worker": "\(name)", "address": "\(address ?? "-")", "slots": "\(hello.slots)", "holds": "\(holds.count)"])
+        return WorkerWelcome(
+            leaseSeconds: config.leaseSeconds, heartbeatSeconds: max(0.1, config.leaseSeconds / 3),
+            jobTimeoutSeconds: config.jobTimeout, groupingRules: groupingRules)
+    }
+
+    /// One claim attempt for a free slot of `workerId`: the job's lease and its `JobRequest`
+    /// frame (encoded as for a local worker); nil when nothing is runnable for it now (the route
+    /// waits and asks again).
+    public func claim(workerId: String, _ request: ClaimRequest) throws -> (JobLease, Data)? {
+        // Not `withLock` with a throwing closure: typed throws through it crash this compiler.
+        lock.lock()
+        guard var worker = workers[workerId] else {
+            lock.unlock()
+            throw Refusal.unknownWorker(workerId)
+        }
+        update(&worker, request.status)
+        let added = Set(request.added.compactMap(Self.normalizedId)).subtracting(worker.holds)
+        let removed = Set(request.removed.compactMap(Self.normalizedId)).intersection(worker.holds)
+        if !added.isEmpty || !removed.isEmpty {
+            worker.holds.formUnion(added)
+            worker.holds.subtract(removed)
+            worker.row.holds = worker.holds.count
+            acquire(added)
+            release(removed)
+        }
+        workers[workerId] = worker
+        let preference = AffinityPreference(
+            holds: worker.holds, heldElsewhere: heldElsewhere(by: workerId), waitMs: Int64(affinityWaitSeconds * 1000))
+        let name = worker.row.name
+        lock.unlock()
+        guard try db.hasRunnableJob(), let (job, match) = try db.claim(leaseMs: leaseMs, affinity: preference) else { return nil }
+        RemoteMetrics.claims(match).increment()
+        lock.withLock {
+            inflight[job.jobId] = InFlight(
+                token: job.leaseToken, workerId: workerId,
+                deadline: Date().addingTimeInterval(config.jobTimeout + Self.fetchAllowanceSeconds))
+            workers[workerId]?.row.affinityClaims += 1
+            if match == .hit { workers[workerId]?.row.affinityHits += 1 }
+            dirty = true
+        }
+        logger.debug(
+            "remote job claimed",
+            metadata: ["worker": "\(name)", "job": "\(job.jobId)", "report": "\(job.reportId)", "affinity": "\(match.rawValue)"])
+        let lease = LeaseRef(jobId: job.jobId, leaseToken: job.leaseToken)
+        let frame: Data
+        do {
+            frame = try JSONEncoder().encode(
+                JobRequest(jobId: job.jobId, reportId: job.reportId, attempt: job.attempts, format: job.format, raw: job.raw))
+        } catch {
+            _ = try outcomes.fail(
+                LeasedJob(job), .retryable("cannot encode job frame: \(error)"), logger)
+            forget(lease)
+            return nil
+        }
+        return (JobLease(lease: lease, reportId: job.reportId, buildIds: job.buildIds), frame)
+    }
+
+    /// A remote worker kills its slot at the job timeout, as the master kills a local worker;
+    /// its clock starts once the job's debug files are fetched, which over a network may take
+    /// minutes. The master fails a job only when its worker keeps renewing it past both.
+    static let fetchAllowanceSeconds = 600.0
+
+    /// Renews each lease that is still the worker's; answers the ones that are not. A job held
+    /// past the job timeout plus the fetch allowance is failed here (retried), as a hung local
+    /// worker's is.
+    public func heartbeat(workerId: String, _ request: HeartbeatRequest) throws -> HeartbeatAnswer {
+        let name = lock.withLock { () -> String? in
+            guard var worker = workers[workerId] else { return nil }
+            update(&worker, request.status)
+            workers[workerId] = worker
+            return worker.row.name
+        }
+        var log = logger
+        log[metadataKey: "worker"] = "\(name ?? workerId)"
+        for lease in request.release.prefix(1024) {
+            do {
+                try db.release(jobId: lease.jobId, token: lease.leaseToken)
+                log.debug("remote job handed back unrun", metadata: ["job": "\(lease.jobId)"])
+            } catch JobQueueError.staleLease {}
+            forget(lease)
+        }
+        var lost: [Int64] = []
+        let now = Date()
+        for lease in request.leases.prefix(1024) {
+            let overdue = lock.withLock { inflight[lease.jobId].map { $0.token == lease.leaseToken && now > $0.deadline } ?? false }
+            if overdue {
+                var jobLog = log
+                jobLog[metadataKey: "job"] = "\(lease.jobId)"
+                jobLog.warning("remote job timed out")
+                _ = try outcomes.fail(
+                    LeasedJob(jobId: lease.jobId, leaseToken: lease.leaseToken, reportId: nil),
+                    .retryable("held past the job timeout of \(formatSeconds(config.jobTimeout)) plus \(formatSeconds(Self.fetchAllowanceSeconds)) for fetching (remote worker \(name ?? workerId))"), jobLog)
+                forget(lease)
+                lost.append(lease.jobId)
+                continue
+            }
+            do {
+                try db.heartbeat(jobId: lease.jobId, token: lease.leaseToken, leaseMs: leaseMs)
+            } catch JobQueueError.staleLease {
+                forget(lease)
+                lost.append(lease.jobId)
+            }
+        }
+        return HeartbeatAnswer(lost: lost)
+    }
+
+    /// Records a result that came with a claim: its header, and its reply frame as the slot
+    /// process wrote it (decoded here, as a local slot's reply is).
+    public func complete(workerId: String, _ header: ResultHeader, replyFrame: Data) throws -> ResultAnswer.Outcome? {
+        guard let reply = try? JSONDecoder().decode(JobReply.self, from: replyFrame) else {
+            throw Refusal.invalid("the reply frame for job \(header.lease.jobId) is not a JobReply")
+        }
+        return try complete(workerId: workerId, RemoteResult(lease: header.lease, reportId: header.reportId, reply: reply))
+    }
+
+    /// Records a remote worker's result through the same rules as a local slot's. Accepted from
+    /// a worker the master does not know (it restarted): the fencing token decides.
+    public func complete(workerId: String, _ result: RemoteResult) throws -> ResultAnswer.Outcome? {
+        let name = lock.withLock { workers[workerId]?.row.name }
+        var log = logger
+        log[metadataKey: "worker"] = "\(name ?? workerId)"
+        log[metadataKey: "job"] = "\(result.lease.jobId)"
+        log[metadataKey: "report"] = "\(result.reportId)"
+        guard result.reply.jobId == result.lease.jobId else {
+            throw Refusal.invalid("reply is for job \(result.reply.jobId), the lease for job \(result.lease.jobId)")
+        }
+        let outcome = try outcomes.record(
+            result.reply, for: LeasedJob(jobId: result.lease.jobId, leaseToken: result.lease.leaseToken, reportId: result.reportId),
+            started: nil, log)
+        forget(result.lease)
+        switch outcome {
+        case .stored:
+            RemoteMetrics.results(.stored).increment()
+            lock.withLock {
+                workers[workerId]?.row.jobsDone += 1
+                dirty = true
+            }
+            return .stored
+        case .failureRecorded:
+            RemoteMetrics.results(.failureRecorded).increment()
+            return .failureRecorded
+        case .stale:
+            RemoteMetrics.staleResults.increment()
+            return nil
+        }
+    }
+
+    // MARK: Listing
+
+    /// The workers as `stackline workers` and GET /api/v1/workers show them.
+    public func snapshot() -> [WorkerRow] {
+        lock.withLock { workers.values.map(\.row) }.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
+    }
+
+    /// Writes the workers' rows to the database (for `stackline workers`) and forgets workers
+    /// silent for longer than the connected window. Called by the dispatcher's loop.
+    public func flush() {
+        let now = db.now()
+        let (rows, changed) = lock.withLock { () -> ([WorkerRow], Bool) in
+            let gone = workers.filter { now - $0.value.row.lastHeartbeat > connectedWindowMs }
+            for (id, worker) in gone {
+                release(worker.holds)
+                workers[id] = nil
+                logger.notice("remote worker gone", metadata: ["worker": "\(worker.row.name)"])
+            }
+            defer { dirty = false }
+            return (workers.values.map(\.row), dirty || !gone.isEmpty)
+        }
+        guard changed else { return }
+        RemoteMetrics.connected.record(rows.count)
+        do {
+            try db.saveWorkers(rows)
+            _ = try db.deleteWorkers(lastHeartbeatBefore: now - connectedWindowMs)
+        } catch {
+            logger.error("cannot record remote workers", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: Internals
+
+    private var outcomes: JobOutcomes { JobOutcomes(db: db, retry: config.retry) }
+
+    private func forget(_ lease: LeaseRef) {
+        lock.withLock {
+            if inflight[lease.jobId]?.token == lease.leaseToken { inflight[lease.jobId] = nil }
+        }
+    }
+
+    /// Caller holds `lock`.
+    private func update(_ worker: inout Worker, _ status: WorkerStatus) {
+        worker.row.busy = max(0, min(status.busy, worker.row.slots))
+        worker.row.cacheBytes = max(0, status.cacheBytes)
+        worker.row.fetches = max(0, status.fetches)
+        worker.row.lastHeartbeat = db.now()
+        dirty = true
+    }
+
+    /// Caller holds `lock`.
+    private func acquire(_ ids: Set<String>) {
+        guard !ids.isEmpty else { return }
+        for id in ids { holders[id, default: 0] += 1 }
+        elsewhere.removeAll()
+    }
+
+    /// Caller holds `lock`.
+    private func release(_ ids: Set<String>) {
+        guard !ids.isEmpty else { return }
+        for id in ids {
+            let n = (holders[id] ?? 1) - 1
+            holders[id] = n > 0 ? n : nil
+        }
+        elsewhere.removeAll()
+    }
+
+    /// Caller holds `lock`.
+    private func heldElsewhere(by workerId: String) -> Set<String> {
+        if let cached = elsewhere[workerId] { return cached }
+        let mine = workers[workerId]?.holds ?? []
+        let others = Set(holders.lazy.filter { id, count in count > (mine.contains(id) ? 1 : 0) }.map(\.key))
+        elsewhere[workerId] = others
+        return others
+    }
+
+    private static func isValidId(_ id: String) -> Bool {
+        (8...64).contains(id.utf8.count) && id.utf8.allSatisfy { $0 == UInt8(ascii: "-") || (0x30...0x39).contains($0) || (0x41...0x5a).contains($0) || (0x61...0x7a).contains($0) }
+    }
+
+    /// A build id as the queue records it (`BuildID.hex`); anything that is not one is dropped.
+    static func normalizedId(_ text: String) -> String? {
+        (try? BuildID(text, lengths: .anyByteCount))?.hex
+    }
+}
+
+/// What remote workers add to `/metrics`.
+enum RemoteMetrics {
+    static let connected = Gauge(label: "stackline_remote_workers_connected")
+    private static let hit = Counter(label: "stackline_affinity_claims_total", dimensions: [("match", "hit")])
+    private static let neutral = Counter(label: "stackline_affinity_claims_total", dimensions: [("match", "neutral")])
+    private static let fallback = Counter(label: "stackline_affinity_claims_total", dimensions: [("match", "fallback")])
+    private static let stored = Counter(label: "stackline_remote_results_total", dimensions: [("outcome", "stored")])
+    private static let failureRecorded = Counter(label: "stackline_remote_results_total", dimensions: [("outcome", "failure")])
+    static let staleResults = Counter(label: "stackline_remote_results_total", dimensions: [("outcome", "stale")])
+
+    static func claims(_ match: AffinityMatch) -> Counter {
+        switch match {
+        case .hit: hit
+        case .neutral: neutral
+        case .fallback: fallback
+        }
+    }
+
+    static func results(_ outcome: ResultAnswer.Outcome) -> Counter {
+        outcome == .stored ? stored : failureRecorded
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import Hummingbird
+import JobQueue
+import Master
+import Queries
+import WorkerProtocol
+
+/// Remote workers (`stackline-worker --connect`, scope `worker`): connect, claim (long-poll),
+/// heartbeat and result, each a self-contained request carrying the lease's fencing token
+/// (docs/workers.md); and the list of connected workers (scope `read`).
+func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
+    router.group("/api/v1/workers").add(middleware: RequireScope(.read, deps)).get("") { _, _ -> Response in
+        let rows: [WorkerRow] = try await Offload.run {
+            deps.remote?.snapshot() ?? []
+        }
+        return try JSONResponse.encode(WorkersJSON(rows))
+    }
+
+    let workers = router.group("/api/v1/workers").add(middleware: RequireScope(.worker, deps))
+
+    workers.post("/connect") { request, context -> Response in
+        let pool = try remotePool(deps)
+        let hello = try await decode(WorkerHello.self, request, limit: WorkerRouteLimits.connectBytes)
+        let welcome: WorkerWelcome
+        do { welcome = try pool.connect(hello, address: context.remoteAddress) } catch {
+            throw APIError.badRequest("\(error)")
+        }
+        return try WorkerWire.encode(welcome)
+    }
+
+    workers.post("/:id/claim") { request, context -> Response in
+        let pool = try remotePool(deps)
+        let id = try context.parameters.require("id")
+        // The envelope, then one reply frame per result it announces (RemoteMessages.swift).
+        let body = try await BodyReader.read(request, limit: WorkerRouteLimits.resultBytes)
+        let frames: [Data]
+        do { frames = try Framing.unbundle(body) } catch {
+            throw APIError.badRequest("the body is not a bundle of frames (\(RemoteProtocol.framesContentType)): \(error)")
+        }
+        guard let envelope = frames.first else { throw APIError.badRequest("the body holds no ClaimRequest frame") }
+        let claim: ClaimRequest
+        do { claim = try JSONDecoder().decode(ClaimRequest.self, from: envelope) } catch {
+            throw APIError.badRequest("the first frame is not a ClaimRequest: \(error)")
+        }
+        guard frames.count == claim.results.count + 1 else {
+            throw APIError.badRequest("the claim announces \(claim.results.count) results but carries \(frames.count - 1) reply frames")
+        }
+        let wait = min(max(claim.waitSeconds, 0), RemoteProtocol.maxClaimWaitSeconds)
+        // Results first: they are the previous jobs of the slot that now asks for its next.
+        var delivered: [ClaimAnswer.Delivered] = []
+        for (header, frame) in zip(claim.results, frames.dropFirst()) {
+            do {
+                let outcome = try await Offload.run { try pool.complete(workerId: id, header, replyFrame: frame) }
+                delivered.append(ClaimAnswer.Delivered(
+                    jobId: header.lease.jobId, outcome: outcome,
+                    message: outcome == nil ? "the lease is no longer yours: it expired and was taken over; the result was not stored" : nil))
+            } catch let refusal as RemoteWorkerPool.Refusal {
+                delivered.append(ClaimAnswer.Delivered(jobId: header.lease.jobId, outcome: nil, message: refusal.description))
+            }
+        }
+        let deadline = ContinuousClock.now + .milliseconds(Int(wait * 1000))
+        var pause = Duration.milliseconds(5)
+        while true {
+            let job: (JobLease, Data)?
+            do {
+                job = try await Offload.run { try pool.claim(workerId: id, claim) }
+            } catch let refusal as RemoteWorkerPool.Refusal {
+                // A master that restarted forgot its workers: the worker connects again. When
+                // results came along, they were recorded: say what became of them, so the
+                // worker does not send them again.
+                guard delivered.isEmpty else {
+                    let answer = try JSONEncoder().encode(ClaimAnswer(job: nil, delivered: delivered, reconnect: true))
+                    return JSONResponse.bytes(try Framing.bundle([answer]), contentType: RemoteProtocol.framesContentType)
+                }
+                throw APIError(.notFound, refusal.description)
+            }
+            if job != nil || (ContinuousClock.now >= deadline && !delivered.isEmpty) {
+                let answer = try JSONEncoder().encode(ClaimAnswer(job: job?.0, delivered: delivered))
+                return JSONResponse.bytes(
+                    try Framing.bundle([answer] + (job.map { [$0.1] } ?? [])), contentType: RemoteProtocol.framesContentType)
+            }
+            if ContinuousClock.now >= deadline || Task.isCancelled {
+                return Response(status: .noContent)
+            }
+            // Backs off to 100 ms between looks: an idle slot costs one read of the queue every
+            // tenth of a second (`hasRunnableJob`), and a report that arrives waits at most that long.
+            try await Task.sleep(for: min(pause, deadline - ContinuousClock.now))
+            pause = min(pause * 2, .milliseconds(100))
+        }
+    }
+
+    workers.post("/:id/heartbeat") { request, context -> Response in
+        let pool = try remotePool(deps)
+        let id = try context.parameters.require("id")
+        let beat = try await decode(HeartbeatRequest.self, request, limit: WorkerRouteLimits.messageBytes)
+        let answer = try await Offload.run { try pool.heartbeat(workerId: id, beat) }
+        return try WorkerWire.encode(answer)
+    }
+
+    workers.post("/:id/result") { request, context -> Response in
+        let pool = try remotePool(deps)
+        let id = try context.parameters.require("id")
+        // The report travels compressed, but its JSON may be as large as a frame; the body is base64 of it.
+        let result = try await decode(RemoteResult.self, request, limit: WorkerRouteLimits.resultBytes)
+        let outcome: ResultAnswer.Outcome?
+        do {
+            outcome = try await Offload.run { try pool.complete(workerId: id, result) }
+        } catch let refusal as RemoteWorkerPool.Refusal {
+            throw APIError.badRequest(refusal.description)
+        }
+        guard let outcome else {
+            throw APIError(.conflict, "the lease of job \(result.lease.jobId) is no longer yours: it expired and was taken over; the result was not stored")
+        }
+        return try WorkerWire.encode(ResultAnswer(outcome: outcome))
+    }
+}
+
+private func remotePool(_ deps: ServerDependencies) throws -> RemoteWorkerPool {
+    guard let pool = deps.remote else { throw APIError(.serviceUnavailable, "this server runs no master for remote workers") }
+    return pool
+}
+
+private func decode<T: Decodable>(_ type: T.Type, _ request: Request, limit: Int) async throws -> T {
+    let body = try await BodyReader.read(request, limit: limit)
+    do { return try JSONDecoder().decode(type, from: body) } catch {
+        throw APIError.badRequest("the body is not a \(T.self) message: \(error)")
+    }
+}
+
+/// Body limits of the worker routes.
+enum WorkerRouteLimits {
+    /// A hello lists every build id a build machine holds (~70 bytes each as JSON).
+    static let connectBytes = 64 << 20
+    static let messageBytes = 16 << 20
+    /// A result's report is limited by the frame limit as JSON; base64 adds a third.
+    static var resultBytes: Int { Framing.maxFrame / 3 * 4 + (1 << 20) }
+}
+
+/// The worker protocol's JSON: plain `JSONEncoder`, as the pipe frames are, so both
+/// transports carry the same bytes for the same message.
+enum WorkerWire {
+    static func encode<T: Encodable>(_ value: T) throws -> Response {
+        JSONResponse.bytes(try JSONEncoder().encode(value), contentType: JSONResponse.jsonType)
+    }
+}

@@ -1,0 +1,639 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Grouping
+import Logging
+import ReportFormats
+import ReportModel
+import ServiceClient
+import SymbolFetch
+import SymbolStore
+import WorkerProtocol
+
+/// Settings of `stackline-worker --connect`.
+struct RemoteSettings {
+    var server: String
+    var token: String
+    var slots: Int
+    var name: String
+    var localStores: [SymbolStoreDirectory]
+    var cacheDirectory: String
+    var cacheBytes: Int64
+    /// How the slot processes are started: this executable in pipe mode.
+    var slotExecutable: String
+    var slotArguments: [String]
+}
+
+/// Why the connection gave up for good (everything else is retried).
+struct RemoteFatalError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// A worker on another machine: connects to the master over HTTP, and runs one thread per
+/// slot, each owning a `stackline-worker` child process fed with the same frames a local
+/// worker gets, so a libdw crash costs one job attempt, never the connection. A heartbeat
+/// thread renews the leases of every job held (finished results waiting to be delivered
+/// too), so a partition shorter than the lease loses nothing.
+final class RemoteConnection: @unchecked Sendable {
+    private let settings: RemoteSettings
+    private let client: ServiceClient
+    private let cache: FetchingSymbolCache
+    private let registry = FormatRegistry.standard
+    private var logger: Logger
+    /// Random, chosen at start and kept across reconnects: the master's key for this worker.
+    private let workerId = (0..<2).map { _ in String(UInt64.random(in: 1 << 60...UInt64.max), radix: 16) }.joined()
+    private let stop = RemoteStopFlag()
+
+    private let lock = NSLock()
+    private var welcome: WorkerWelcome?
+    /// Bumped on every (re)connect, so a slot that saw 404 reconnects once, not once per slot.
+    private var session = 0
+    private var fatal: RemoteFatalError?
+    private var held: [Int64: HeldJob] = [:]
+    /// Build ids the master was last told about.
+    private var advertised: Set<String> = []
+    private var localIds: Set<String> = []
+    private var localScannedAt = Date.distantPast
+    private var groupingRules: String?
+
+    private struct HeldJob {
+        var lease: LeaseRef
+        var lost = false
+    }
+
+    init(settings: RemoteSettings, logger: Logger) throws {
+        self.settings = settings
+        self.logger = logger
+        do {
+            client = try ServiceClient(base: settings.server, token: settings.token, option: "--connect")
+        } catch {
+            throw RemoteFatalError(description: error.description)
+        }
+        cache = try FetchingSymbolCache(
+            directory: settings.cacheDirectory, capacityBytes: settings.cacheBytes, client: client,
+            localStores: settings.localStores,
+            logger: { [logger] message in logger.info("\(message)") })
+        self.logger[metadataKey: "worker"] = "\(settings.name)"
+    }
+
+    /// Runs until SIGTERM/SIGINT (in-flight jobs finish and are delivered) or a fatal refusal.
+    func run() throws {
+        installStopSignals()
+        try connect(replacing: nil)
+        let heartbeat = Thread { [self] in heartbeatLoop() }
+        heartbeat.name = "heartbeat"
+        heartbeat.start()
+        let group = DispatchGroup()
+        for index in 0..<settings.slots {
+            group.enter()
+            let thread = Thread { [self] in
+                defer { group.leave() }
+                RemoteSlot(index: index, connection: self).run()
+            }
+            thread.name = "slot-\(index)"
+            thread.start()
+        }
+        group.wait()
+        stop.set()
+        if let fatal = lock.withLock({ fatal }) { throw fatal }
+        logger.notice("stopped")
+    }
+
+    // MARK: Connecting
+
+    /// Connects (again, if `replacing` is the session a slot saw fail), with backoff and jitter
+    /// while the master cannot be reached; a refused token is fatal.
+    private func connect(replacing seen: Int?) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        if let seen, seen != session { return }
+        var backoff = Backoff()
+        while true {
+            if let fatal { throw fatal }
+            if stop.isSet && welcome != nil { return }
+            let holds = currentHolds()
+            let hello = WorkerHello(
+                workerId: workerId, name: settings.name, slots: settings.slots, holds: holds.sorted(), cacheBytes: cache.sizeBytes)
+            do {
+                let answer = try client.postJSON("api/v1/workers/connect", hello, as: WorkerWelcome.self, timeout: 60)
+                try adoptGroupingRules(answer.groupingRules, first: welcome == nil)
+                welcome = answer
+                advertised = holds
+                session += 1
+                logger.notice(
+                    "connected",
+                    metadata: [
+                        "master": "\(client.base.absoluteString)", "slots": "\(settings.slots)", "holds": "\(holds.count)",
+                        "lease": "\(answer.leaseSeconds)",
+                    ])
+                return
+            } catch let error as ServiceClientError {
+                try refuseIfFatal(error)
+                let delay = backoff.next()
+                logger.warning("cannot reach the master; retrying", metadata: ["error": "\(error)", "in": "\(String(format: "%.1f", delay))s"])
+                lock.unlock()
+                stop.wait(upTo: delay)
+                lock.lock()
+                if stop.isSet && welcome == nil { throw RemoteFatalError(description: "stopped before connecting") }
+            }
+        }
+    }
+
+    /// Slot processes group with the master's rules: written to a file they find through
+    /// `STACKLINE_GROUPING_RULES` (inherited), checked here so bad rules stop the worker once.
+    /// Slots are started after the first connect; a master that changes its rules later needs
+    /// its remote workers restarted, as its local ones are.
+    private func adoptGroupingRules(_ document: String?, first: Bool) throws {
+        guard first else {
+            if document != groupingRules { logger.warning("the master's grouping rules changed; restart this worker to use them") }
+            return
+        }
+        groupingRules = document
+        guard let document else {
+            unsetenv(GroupingRules.environmentKey)
+            return
+        }
+        let path = NSTemporaryDirectory() + "/stackline-worker-\(getpid())-grouping-rules.json"
+        do {
+            try Data(document.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+            _ = try GroupingRules.load(path: path)
+        } catch {
+            let refusal = RemoteFatalError(description: "cannot use the master's grouping rules: \(error)")
+            fatal = refusal
+            throw refusal
+        }
+        setenv(GroupingRules.environmentKey, path, 1)
+    }
+
+    /// A refused token (401, 403) or a protocol the master does not speak (400 on connect) is
+    /// not something waiting mends: stop the worker with the master's reason.
+    private func refuseIfFatal(_ error: ServiceClientError, connecting: Bool = true) throws(RemoteFatalError) {
+        guard let status = error.status else { return }
+        if status == 401 || status == 403 || (connecting && status == 400) {
+            let refusal = RemoteFatalError(description: "the master refused this worker: \(error.description)")
+            fatal = fatal ?? refusal
+            stop.set()
+            throw refusal
+        }
+    }
+
+    private func recordFatal(_ error: ServiceClientError) -> Bool {
+        lock.withLock {
+            do { try refuseIfFatal(error, connecting: false) } catch { return true }
+            return false
+        }
+    }
+
+    /// Build ids held now: the local stores (rescanned each minute, as builds add files) and
+    /// the cache. Caller holds `lock`.
+    private func currentHolds() -> Set<String> {
+        if Date().timeIntervalSince(localScannedAt) > 60 {
+            localIds = Set(settings.localStores.flatMap { $0.storedBuildIds() }.map(\.hex))
+            localScannedAt = Date()
+        }
+        return localIds.union(cache.heldBuildIds.map(\.hex))
+    }
+
+    var status: WorkerStatus {
+        lock.withLock { WorkerStatus(busy: held.count, cacheBytes: cache.sizeBytes, fetches: cache.fetches) }
+    }
+
+    // MARK: What a slot calls
+
+    /// A finished job whose result the slot has not delivered yet: its reply frame as the slot
+    /// process wrote it (or as the slot wrote it for a process that died).
+    struct Finished {
+        var reply: Data
+        var job: RemoteJob
+        var log: Logger
+    }
+
+    /// The next job for a free slot, or nil (nothing within the wait, the master unreachable:
+    /// the slot asks again; stopping). Delivers `finished` with the claim, so a job costs one
+    /// request; what could not be delivered this way goes to `courier`, which retries on its
+    /// own. Reconnects when the master forgot this worker. `waitSeconds` 0 asks without waiting
+    /// (a slot fetching its next job while its process works on the current one), and gives up
+    /// on the first failure instead of retrying.
+    fileprivate func claim(delivering finished: inout [Finished], courier: Courier, waitSeconds: Double = 5) -> RemoteJob? {
+        var backoff = Backoff()
+        defer {
+            // Not delivered with a claim: the courier retries them while their leases may hold.
+            for result in finished { courier.send(result) }
+            finished = []
+        }
+        // Stopping: no more claims; the courier delivers what is finished through /result.
+        while !stop.isSet {
+            let results = finished.map { ResultHeader(lease: $0.job.lease, reportId: $0.job.reportId) }
+            let (seen, request) = lock.withLock { () -> (Int, ClaimRequest) in
+                let now = currentHolds()
+                let request = ClaimRequest(
+                    // Short enough that a stopping worker is not held long by an idle poll.
+                    waitSeconds: waitSeconds,
+                    status: WorkerStatus(busy: held.count, cacheBytes: cache.sizeBytes, fetches: cache.fetches),
+                    added: now.subtracting(advertised).sorted(), removed: advertised.subtracting(now).sorted(),
+                    results: results)
+                advertised = now
+                return (session, request)
+            }
+            let response: ServiceClient.Response
+            do {
+                let body = try Framing.bundle([try JSONEncoder().encode(request)] + finished.map(\.reply))
+                response = try client.send(
+                    "POST", "api/v1/workers/\(workerId)/claim",
+                    body: .data(body, contentType: RemoteProtocol.framesContentType), timeout: waitSeconds + 55)
+            } catch let error as ServiceClientError {
+                lock.withLock { advertised.subtract(request.added) }  // told nobody: tell again
+                if waitSeconds == 0 || !finished.isEmpty { return nil }
+                let delay = backoff.next()
+                logger.warning("claim failed; retrying", metadata: ["error": "\(error)", "in": "\(String(format: "%.1f", delay))s"])
+                stop.wait(upTo: delay)
+                continue
+            } catch {
+                return nil
+            }
+            switch response.status {
+            case 200:
+                let answer: ClaimAnswer
+                let frames: [Data]
+                do {
+                    frames = try Framing.unbundle(response.body)
+                    guard let envelope = frames.first else { throw FrameError.endOfStream }
+                    answer = try JSONDecoder().decode(ClaimAnswer.self, from: envelope)
+                    guard (answer.job == nil ? 1 : 2) == frames.count else { throw FrameError.endOfStream }
+                } catch {
+                    logger.error("the master sent an answer this worker cannot read", metadata: ["error": "\(error)"])
+                    return nil
+                }
+                for delivered in answer.delivered {
+                    guard let index = finished.firstIndex(where: { $0.job.lease.jobId == delivered.jobId }) else { continue }
+                    let result = finished.remove(at: index)
+                    if delivered.outcome == nil {
+                        result.log.warning("result refused", metadata: ["reason": "\(delivered.message ?? "-")"])
+                    }
+                    drop(result.job.lease)
+                }
+                if let job = answer.job {
+                    return RemoteJob(lease: job.lease, reportId: job.reportId, buildIds: job.buildIds, frame: frames[1])
+                }
+                if answer.reconnect == true {
+                    do { try connect(replacing: seen) } catch { return nil }
+                    continue
+                }
+                if waitSeconds == 0 { return nil }
+            case 204:
+                if finished.isEmpty { return nil }
+            case 404:
+                // The master recorded the results before it found it did not know this worker;
+                // the courier learns their fate (409 if they were stored).
+                for result in finished { courier.send(result) }
+                finished = []
+                do { try connect(replacing: seen) } catch { return nil }
+            default:
+                let error = ServiceClientError(.status(response.status), "claim: \(response.status) \(response.errorMessage)")
+                if recordFatal(error) || waitSeconds == 0 || !finished.isEmpty { return nil }
+                let delay = backoff.next()
+                logger.warning("claim refused; retrying", metadata: ["error": "\(error)", "in": "\(String(format: "%.1f", delay))s"])
+                stop.wait(upTo: delay)
+            }
+        }
+        return nil
+    }
+
+    func hold(_ lease: LeaseRef) { lock.withLock { held[lease.jobId] = HeldJob(lease: lease) } }
+    func drop(_ lease: LeaseRef) { lock.withLock { if held[lease.jobId]?.lease == lease { held[lease.jobId] = nil } } }
+    fileprivate func isLost(_ lease: LeaseRef) -> Bool { lock.withLock { held[lease.jobId]?.lost ?? true } }
+
+    /// Debug files the job needs: from the master's list, else from the report itself.
+    fileprivate func ensureDebugFiles(for job: RemoteJob) -> FetchPin {
+        var ids = job.buildIds.compactMap { try? BuildID($0, lengths: .anyByteCount) }
+        // A report stored before the queue kept build ids: read them from the report itself.
+        if ids.isEmpty, let request = try? JSONDecoder().decode(JobRequest.self, from: job.frame),
+            let raw = try? registry.parse(request.raw, format: request.format)
+        {
+            ids = raw.referencedBuildIds
+        }
+        return cache.ensure(ids)
+    }
+
+    /// Delivers a result, retrying while the lease may still be ours (the heartbeat keeps
+    /// renewing it meanwhile). Stops when the master answers, the lease is lost, or stopping
+    /// outlasts the lease.
+    func deliver(_ frame: Data, for job: RemoteJob, log: Logger) {
+        let lease = job.lease
+        let body: Data
+        do {
+            let reply = try JSONDecoder().decode(JobReply.self, from: frame)
+            body = try JSONEncoder().encode(RemoteResult(lease: lease, reportId: job.reportId, reply: reply))
+        } catch {
+            log.error("cannot encode the result", metadata: ["error": "\(error)"])
+            return
+        }
+        var backoff = Backoff()
+        let leaseSeconds = lock.withLock { welcome?.leaseSeconds ?? 30 }
+        var lastFailure = Date()
+        while !isLost(lease) {
+            do {
+                let response = try client.send(
+                    "POST", "api/v1/workers/\(workerId)/result", body: .data(body, contentType: "application/json"), timeout: 120)
+                switch response.status {
+                case 200:
+                    return
+                case 409:
+                    log.warning("result refused: the lease was taken over", metadata: ["reason": "\(response.errorMessage)"])
+                    return
+                default:
+                    let error = ServiceClientError(.status(response.status), "\(response.status) \(response.errorMessage)")
+                    if recordFatal(error) { return }
+                    log.warning("result not accepted; retrying", metadata: ["error": "\(error)"])
+                }
+            } catch {
+                log.warning("cannot deliver the result; retrying while the lease may hold", metadata: ["error": "\(error)"])
+            }
+            lastFailure = Date()
+            // Stopping: keep trying for one lease length, after which the master has requeued the job anyway.
+            if let stoppedAt = stop.time, lastFailure.timeIntervalSince(stoppedAt) > leaseSeconds { return }
+            stop.sleep(backoff.next())
+        }
+        log.warning("result dropped: the master says the lease is no longer ours")
+    }
+
+    var isStopping: Bool { stop.isSet }
+    var jobTimeout: Double { lock.withLock { welcome?.jobTimeoutSeconds ?? 60 } }
+    var slotCommand: (String, [String]) { (settings.slotExecutable, settings.slotArguments) }
+    var log: Logger { logger }
+
+    // MARK: Heartbeats
+
+    private func heartbeatLoop() {
+        while true {
+            let interval = lock.withLock { welcome?.heartbeatSeconds ?? 10 }
+            Thread.sleep(forTimeInterval: interval)
+            let leases = lock.withLock { held.values.filter { !$0.lost }.map(\.lease) }
+            if stop.isSet && leases.isEmpty && lock.withLock({ fatal != nil || held.isEmpty }) { return }
+            heartbeat(leases)
+        }
+    }
+
+    /// One heartbeat: renews `leases`, hands back `release`; marks what the master says is lost.
+    private func heartbeat(_ leases: [LeaseRef], release: [LeaseRef] = []) {
+        let interval = lock.withLock { welcome?.heartbeatSeconds ?? 10 }
+        let request = HeartbeatRequest(leases: leases, status: status, release: release)
+        do {
+            let answer = try client.postJSON(
+                "api/v1/workers/\(workerId)/heartbeat", request, as: HeartbeatAnswer.self, timeout: max(5, interval * 2))
+            // A result delivered while this heartbeat was on its way is no longer held: not lost.
+            let lost = lock.withLock { answer.lost.filter { id in held[id] != nil && held[id]?.lost == false } }
+            if !lost.isEmpty {
+                lock.withLock { for id in lost { held[id]?.lost = true } }
+                logger.warning("leases lost (taken over or timed out)", metadata: ["jobs": "\(lost)"])
+            }
+        } catch {
+            if recordFatal(error) { return }
+            logger.warning("heartbeat failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Hands a job back unrun (a job fetched ahead that would wait behind a slow one), so any
+    /// idle worker can take it; if the master cannot be told, its lease simply expires.
+    func handBack(_ job: RemoteJob) {
+        drop(job.lease)
+        heartbeat([], release: [job.lease])
+    }
+
+    private var signalSources: [DispatchSourceSignal] = []
+
+    private func installStopSignals() {
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [weak self] in
+                self?.logger.notice("stopping: no new claims; running jobs finish")
+                self?.stop.set()
+            }
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+}
+
+/// One slot of a remote worker: a thread and the child process it owns.
+private struct RemoteSlot {
+    let index: Int
+    let connection: RemoteConnection
+
+    func run() {
+        var log = connection.log
+        log[metadataKey: "slot"] = "\(index)"
+        var child: WorkerProcess?
+        var lastSpawn = Date.distantPast
+        var prefetched: RemoteJob?
+        var finished: [RemoteConnection.Finished] = []
+        let courier = Courier(connection: connection, name: "slot-\(index)-results")
+        defer {
+            courier.finish()
+            if let child {
+                child.closeInput()
+                _ = child.wait(upTo: 5)
+            }
+        }
+        while !connection.isStopping {
+            if let current = child, let exit = current.poll() {
+                log.warning("slot process exited while idle", metadata: ["exit": "\(exit)"])
+                child = nil
+            }
+            if child == nil {
+                // A slot process that dies at start must not become a fork loop.
+                let sinceLast = Date().timeIntervalSince(lastSpawn)
+                if sinceLast < 1 { Thread.sleep(forTimeInterval: 1 - sinceLast) }
+                lastSpawn = Date()
+                let (executable, arguments) = connection.slotCommand
+                do { child = try WorkerProcess(executable: executable, arguments: arguments) } catch {
+                    log.error("cannot start a slot process", metadata: ["error": "\(error)"])
+                    continue
+                }
+            }
+            guard let job = prefetched ?? connection.claim(delivering: &finished, courier: courier), let worker = child
+            else { continue }
+            prefetched = nil
+            var jobLog = log
+            jobLog[metadataKey: "job"] = "\(job.lease.jobId)"
+            jobLog[metadataKey: "report"] = "\(job.reportId)"
+            let (reply, keep) = run(job, on: worker, jobLog) { elapsed in
+                if elapsed == 0 {
+                    // While the slot process works: deliver the previous result and ask for the
+                    // next job (without waiting) in one request, so the network adds no round
+                    // trip per job.
+                    prefetched = connection.claim(delivering: &finished, courier: courier, waitSeconds: 0)
+                    if let next = prefetched { connection.hold(next.lease) }
+                } else if elapsed > RemoteSlot.aheadLimitSeconds, let next = prefetched {
+                    // The current job is slow: the one fetched ahead goes back to the queue for
+                    // an idle worker instead of waiting behind it.
+                    prefetched = nil
+                    connection.handBack(next)
+                }
+            }
+            if !keep { child = nil }
+            if let reply {
+                // The lease stays held (and renewed) until the master has answered for it.
+                finished.append(RemoteConnection.Finished(reply: reply, job: job, log: jobLog))
+            } else {
+                connection.drop(job.lease)
+            }
+        }
+        for result in finished { courier.send(result) }
+        if let prefetched { connection.handBack(prefetched) }
+    }
+
+    /// Runs one job on the slot process; returns the reply frame to deliver (nil: the lease is
+    /// lost, nothing to say) and whether the process is still usable. The frames pass through
+    /// undecoded: the master checks the reply as it checks a local worker's.
+    /// How long a job fetched ahead may wait behind the current one before it is handed back.
+    static let aheadLimitSeconds = 1.0
+
+    /// `whileRunning` is called once the job is sent (elapsed 0), then at each poll of the slot
+    /// process with the seconds since.
+    private func run(
+        _ job: RemoteJob, on worker: WorkerProcess, _ log: Logger, whileRunning: (Double) -> Void
+    ) -> (Data?, Bool) {
+        connection.hold(job.lease)
+        let pin = connection.ensureDebugFiles(for: job)
+        defer { pin.release() }
+        let jobId = job.lease.jobId
+        func reply(_ kind: JobReply.Kind, _ message: String) -> Data {
+            (try? JSONEncoder().encode(JobReply(kind: kind, jobId: jobId, message: message)))
+                ?? Data(#"{"kind":"workerLost","jobId":\#(jobId)}"#.utf8)
+        }
+        do {
+            try worker.send(job.frame)
+        } catch .tooLarge(let size) {
+            return (reply(
+                .permanentError,
+                "report is \(size) bytes as a job frame, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"), true)
+        } catch {
+            return (reply(.workerLost, "\(worker.wait(upTo: 5))"), false)
+        }
+        let timeout = connection.jobTimeout
+        let sent = Date()
+        let deadline = sent.addingTimeInterval(timeout)
+        whileRunning(0)
+        while true {
+            let frame: Data?
+            do {
+                frame = try worker.reader.read(timeoutMs: 200)
+            } catch .tooLarge(let size) {
+                worker.kill()
+                _ = worker.wait()
+                return (reply(
+                    .permanentError,
+                    "worker reply is \(size) bytes, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"), false)
+            } catch {
+                let exit = worker.wait(upTo: 5)
+                log.warning("slot process died during job", metadata: ["exit": "\(exit)"])
+                return (reply(.workerLost, "\(exit)"), false)
+            }
+            if let frame { return (frame, true) }
+            whileRunning(max(Date().timeIntervalSince(sent), 0.001))
+            if connection.isLost(job.lease) {
+                worker.kill()
+                _ = worker.wait()
+                log.warning("lease lost during job; slot process killed, result discarded")
+                return (nil, false)
+            }
+            if Date() >= deadline {
+                worker.kill()
+                _ = worker.wait()
+                log.warning("job timed out; slot process killed")
+                return (reply(.workerLost, "timed out after \(Int(timeout))s (worker killed)"), false)
+            }
+        }
+    }
+}
+
+/// A job this worker holds: its lease, and its `JobRequest` frame for the slot process.
+struct RemoteJob {
+    var lease: LeaseRef
+    var reportId: Int64
+    var buildIds: [String]
+    var frame: Data
+}
+
+/// Delivers the results a slot could not deliver with a claim (the master unreachable, or it
+/// restarted), in order, on a thread of its own, so a slow or unreachable master delays
+/// results, never the next job.
+final class Courier: @unchecked Sendable {
+    private let connection: RemoteConnection
+    private let condition = NSCondition()
+    private var queue: [(Data, RemoteJob, Logger)] = []
+    private var finished = false
+    private let done = DispatchSemaphore(value: 0)
+
+    init(connection: RemoteConnection, name: String) {
+        self.connection = connection
+        let thread = Thread { [self] in loop() }
+        thread.name = name
+        thread.start()
+    }
+
+    func send(_ result: RemoteConnection.Finished) { enqueue((result.reply, result.job, result.log)) }
+
+    private func enqueue(_ item: (Data, RemoteJob, Logger)) {
+        condition.withLock {
+            queue.append(item)
+            condition.signal()
+        }
+    }
+
+    /// Returns once everything queued was delivered (or given up).
+    func finish() {
+        condition.withLock {
+            finished = true
+            condition.signal()
+        }
+        done.wait()
+    }
+
+    private func loop() {
+        while true {
+            let next: (Data, RemoteJob, Logger)? = condition.withLock {
+                while queue.isEmpty && !finished { condition.wait() }
+                return queue.isEmpty ? nil : queue.removeFirst()
+            }
+            guard let (reply, job, log) = next else { break }
+            connection.deliver(reply, for: job, log: log)
+            connection.drop(job.lease)
+        }
+        done.signal()
+    }
+}
+
+/// Exponential backoff with full jitter: 0.25 s doubling to 30 s, each wait a random share of
+/// the current step, so workers cut off together do not come back in lockstep.
+struct Backoff {
+    private var step = 0.25
+
+    mutating func next() -> Double {
+        let delay = Double.random(in: step / 2...step)
+        step = min(step * 2, 30)
+        return delay
+    }
+}
+
+/// Set once by SIGTERM/SIGINT or a fatal refusal.
+final class RemoteStopFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stoppedAt: Date?
+
+    var isSet: Bool { lock.withLock { stoppedAt != nil } }
+    var time: Date? { lock.withLock { stoppedAt } }
+    func set() { lock.withLock { if stoppedAt == nil { stoppedAt = Date() } } }
+
+    /// Sleeps `seconds`, waking early when set.
+    func wait(upTo seconds: Double) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !isSet && Date() < deadline { Thread.sleep(forTimeInterval: min(0.1, max(0, deadline.timeIntervalSinceNow))) }
+    }
+
+    /// Sleeps `seconds` whether set or not (delivering a result goes on while stopping).
+    func sleep(_ seconds: Double) { Thread.sleep(forTimeInterval: seconds) }
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Job-store benchmark: the SQLite queue alone, with no worker and no parsing (the hidden
+# `stackline bench-queue-store` command). Into a new database on the temporary directory's disk:
+# N small distinct reports submitted one per transaction and N more in transactions of 64, then
+# N claims each followed by a completion with a few-KB result and a group key (the group ledger
+# runs as for a real result), then N affinity claims (two remote workers with 1,000 build ids
+# each) each followed by a completion. Prints operations/s, µs and CPU µs per operation per
+# phase (CPU well under wall time means waiting: for the disk, or for a CPU others hold):
+# the ceiling one master's store puts on reports/s (ARCHITECTURE.md, "Scaling past one master").
+#
+#   scripts/bench-queue-store.sh [N]     # N reports per phase, default 10000
+#
+# Environment: STACKLINE (default .build/release/stackline; make bench builds it), RUNS (default
+# 3: the machine is shared, so each run is printed and the spread shows the noise), TMPDIR (where
+# the database goes: put it on the disk a master would use). No thresholds: it prints.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$(pwd)"
+n=${1:-10000}
+runs=${RUNS:-3}
+STACKLINE="${STACKLINE:-$root/.build/release/stackline}"
+[ -x "$STACKLINE" ] || { echo "bench-queue-store.sh: $STACKLINE is missing: run 'swift build -c release'" >&2; exit 1; }
+work="$(mktemp -d "${TMPDIR:-/tmp}/stackline-bench-queue-store.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+echo "database on: $(df -T "$work" | awk 'NR == 2 { print $2 " (" $1 ")" }'), $runs runs of $n reports per phase"
+for ((run = 1; run <= runs; run++)); do
+  "$STACKLINE" bench-queue-store --reports "$n" --db "$work/run$run.sqlite" --json >"$work/run$run.json"
+  rm -f "$work/run$run.sqlite"*
+done
+
+# One row per phase: the rate of each run, then min–max.
+python3 - "$work" "$runs" <<'EOF'
+import json, sys
+work, runs = sys.argv[1], int(sys.argv[2])
+docs = [json.load(open("%s/run%d.json" % (work, r))) for r in range(1, runs + 1)]
+first = docs[0]
+print("reports %d bytes (%d stored); results %d bytes of JSON (%d stored)" % (
+    first["reportBytes"], first["storedReportBytes"], first["resultJSONBytes"], first["resultStoredBytes"]))
+print()
+print("%-40s %s  %15s  %15s  %17s" % ("phase (ops/s per run)", "".join("%10s" % ("run %d" % r) for r in range(1, runs + 1)),
+                                       "ops/s min-max", "µs/op min-max", "CPU µs/op min-max"))
+for i, phase in enumerate(first["phases"]):
+    rates = [d["phases"][i]["operationsPerSecond"] for d in docs]
+    us = [d["phases"][i]["microsecondsPerOperation"] for d in docs]
+    cpu = [d["phases"][i]["cpuMicrosecondsPerOperation"] for d in docs]
+    print("%-40s %s  %15s  %15s  %17s" % (phase["name"], "".join("%10.0f" % r for r in rates),
+                                           "%.0f-%.0f" % (min(rates), max(rates)), "%.1f-%.1f" % (min(us), max(us)),
+                                           "%.1f-%.1f" % (min(cpu), max(cpu))))
+print()
+for r, d in enumerate(docs, 1):
+    a = d["affinity"]
+    print("run %d: affinity claims %d hit, %d neutral, %d fallback, %d empty; database %.1f MB" % (
+        r, a["hit"], a["neutral"], a["fallback"], a["empty"], d["databaseBytes"] / 2**20))
+EOF

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import JobQueue
 import Logging
+internal import WorkerProtocol
 
 /// `stackline master`: recovers expired leases, runs one `WorkerSlot` thread per worker,
 /// keeps recovering leases while it runs, and drains on SIGTERM/SIGINT.

@@ -43,7 +43,7 @@ final class RemoteConnection: @unchecked Sendable {
     private var logger: Logger
     /// Random, chosen at start and kept across reconnects: the master's key for this worker.
     private let workerId = (0..<2).map { _ in String(UInt64.random(in: 1 << 60...UInt64.max), radix: 16) }.joined()
-    private let stop = RemoteStopFlag()
+    private let stop = StopFlag()
 
     private let lock = NSLock()
     private var welcome: WorkerWelcome?
@@ -353,7 +353,7 @@ final class RemoteConnection: @unchecked Sendable {
             lastFailure = Date()
             // Stopping: keep trying for one lease length, after which the master has requeued the job anyway.
             if let stoppedAt = stop.time, lastFailure.timeIntervalSince(stoppedAt) > leaseSeconds { return }
-            stop.sleep(backoff.next())
+            Thread.sleep(forTimeInterval: backoff.next())  // stopping or not: delivering goes on
         }
         log.warning("result dropped: the master says the lease is no longer ours")
     }
@@ -617,23 +617,4 @@ struct Backoff {
         step = min(step * 2, 30)
         return delay
     }
-}
-
-/// Set once by SIGTERM/SIGINT or a fatal refusal.
-final class RemoteStopFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stoppedAt: Date?
-
-    var isSet: Bool { lock.withLock { stoppedAt != nil } }
-    var time: Date? { lock.withLock { stoppedAt } }
-    func set() { lock.withLock { if stoppedAt == nil { stoppedAt = Date() } } }
-
-    /// Sleeps `seconds`, waking early when set.
-    func wait(upTo seconds: Double) {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !isSet && Date() < deadline { Thread.sleep(forTimeInterval: min(0.1, max(0, deadline.timeIntervalSinceNow))) }
-    }
-
-    /// Sleeps `seconds` whether set or not (delivering a result goes on while stopping).
-    func sleep(_ seconds: Double) { Thread.sleep(forTimeInterval: seconds) }
 }

@@ -55,6 +55,12 @@ final class RemoteConnection: @unchecked Sendable {
     private var advertised: Set<String> = []
     private var localIds: Set<String> = []
     private var localScannedAt = Date.distantPast
+    /// What `currentHolds` last computed, and the cache's fetch and eviction counts it saw.
+    private var holds: Set<String> = []
+    private var holdsGeneration = -1
+    /// Bumped when `holds` is rebuilt; `advertisedVersion` is the one the master was last told.
+    private var holdsVersion = 0
+    private var advertisedVersion = -1
     private var groupingRules: String?
 
     private struct HeldJob {
@@ -120,6 +126,7 @@ final class RemoteConnection: @unchecked Sendable {
                 try adoptGroupingRules(answer.groupingRules, first: welcome == nil)
                 welcome = answer
                 advertised = holds
+                advertisedVersion = holdsVersion
                 session += 1
                 logger.notice(
                     "connected",
@@ -188,11 +195,22 @@ final class RemoteConnection: @unchecked Sendable {
     /// Build ids held now: the local stores (rescanned each minute, as builds add files) and
     /// the cache. Caller holds `lock`.
     private func currentHolds() -> Set<String> {
+        var changed = false
         if Date().timeIntervalSince(localScannedAt) > 60 {
             localIds = Set(settings.localStores.flatMap { $0.storedBuildIds() }.map(\.hex))
             localScannedAt = Date()
+            changed = true
         }
-        return localIds.union(cache.heldBuildIds.map(\.hex))
+        // The cache changes only by fetching and evicting: rebuild the set (every claim asks)
+        // only when either count moved.
+        let counts = cache.counters
+        let generation = counts.fetches &+ counts.evictions &* 1_000_003
+        if changed || generation != holdsGeneration || holdsGeneration < 0 {
+            holds = localIds.union(cache.heldBuildIds.map(\.hex))
+            holdsGeneration = generation
+            holdsVersion += 1
+        }
+        return holds
     }
 
     var status: WorkerStatus {
@@ -227,13 +245,18 @@ final class RemoteConnection: @unchecked Sendable {
             let results = finished.map { ResultHeader(lease: $0.job.lease, reportId: $0.job.reportId) }
             let (seen, request) = lock.withLock { () -> (Int, ClaimRequest) in
                 let now = currentHolds()
+                // Diffed only when the holdings were rebuilt: a build machine's store can list
+                // tens of thousands of ids, and every claim passes here.
+                let changed = holdsVersion != advertisedVersion
                 let request = ClaimRequest(
                     // Short enough that a stopping worker is not held long by an idle poll.
                     waitSeconds: waitSeconds,
                     status: WorkerStatus(busy: held.count, cacheBytes: cache.sizeBytes, fetches: cache.fetches),
-                    added: now.subtracting(advertised).sorted(), removed: advertised.subtracting(now).sorted(),
+                    added: changed ? now.subtracting(advertised).sorted() : [],
+                    removed: changed ? advertised.subtracting(now).sorted() : [],
                     results: results)
                 advertised = now
+                advertisedVersion = holdsVersion
                 return (session, request)
             }
             let response: ServiceClient.Response
@@ -243,7 +266,11 @@ final class RemoteConnection: @unchecked Sendable {
                     "POST", "api/v1/workers/\(workerId)/claim",
                     body: .data(body, contentType: RemoteProtocol.framesContentType), timeout: waitSeconds + 55)
             } catch let error as ServiceClientError {
-                lock.withLock { advertised.subtract(request.added) }  // told nobody: tell again
+                lock.withLock {  // told nobody: tell again
+                    advertised.subtract(request.added)
+                    advertised.formUnion(request.removed)
+                    advertisedVersion = -1
+                }
                 if waitSeconds == 0 || !finished.isEmpty { return nil }
                 let delay = backoff.next()
                 logger.warning("claim failed; retrying", metadata: ["error": "\(error)", "in": "\(String(format: "%.1f", delay))s"])

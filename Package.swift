@@ -71,7 +71,7 @@ let package = Package(
         // links this and never Master: it must not reach JobQueue or GRDB (Tests/ModuleGraphTests).
         .target(name: "WorkerProtocol", dependencies: ["ReportModel", "SystemCalls", "Compression"]),
         // The HTTP client of a `stackline serve` (URLSession): `symbols upload` and remote workers.
-        .target(name: "ServiceClient", dependencies: ["ReportModel"]),
+        .target(name: "ServiceClient", dependencies: ["ReportModel", "SystemCalls"]),
         // A remote worker's debug files: fetched from the master's debuginfod endpoint into a
         // bounded, least-recently-used cache in the store layout, each checked by build id.
         .target(name: "SymbolFetch", dependencies: ["SymbolStore", "DebugInfo", "ReportModel", "SystemCalls", "ServiceClient"]),

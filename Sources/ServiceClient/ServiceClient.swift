@@ -1,5 +1,6 @@
 import Foundation
 import ReportModel
+import SystemCalls
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
@@ -195,9 +196,8 @@ private final class FileSink: @unchecked Sendable {
     private(set) var overflowed = false
     private(set) var failure: String?
 
-    init(path: String, maxBytes: Int64) throws {
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    init(path: String, maxBytes: Int64) throws(SystemCallError) {
+        fd = try SystemCall.check("open", path: path) { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
         self.maxBytes = maxBytes
     }
 
@@ -210,19 +210,12 @@ private final class FileSink: @unchecked Sendable {
                 overflowed = true
                 return false
             }
-            let ok = data.withUnsafeBytes { buf -> Bool in
-                var offset = 0
-                while offset < buf.count {
-                    let n = write(fd, buf.baseAddress! + offset, buf.count - offset)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        return false
-                    }
-                    offset += n
-                }
-                return true
+            let failed: SystemCallError? = data.withUnsafeBytes { buf in
+                do throws(SystemCallError) { try SystemCall.writeAll(fd, buf) } catch { return error }
+                return nil
             }
-            if !ok { failure = String(cString: strerror(errno)) }
+            let ok = failed == nil
+            if let failed { failure = failed.description }
             return ok
         }
     }

@@ -86,6 +86,9 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         guard hello.protocolVersion == RemoteProtocol.version else { throw .protocolVersion(hello.protocolVersion) }
         guard (1...256).contains(hello.slots) else { throw .invalid("slots must be between 1 and 256") }
         guard Self.isValidId(hello.workerId) else { throw .invalid("workerId must be 8 to 64 letters, digits or dashes") }
+        guard hello.holds.count <= Self.maxHolds else {
+            throw .invalid("a worker may advertise at most \(Self.maxHolds) build ids; this one lists \(hello.holds.count)")
+        }
         let name = String(hello.name.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }.prefix(128).map(Character.init))
         let now = db.now()
         let holds = Set(hello.holds.compactMap(Self.normalizedId))
@@ -123,6 +126,10 @@ public final class RemoteWorkerPool: @unchecked Sendable {
             throw Refusal.unknownWorker(workerId)
         }
         update(&worker, request.status)
+        guard worker.holds.count + request.added.count <= Self.maxHolds else {
+            lock.unlock()
+            throw Refusal.invalid("a worker may advertise at most \(Self.maxHolds) build ids")
+        }
         let added = Set(request.added.compactMap(Self.normalizedId)).subtracting(worker.holds)
         let removed = Set(request.removed.compactMap(Self.normalizedId)).intersection(worker.holds)
         if !added.isEmpty || !removed.isEmpty {
@@ -163,6 +170,10 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         }
         return (JobLease(lease: lease, reportId: job.reportId, buildIds: job.buildIds), frame)
     }
+
+    /// Build ids one worker may advertise: a bound on the master's memory per worker (a few
+    /// tens of MB at most), far above a build machine's store.
+    static let maxHolds = 500_000
 
     /// A remote worker kills its slot at the job timeout, as the master kills a local worker;
     /// its clock starts once the job's debug files are fetched, which over a network may take

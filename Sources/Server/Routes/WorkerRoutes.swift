@@ -65,6 +65,7 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
             do {
                 job = try await Offload.run { try pool.claim(workerId: id, claim) }
             } catch let refusal as RemoteWorkerPool.Refusal {
+                if case .invalid(let why) = refusal { throw APIError.badRequest(why) }
                 // A master that restarted forgot its workers: the worker connects again. When
                 // results came along, they were recorded: say what became of them, so the
                 // worker does not send them again.

@@ -115,10 +115,11 @@ public final class RemoteWorkerPool: @unchecked Sendable {
             jobTimeoutSeconds: config.jobTimeout, groupingRules: groupingRules)
     }
 
-    /// One claim attempt for a free slot of `workerId`: the job's lease and its `JobRequest`
-    /// frame (encoded as for a local worker); nil when nothing is runnable for it now (the route
-    /// waits and asks again).
-    public func claim(workerId: String, _ request: ClaimRequest) throws -> (JobLease, Data)? {
+    /// One claim attempt for a slot of `workerId`: up to `request.maxJobs` leases (capped per
+    /// slot and per claim by `RemoteProtocol`), each with its `JobRequest` frame
+    /// (encoded as for a local worker), in claim order; empty when nothing is runnable for it
+    /// now (the route waits and asks again). Each job is chosen by the same affinity rule.
+    public func claim(workerId: String, _ request: ClaimRequest) throws -> [(JobLease, Data)] {
         // Not `withLock` with a throwing closure: typed throws through it crash this compiler.
         lock.lock()
         guard var worker = workers[workerId] else {
@@ -143,32 +144,38 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         let preference = AffinityPreference(
             holds: worker.holds, heldElsewhere: heldElsewhere(by: workerId), waitMs: Int64(affinityWaitSeconds * 1000))
         let name = worker.row.name
+        let limit = max(0, min(request.maxJobs, worker.row.slots * RemoteProtocol.maxJobsPerSlot, RemoteProtocol.maxJobsPerClaim))
         lock.unlock()
-        guard try db.hasRunnableJob(), let (job, match) = try db.claim(leaseMs: leaseMs, affinity: preference) else { return nil }
-        RemoteMetrics.claims(match).increment()
-        lock.withLock {
-            inflight[job.jobId] = InFlight(
-                token: job.leaseToken, workerId: workerId,
-                deadline: Date().addingTimeInterval(config.jobTimeout + Self.fetchAllowanceSeconds))
-            workers[workerId]?.row.affinityClaims += 1
-            if match == .hit { workers[workerId]?.row.affinityHits += 1 }
-            dirty = true
+        var leased: [(JobLease, Data)] = []
+        guard limit > 0, try db.hasRunnableJob() else { return leased }
+        for _ in 0..<limit {
+            guard let (job, match) = try db.claim(leaseMs: leaseMs, affinity: preference) else { break }
+            RemoteMetrics.claims(match).increment()
+            lock.withLock {
+                inflight[job.jobId] = InFlight(
+                    token: job.leaseToken, workerId: workerId,
+                    deadline: Date().addingTimeInterval(config.jobTimeout + Self.fetchAllowanceSeconds))
+                workers[workerId]?.row.affinityClaims += 1
+                if match == .hit { workers[workerId]?.row.affinityHits += 1 }
+                dirty = true
+            }
+            logger.debug(
+                "remote job claimed",
+                metadata: ["worker": "\(name)", "job": "\(job.jobId)", "report": "\(job.reportId)", "affinity": "\(match.rawValue)"])
+            let lease = LeaseRef(jobId: job.jobId, leaseToken: job.leaseToken)
+            let frame: Data
+            do {
+                frame = try JSONEncoder().encode(
+                    JobRequest(jobId: job.jobId, reportId: job.reportId, attempt: job.attempts, format: job.format, raw: job.raw))
+            } catch {
+                _ = try outcomes.fail(
+                    LeasedJob(job), .retryable("cannot encode job frame: \(error)"), logger)
+                forget(lease)
+                continue
+            }
+            leased.append((JobLease(lease: lease, reportId: job.reportId, buildIds: job.buildIds), frame))
         }
-        logger.debug(
-            "remote job claimed",
-            metadata: ["worker": "\(name)", "job": "\(job.jobId)", "report": "\(job.reportId)", "affinity": "\(match.rawValue)"])
-        let lease = LeaseRef(jobId: job.jobId, leaseToken: job.leaseToken)
-        let frame: Data
-        do {
-            frame = try JSONEncoder().encode(
-                JobRequest(jobId: job.jobId, reportId: job.reportId, attempt: job.attempts, format: job.format, raw: job.raw))
-        } catch {
-            _ = try outcomes.fail(
-                LeasedJob(job), .retryable("cannot encode job frame: \(error)"), logger)
-            forget(lease)
-            return nil
-        }
-        return (JobLease(lease: lease, reportId: job.reportId, buildIds: job.buildIds), frame)
+        return leased
     }
 
     /// Build ids one worker may advertise: a bound on the master's memory per worker (a few

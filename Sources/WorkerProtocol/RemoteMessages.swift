@@ -5,7 +5,8 @@ import Foundation
 // HTTP (long-poll, docs/workers.md), bundled with one small envelope frame in a body of type
 // `RemoteProtocol.framesContentType` (`Framing.bundle`): a claim sends its envelope
 // (`ClaimRequest`) and the reply frames of the slot's previous jobs; the answer is its envelope
-// (`ClaimAnswer`) and the job's request frame. The remote worker's connection hands those frames
+// (`ClaimAnswer`) and one request frame per job it leases. A slot asks for a few jobs at a
+// time, so the HTTP cost of a request is shared by several jobs. The remote worker's connection hands those frames
 // to its slot processes and back without decoding them. What the network adds is the lease:
 // the worker holds the job's fencing token and sends it back with every heartbeat and result,
 // so each message stands alone and a reconnect needs no session state. Paths are under
@@ -18,6 +19,9 @@ public enum RemoteProtocol {
     public static let maxClaimWaitSeconds = 25.0
     /// A claim's request and answer bodies: an envelope frame, then the frames it announces.
     public static let framesContentType = "application/x-stackline-frames"
+    /// Most jobs one claim may lease, and per slot of the worker.
+    public static let maxJobsPerClaim = 16
+    public static let maxJobsPerSlot = 8
 }
 
 /// A fencing token and the job it was issued for.
@@ -70,11 +74,14 @@ public struct WorkerWelcome: Codable, Sendable {
     }
 }
 
-/// Worker → master: one free slot asks for a job (POST /api/v1/workers/ID/claim). Carries the
+/// Worker → master: a slot asks for jobs (POST /api/v1/workers/ID/claim). Carries the
 /// worker's state, so the master's view of it is never older than its last claim or heartbeat.
 public struct ClaimRequest: Codable, Sendable {
     /// Seconds the master may hold the request open when nothing is runnable (capped).
     public var waitSeconds: Double
+    /// How many jobs the slot takes (0: it only delivers results). The master waits for the
+    /// first and adds what else is runnable at once, up to `RemoteProtocol.maxJobsPerClaim`.
+    public var maxJobs: Int
     public var status: WorkerStatus
     /// Build ids it started or stopped holding since its last message (fetched, evicted).
     public var added: [String]
@@ -85,9 +92,11 @@ public struct ClaimRequest: Codable, Sendable {
     public var results: [ResultHeader]
 
     public init(
-        waitSeconds: Double, status: WorkerStatus, added: [String] = [], removed: [String] = [], results: [ResultHeader] = []
+        waitSeconds: Double, maxJobs: Int = 1, status: WorkerStatus, added: [String] = [], removed: [String] = [],
+        results: [ResultHeader] = []
     ) {
         self.waitSeconds = waitSeconds
+        self.maxJobs = maxJobs
         self.status = status
         self.added = added
         self.removed = removed
@@ -110,8 +119,8 @@ public struct ResultHeader: Codable, Sendable {
 /// Master → worker: the answer to a claim (200; 204 when there is neither a job nor a result
 /// to answer for).
 public struct ClaimAnswer: Codable, Sendable {
-    /// The leased job; its `JobRequest` frame follows the envelope.
-    public var job: JobLease?
+    /// The leased jobs, in claim order; their `JobRequest` frames follow the envelope in the same order.
+    public var jobs: [JobLease]
     /// The master does not know this worker (it restarted) but recorded the results it
     /// carried: connect again, then claim. (Without results it answers 404.)
     public var reconnect: Bool?
@@ -133,8 +142,8 @@ public struct ClaimAnswer: Codable, Sendable {
         }
     }
 
-    public init(job: JobLease?, delivered: [Delivered], reconnect: Bool? = nil) {
-        self.job = job
+    public init(jobs: [JobLease], delivered: [Delivered], reconnect: Bool? = nil) {
+        self.jobs = jobs
         self.delivered = delivered
         self.reconnect = reconnect
     }

@@ -225,15 +225,19 @@ final class RemoteConnection: @unchecked Sendable {
         var reply: Data
         var job: RemoteJob
         var log: Logger
+        var at = Date()
     }
 
-    /// The next job for a free slot, or nil (nothing within the wait, the master unreachable:
-    /// the slot asks again; stopping). Delivers `finished` with the claim, so a job costs one
-    /// request; what could not be delivered this way goes to `courier`, which retries on its
+    /// Up to `maxJobs` jobs for a slot, held (their leases renewed) from here on; empty when
+    /// nothing came within the wait, the master is unreachable (the slot asks again) or this
+    /// worker is stopping. Delivers `finished` with the claim, so jobs and results share
+    /// requests; what could not be delivered this way goes to `courier`, which retries on its
     /// own. Reconnects when the master forgot this worker. `waitSeconds` 0 asks without waiting
-    /// (a slot fetching its next job while its process works on the current one), and gives up
-    /// on the first failure instead of retrying.
-    fileprivate func claim(delivering finished: inout [Finished], courier: Courier, waitSeconds: Double = 5) -> RemoteJob? {
+    /// (a slot fetching its next jobs while its process works on the current one), and gives up
+    /// on the first failure instead of retrying; `maxJobs` 0 only delivers.
+    fileprivate func claim(
+        delivering finished: inout [Finished], courier: Courier, waitSeconds: Double = 5, maxJobs: Int
+    ) -> [RemoteJob] {
         var backoff = Backoff()
         defer {
             // Not delivered with a claim: the courier retries them while their leases may hold.
@@ -250,7 +254,7 @@ final class RemoteConnection: @unchecked Sendable {
                 let changed = holdsVersion != advertisedVersion
                 let request = ClaimRequest(
                     // Short enough that a stopping worker is not held long by an idle poll.
-                    waitSeconds: waitSeconds,
+                    waitSeconds: waitSeconds, maxJobs: maxJobs,
                     status: WorkerStatus(busy: held.count, cacheBytes: cache.sizeBytes, fetches: cache.fetches),
                     added: changed ? now.subtracting(advertised).sorted() : [],
                     removed: changed ? advertised.subtracting(now).sorted() : [],
@@ -271,13 +275,13 @@ final class RemoteConnection: @unchecked Sendable {
                     advertised.formUnion(request.removed)
                     advertisedVersion = -1
                 }
-                if waitSeconds == 0 || !finished.isEmpty { return nil }
+                if waitSeconds == 0 || !finished.isEmpty { return [] }
                 let delay = backoff.next()
                 logger.warning("claim failed; retrying", metadata: ["error": "\(error)", "in": "\(String(format: "%.1f", delay))s"])
                 stop.wait(upTo: delay)
                 continue
             } catch {
-                return nil
+                return []
             }
             switch response.status {
             case 200:
@@ -287,10 +291,10 @@ final class RemoteConnection: @unchecked Sendable {
                     frames = try Framing.unbundle(response.body)
                     guard let envelope = frames.first else { throw FrameError.endOfStream }
                     answer = try JSONDecoder().decode(ClaimAnswer.self, from: envelope)
-                    guard (answer.job == nil ? 1 : 2) == frames.count else { throw FrameError.endOfStream }
+                    guard answer.jobs.count + 1 == frames.count else { throw FrameError.endOfStream }
                 } catch {
                     logger.error("the master sent an answer this worker cannot read", metadata: ["error": "\(error)"])
-                    return nil
+                    return []
                 }
                 for delivered in answer.delivered {
                     guard let index = finished.firstIndex(where: { $0.job.lease.jobId == delivered.jobId }) else { continue }
@@ -300,34 +304,38 @@ final class RemoteConnection: @unchecked Sendable {
                     }
                     drop(result.job.lease)
                 }
-                if let job = answer.job {
-                    return RemoteJob(lease: job.lease, reportId: job.reportId, buildIds: job.buildIds, frame: frames[1])
+                if !answer.jobs.isEmpty {
+                    let jobs = zip(answer.jobs, frames.dropFirst()).map { job, frame in
+                        RemoteJob(lease: job.lease, reportId: job.reportId, buildIds: job.buildIds, frame: frame)
+                    }
+                    lock.withLock { for job in jobs { held[job.lease.jobId] = HeldJob(lease: job.lease) } }
+                    return jobs
                 }
                 if answer.reconnect == true {
-                    do { try connect(replacing: seen) } catch { return nil }
+                    do { try connect(replacing: seen) } catch { return [] }
+                    if maxJobs == 0 { return [] }
                     continue
                 }
-                if waitSeconds == 0 { return nil }
+                if waitSeconds == 0 || maxJobs == 0 { return [] }
             case 204:
-                if finished.isEmpty { return nil }
+                if finished.isEmpty { return [] }
             case 404:
                 // The master recorded the results before it found it did not know this worker;
                 // the courier learns their fate (409 if they were stored).
                 for result in finished { courier.send(result) }
                 finished = []
-                do { try connect(replacing: seen) } catch { return nil }
+                do { try connect(replacing: seen) } catch { return [] }
             default:
                 let error = ServiceClientError(.status(response.status), "claim: \(response.status) \(response.errorMessage)")
-                if recordFatal(error) || waitSeconds == 0 || !finished.isEmpty { return nil }
+                if recordFatal(error) || waitSeconds == 0 || !finished.isEmpty { return [] }
                 let delay = backoff.next()
                 logger.warning("claim refused; retrying", metadata: ["error": "\(error)", "in": "\(String(format: "%.1f", delay))s"])
                 stop.wait(upTo: delay)
             }
         }
-        return nil
+        return []
     }
 
-    func hold(_ lease: LeaseRef) { lock.withLock { held[lease.jobId] = HeldJob(lease: lease) } }
     func drop(_ lease: LeaseRef) { lock.withLock { if held[lease.jobId]?.lease == lease { held[lease.jobId] = nil } } }
     fileprivate func isLost(_ lease: LeaseRef) -> Bool { lock.withLock { held[lease.jobId]?.lost ?? true } }
 
@@ -421,11 +429,12 @@ final class RemoteConnection: @unchecked Sendable {
         }
     }
 
-    /// Hands a job back unrun (a job fetched ahead that would wait behind a slow one), so any
-    /// idle worker can take it; if the master cannot be told, its lease simply expires.
-    func handBack(_ job: RemoteJob) {
-        drop(job.lease)
-        heartbeat([], release: [job.lease])
+    /// Hands jobs back unrun (jobs fetched ahead that would wait behind a slow one), so any
+    /// idle worker can take them; if the master cannot be told, their leases simply expire.
+    func handBack(_ jobs: [RemoteJob]) {
+        guard !jobs.isEmpty else { return }
+        for job in jobs { drop(job.lease) }
+        heartbeat([], release: jobs.map(\.lease))
     }
 
     private var signalSources: [DispatchSourceSignal] = []
@@ -454,7 +463,8 @@ private struct RemoteSlot {
         log[metadataKey: "slot"] = "\(index)"
         var child: WorkerProcess?
         var lastSpawn = Date.distantPast
-        var prefetched: RemoteJob?
+        // Jobs leased and held but not started: a slot claims `RemoteSlot.depth` at a time.
+        var ahead: [RemoteJob] = []
         var finished: [RemoteConnection.Finished] = []
         let courier = Courier(connection: connection, name: "slot-\(index)-results")
         defer {
@@ -480,24 +490,36 @@ private struct RemoteSlot {
                     continue
                 }
             }
-            guard let job = prefetched ?? connection.claim(delivering: &finished, courier: courier), let worker = child
-            else { continue }
-            prefetched = nil
+            if ahead.isEmpty { ahead = connection.claim(delivering: &finished, courier: courier, maxJobs: RemoteSlot.depth) }
+            guard !ahead.isEmpty, let worker = child else { continue }
+            let job = ahead.removeFirst()
+            // Taken over while it waited (a partition longer than the lease): not ours to run.
+            if connection.isLost(job.lease) {
+                connection.drop(job.lease)
+                continue
+            }
             var jobLog = log
             jobLog[metadataKey: "job"] = "\(job.lease.jobId)"
             jobLog[metadataKey: "report"] = "\(job.reportId)"
             let (reply, keep) = run(job, on: worker, jobLog) { elapsed in
-                if elapsed == 0 {
-                    // While the slot process works: deliver the previous result and ask for the
-                    // next job (without waiting) in one request, so the network adds no round
-                    // trip per job.
-                    prefetched = connection.claim(delivering: &finished, courier: courier, waitSeconds: 0)
-                    if let next = prefetched { connection.hold(next.lease) }
-                } else if elapsed > RemoteSlot.aheadLimitSeconds, let next = prefetched {
-                    // The current job is slow: the one fetched ahead goes back to the queue for
+                if elapsed > RemoteSlot.aheadLimitSeconds, !ahead.isEmpty {
+                    // The current job is slow: the jobs fetched ahead go back to the queue for
                     // an idle worker instead of waiting behind it.
-                    prefetched = nil
-                    connection.handBack(next)
+                    connection.handBack(ahead)
+                    ahead = []
+                }
+                // Results are delivered with the next claim, or on their own once they have
+                // waited `aheadLimitSeconds` (behind a slow job, say).
+                let overdue = finished.first.map { Date().timeIntervalSince($0.at) > RemoteSlot.aheadLimitSeconds } ?? false
+                if elapsed == 0, ahead.count <= RemoteSlot.lowWater || overdue {
+                    // While the slot process works: deliver the finished results and ask for
+                    // the next jobs (without waiting) in one request, so the network adds no
+                    // round trip per job, and one request serves several. Asked before the
+                    // jobs ahead run out: a busy master's answer can take longer than a job.
+                    ahead += connection.claim(
+                        delivering: &finished, courier: courier, waitSeconds: 0, maxJobs: RemoteSlot.depth - ahead.count)
+                } else if overdue {
+                    _ = connection.claim(delivering: &finished, courier: courier, waitSeconds: 0, maxJobs: 0)
                 }
             }
             if !keep { child = nil }
@@ -509,8 +531,15 @@ private struct RemoteSlot {
             }
         }
         for result in finished { courier.send(result) }
-        if let prefetched { connection.handBack(prefetched) }
+        connection.handBack(ahead)
     }
+
+    /// Jobs a slot leases per claim: one request's HTTP cost is shared by this many jobs and
+    /// their results, while at most this many wait behind a slow one (and only for
+    /// `aheadLimitSeconds` before they are handed back).
+    static let depth = RemoteProtocol.maxJobsPerSlot
+    /// A slot asks for more when this many jobs are left ahead.
+    static let lowWater = 2
 
     /// Runs one job on the slot process; returns the reply frame to deliver (nil: the lease is
     /// lost, nothing to say) and whether the process is still usable. The frames pass through
@@ -523,7 +552,7 @@ private struct RemoteSlot {
     private func run(
         _ job: RemoteJob, on worker: WorkerProcess, _ log: Logger, whileRunning: (Double) -> Void
     ) -> (Data?, Bool) {
-        connection.hold(job.lease)
+        // Held (renewed by the heartbeat) since its claim.
         let pin = connection.ensureDebugFiles(for: job)
         defer { pin.release() }
         let jobId = job.lease.jobId

@@ -47,40 +47,41 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         }
         let wait = min(max(claim.waitSeconds, 0), RemoteProtocol.maxClaimWaitSeconds)
         // Results first: they are the previous jobs of the slot that now asks for its next.
-        var delivered: [ClaimAnswer.Delivered] = []
-        for (header, frame) in zip(claim.results, frames.dropFirst()) {
-            do {
-                let outcome = try await Offload.run { try pool.complete(workerId: id, header, replyFrame: frame) }
-                delivered.append(ClaimAnswer.Delivered(
-                    jobId: header.lease.jobId, outcome: outcome,
-                    message: outcome == nil ? "the lease is no longer yours: it expired and was taken over; the result was not stored" : nil))
-            } catch let refusal as RemoteWorkerPool.Refusal {
-                delivered.append(ClaimAnswer.Delivered(jobId: header.lease.jobId, outcome: nil, message: refusal.description))
+        let results = Array(zip(claim.results, frames.dropFirst()))
+        let delivered: [ClaimAnswer.Delivered] = try await Offload.run {
+            try results.map { header, frame in
+                do {
+                    let outcome = try pool.complete(workerId: id, header, replyFrame: frame)
+                    return ClaimAnswer.Delivered(
+                        jobId: header.lease.jobId, outcome: outcome,
+                        message: outcome == nil ? "the lease is no longer yours: it expired and was taken over; the result was not stored" : nil)
+                } catch let refusal as RemoteWorkerPool.Refusal {
+                    return ClaimAnswer.Delivered(jobId: header.lease.jobId, outcome: nil, message: refusal.description)
+                }
             }
         }
         let deadline = ContinuousClock.now + .milliseconds(Int(wait * 1000))
         var pause = Duration.milliseconds(5)
         while true {
-            let job: (JobLease, Data)?
+            let jobs: [(JobLease, Data)]
             do {
-                job = try await Offload.run { try pool.claim(workerId: id, claim) }
+                jobs = try await Offload.run { try pool.claim(workerId: id, claim) }
             } catch let refusal as RemoteWorkerPool.Refusal {
                 if case .invalid(let why) = refusal { throw APIError.badRequest(why) }
                 // A master that restarted forgot its workers: the worker connects again. When
                 // results came along, they were recorded: say what became of them, so the
                 // worker does not send them again.
                 guard delivered.isEmpty else {
-                    let answer = try JSONEncoder().encode(ClaimAnswer(job: nil, delivered: delivered, reconnect: true))
+                    let answer = try JSONEncoder().encode(ClaimAnswer(jobs: [], delivered: delivered, reconnect: true))
                     return JSONResponse.bytes(try Framing.bundle([answer]), contentType: RemoteProtocol.framesContentType)
                 }
                 throw APIError(.notFound, refusal.description)
             }
-            if job != nil || (ContinuousClock.now >= deadline && !delivered.isEmpty) {
-                let answer = try JSONEncoder().encode(ClaimAnswer(job: job?.0, delivered: delivered))
-                return JSONResponse.bytes(
-                    try Framing.bundle([answer] + (job.map { [$0.1] } ?? [])), contentType: RemoteProtocol.framesContentType)
+            if !jobs.isEmpty || (!delivered.isEmpty && (ContinuousClock.now >= deadline || claim.maxJobs <= 0)) {
+                let answer = try JSONEncoder().encode(ClaimAnswer(jobs: jobs.map(\.0), delivered: delivered))
+                return JSONResponse.bytes(try Framing.bundle([answer] + jobs.map(\.1)), contentType: RemoteProtocol.framesContentType)
             }
-            if ContinuousClock.now >= deadline || Task.isCancelled {
+            if ContinuousClock.now >= deadline || claim.maxJobs <= 0 || Task.isCancelled {
                 return Response(status: .noContent)
             }
             // Backs off to 100 ms between looks: an idle slot costs one read of the queue every

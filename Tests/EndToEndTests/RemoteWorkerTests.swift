@@ -117,6 +117,19 @@ import Testing
         #expect(failures.value.isEmpty, "\(failures.value.prefix(5))")
         #expect(mismatches.value.isEmpty, "\(mismatches.value.count) differ from the local run: \(mismatches.value.prefix(5))")
 
+        // Debug files in neither store (the Swift runtime's libraries the crashes load) stay listed
+        // by `symbols missing`, each a build id the raw reports name; the program's, which the
+        // workers fetched, is not listed.
+        let missingOut = try c.h.stackline(["symbols", "missing", "--symbols", c.h.symbolsPath, "--json"])
+        #expect(missingOut.status == 0, "\(missingOut.stderr)")
+        let missingIds = ((try? JSONSerialization.jsonObject(with: Data(missingOut.stdout.utf8))) as? [[String: Any]] ?? [])
+            .compactMap { $0["buildId"] as? String }
+        #expect(!missingIds.isEmpty, "the runtime's libraries are listed as missing: \(missingOut.stdout.prefix(500))")
+        #expect(!missingIds.contains(program.buildID), "\(missingIds)")
+        for id in missingIds {
+            #expect(bases.contains { String(decoding: $0, as: UTF8.self).lowercased().contains(id) }, "\(id) is an image of the reports")
+        }
+
         // And against an independent oracle: llvm-symbolizer on the program for each crash's frames,
         // checked in reports each worker did.
         for (k, base) in bases.enumerated() {

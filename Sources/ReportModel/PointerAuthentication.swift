@@ -10,10 +10,30 @@ public enum PointerAuthentication {
         switch arch?.cpu {
         case .arm64e: return true
         case .arm64:
-            guard let platform = platform?.lowercased() else { return false }
-            return ["ios", "iphone", "ipad", "macos", "mac os", "os x", "tvos", "watchos", "visionos", "xros", "darwin"]
-                .contains { platform.contains($0) }
+            guard let platform else { return false }
+            return isApple(platform: platform)
         default: return false
+        }
+    }
+
+    private static let applePlatformWords: [[UInt8]] =
+        ["ios", "iphone", "ipad", "macos", "mac os", "os x", "tvos", "watchos", "visionos", "xros", "darwin"].map { Array($0.utf8) }
+
+    /// Whether a platform name is one of Apple's, ignoring ASCII case. Byte by byte, without
+    /// Foundation: it runs for every frame of an arm64 report (at intake and in the worker),
+    /// and lowercasing plus Foundation's `contains` was 5% of the server's ingest CPU.
+    static func isApple(platform: String) -> Bool {
+        var platform = platform
+        return platform.withUTF8 { text in
+            applePlatformWords.contains { word in
+                guard text.count >= word.count else { return false }
+                return (0...(text.count - word.count)).contains { start in
+                    word.indices.allSatisfy { k in
+                        let c = text[start + k]
+                        return (c >= 0x41 && c <= 0x5a ? c | 0x20 : c) == word[k]
+                    }
+                }
+            }
         }
     }
 

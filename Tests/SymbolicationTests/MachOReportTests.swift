@@ -110,5 +110,12 @@ import Testing
         // Linux arm64 maps code above 2^36 (0xaaaa… for PIEs): masking would break it.
         #expect(PointerAuthentication.strip(0xaaaa_d3c0_1234, arch: "arm64", platform: "Linux") == 0xaaaa_d3c0_1234)
         #expect(PointerAuthentication.strip(signed, arch: "x86_64", platform: "macOS") == signed)
+        // Apple's platforms as reports spell them, in any case; anything else is left alone.
+        for apple in ["iPhone OS 17.2 (21C62)", "Mac OS X 10.15.7", "macOS 14.1", "IOS", "watchOS 10", "xrOS 1.0", "Darwin"] {
+            #expect(PointerAuthentication.strip(signed, arch: "arm64", platform: apple) == 0x1_0000_4010, "\(apple)")
+        }
+        for other in ["Android 14", "Linux", "", "i", "Windows"] {
+            #expect(PointerAuthentication.strip(signed, arch: "arm64", platform: other) == signed, "\(other)")
+        }
     }
 }

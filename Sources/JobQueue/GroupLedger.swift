@@ -14,7 +14,7 @@ enum GroupLedger {
             return
         }
         let member = try Row.fetchOne(
-            db, sql: "SELECT app, COALESCE(version, '') AS version, received_at FROM reports WHERE id = ?",
+            db.cachedStatement(sql: "SELECT app, COALESCE(version, '') AS version, received_at FROM reports WHERE id = ?"),
             arguments: [reportId])
         let version: String = member?["version"] ?? ""
         let seen: Int64 = member?["received_at"] ?? 0
@@ -25,27 +25,34 @@ enum GroupLedger {
     private static func join(
         _ db: Database, reportId: Int64, group: GroupKey, app: String?, version: String, seen: Int64
     ) throws {
-        let frames = String(decoding: try JSONEncoder().encode(group.frames), as: UTF8.self)
-        try db.execute(
+        // Most results join a group that exists: update it, and encode the frames for a new
+        // row only when there is none (this runs in the writer's transaction, so no one else
+        // can add it in between).
+        try db.cachedStatement(
             sql: """
-                INSERT INTO groups (fingerprint, kind, title, rules_version, frames, app, count, first_seen, last_seen,
-                                    representative_report_id)
-                VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
-                ON CONFLICT (fingerprint) DO UPDATE SET
-                    count = count + 1,
-                    first_seen = MIN(first_seen, excluded.first_seen),
-                    last_seen = MAX(last_seen, excluded.last_seen),
-                    title = excluded.title,
-                    representative_report_id = COALESCE(representative_report_id, excluded.representative_report_id)
-                """,
-            arguments: [group.fingerprint, group.kind.rawValue, group.title, group.rulesVersion, frames, app, seen, seen,
-                        reportId])
-        try db.execute(
+                UPDATE groups SET
+                    count = count + 1, first_seen = MIN(first_seen, ?), last_seen = MAX(last_seen, ?), title = ?,
+                    representative_report_id = COALESCE(representative_report_id, ?)
+                WHERE fingerprint = ?
+                """
+        ).execute(arguments: [seen, seen, group.title, reportId, group.fingerprint])
+        if db.changesCount == 0 {
+            let frames = String(decoding: try JSONEncoder().encode(group.frames), as: UTF8.self)
+            try db.execute(
+                sql: """
+                    INSERT INTO groups (fingerprint, kind, title, rules_version, frames, app, count, first_seen, last_seen,
+                                        representative_report_id)
+                    VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
+                    """,
+                arguments: [group.fingerprint, group.kind.rawValue, group.title, group.rulesVersion, frames, app, seen, seen,
+                            reportId])
+        }
+        try db.cachedStatement(
             sql: """
                 INSERT INTO group_versions (fingerprint, version, count) VALUES (?, ?, 1)
                 ON CONFLICT (fingerprint, version) DO UPDATE SET count = count + 1
-                """,
-            arguments: [group.fingerprint, version])
+                """
+        ).execute(arguments: [group.fingerprint, version])
     }
 
     /// Reports leave group `fingerprint`: `versions` counts them per app version. Their result
@@ -107,17 +114,17 @@ enum GroupLedger {
     }
 
     private static func refreshTitle(_ db: Database, _ group: GroupKey) throws {
-        try db.execute(
-            sql: "UPDATE groups SET title = ? WHERE fingerprint = ?", arguments: [group.title, group.fingerprint])
+        try db.cachedStatement(sql: "UPDATE groups SET title = ? WHERE fingerprint = ?")
+            .execute(arguments: [group.title, group.fingerprint])
     }
 
     /// Replaces the report's missing-debug-file rows with this result's.
     static func recordMissing(_ db: Database, reportId: Int64, images: [MissingImage]) throws {
-        try db.execute(sql: "DELETE FROM missing_symbols WHERE report_id = ?", arguments: [reportId])
+        try db.cachedStatement(sql: "DELETE FROM missing_symbols WHERE report_id = ?").execute(arguments: [reportId])
+        guard !images.isEmpty else { return }
+        let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO missing_symbols (report_id, build_id, image_name) VALUES (?, ?, ?)")
         for image in images {
-            try db.execute(
-                sql: "INSERT OR IGNORE INTO missing_symbols (report_id, build_id, image_name) VALUES (?, ?, ?)",
-                arguments: [reportId, image.buildId, image.name])
+            try insert.execute(arguments: [reportId, image.buildId, image.name])
         }
     }
 }

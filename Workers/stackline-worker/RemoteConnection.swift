@@ -229,13 +229,14 @@ final class RemoteConnection: @unchecked Sendable {
     }
 
     /// Up to `maxJobs` jobs for a slot, held (their leases renewed) from here on; empty when
-    /// nothing came within the wait, the master is unreachable (the slot asks again) or this
-    /// worker is stopping. Delivers `finished` with the claim, so jobs and results share
+    /// nothing came within the wait, only results were answered, the master is unreachable
+    /// (the slot's feeder asks again) or this worker is stopping. One request, except for
+    /// retries while the master cannot be reached and a reconnect. Delivers `finished` with the claim, so jobs and results share
     /// requests; what could not be delivered this way goes to `courier`, which retries on its
     /// own. Reconnects when the master forgot this worker. `waitSeconds` 0 asks without waiting
     /// (a slot fetching its next jobs while its process works on the current one), and gives up
     /// on the first failure instead of retrying; `maxJobs` 0 only delivers.
-    fileprivate func claim(
+    func claim(
         delivering finished: inout [Finished], courier: Courier, waitSeconds: Double = 5, maxJobs: Int
     ) -> [RemoteJob] {
         var backoff = Backoff()
@@ -316,9 +317,11 @@ final class RemoteConnection: @unchecked Sendable {
                     if maxJobs == 0 { return [] }
                     continue
                 }
-                if waitSeconds == 0 || maxJobs == 0 { return [] }
+                // Results answered, no job: the caller decides when to ask again (it may
+                // have new results by then).
+                return []
             case 204:
-                if finished.isEmpty { return [] }
+                return []
             case 404:
                 // The master recorded the results before it found it did not know this worker;
                 // the courier learns their fate (409 if they were stored).
@@ -337,7 +340,7 @@ final class RemoteConnection: @unchecked Sendable {
     }
 
     func drop(_ lease: LeaseRef) { lock.withLock { if held[lease.jobId]?.lease == lease { held[lease.jobId] = nil } } }
-    fileprivate func isLost(_ lease: LeaseRef) -> Bool { lock.withLock { held[lease.jobId]?.lost ?? true } }
+    func isLost(_ lease: LeaseRef) -> Bool { lock.withLock { held[lease.jobId]?.lost ?? true } }
 
     /// Debug files the job needs: from the master's list, else from the report itself.
     fileprivate func ensureDebugFiles(for job: RemoteJob) -> FetchPin {
@@ -463,11 +466,10 @@ private struct RemoteSlot {
         log[metadataKey: "slot"] = "\(index)"
         var child: WorkerProcess?
         var lastSpawn = Date.distantPast
-        // Jobs leased and held but not started: a slot claims `RemoteSlot.depth` at a time.
-        var ahead: [RemoteJob] = []
-        var finished: [RemoteConnection.Finished] = []
         let courier = Courier(connection: connection, name: "slot-\(index)-results")
+        let feeder = SlotFeeder(connection: connection, courier: courier, name: "slot-\(index)-claims")
         defer {
+            feeder.finish()
             courier.finish()
             if let child {
                 child.closeInput()
@@ -490,62 +492,34 @@ private struct RemoteSlot {
                     continue
                 }
             }
-            if ahead.isEmpty { ahead = connection.claim(delivering: &finished, courier: courier, maxJobs: RemoteSlot.depth) }
-            guard !ahead.isEmpty, let worker = child else { continue }
-            let job = ahead.removeFirst()
+            guard let job = feeder.next() else { continue }
             // Taken over while it waited (a partition longer than the lease): not ours to run.
-            if connection.isLost(job.lease) {
-                connection.drop(job.lease)
+            guard let worker = child, !connection.isLost(job.lease) else {
+                if child == nil { connection.handBack([job]) } else { connection.drop(job.lease) }
                 continue
             }
             var jobLog = log
             jobLog[metadataKey: "job"] = "\(job.lease.jobId)"
             jobLog[metadataKey: "report"] = "\(job.reportId)"
+            var handedBack = false
             let (reply, keep) = run(job, on: worker, jobLog) { elapsed in
-                if elapsed > RemoteSlot.aheadLimitSeconds, !ahead.isEmpty {
-                    // The current job is slow: the jobs fetched ahead go back to the queue for
-                    // an idle worker instead of waiting behind it.
-                    connection.handBack(ahead)
-                    ahead = []
-                }
-                // Results are delivered with the next claim, or on their own once they have
-                // waited `aheadLimitSeconds` (behind a slow job, say).
-                let overdue = finished.first.map { Date().timeIntervalSince($0.at) > RemoteSlot.aheadLimitSeconds } ?? false
-                if elapsed == 0, ahead.count <= RemoteSlot.lowWater || overdue {
-                    // While the slot process works: deliver the finished results and ask for
-                    // the next jobs (without waiting) in one request, so the network adds no
-                    // round trip per job, and one request serves several. Asked before the
-                    // jobs ahead run out: a busy master's answer can take longer than a job.
-                    ahead += connection.claim(
-                        delivering: &finished, courier: courier, waitSeconds: 0, maxJobs: RemoteSlot.depth - ahead.count)
-                } else if overdue {
-                    _ = connection.claim(delivering: &finished, courier: courier, waitSeconds: 0, maxJobs: 0)
+                if elapsed > SlotFeeder.aheadLimitSeconds, !handedBack {
+                    handedBack = true
+                    feeder.handBackAhead()
                 }
             }
             if !keep { child = nil }
             if let reply {
-                // The lease stays held (and renewed) until the master has answered for it.
-                finished.append(RemoteConnection.Finished(reply: reply, job: job, log: jobLog))
+                feeder.deliver(RemoteConnection.Finished(reply: reply, job: job, log: jobLog))
             } else {
                 connection.drop(job.lease)
             }
         }
-        for result in finished { courier.send(result) }
-        connection.handBack(ahead)
     }
-
-    /// Jobs a slot leases per claim: one request's HTTP cost is shared by this many jobs and
-    /// their results, while at most this many wait behind a slow one (and only for
-    /// `aheadLimitSeconds` before they are handed back).
-    static let depth = RemoteProtocol.maxJobsPerSlot
-    /// A slot asks for more when this many jobs are left ahead.
-    static let lowWater = 2
 
     /// Runs one job on the slot process; returns the reply frame to deliver (nil: the lease is
     /// lost, nothing to say) and whether the process is still usable. The frames pass through
     /// undecoded: the master checks the reply as it checks a local worker's.
-    /// How long a job fetched ahead may wait behind the current one before it is handed back.
-    static let aheadLimitSeconds = 1.0
 
     /// `whileRunning` is called once the job is sent (elapsed 0), then at each poll of the slot
     /// process with the seconds since.

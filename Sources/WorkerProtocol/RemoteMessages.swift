@@ -6,11 +6,11 @@ import Foundation
 // `RemoteProtocol.framesContentType` (`Framing.bundle`): a claim sends its envelope
 // (`ClaimRequest`) and the reply frames of the slot's previous jobs; the answer is its envelope
 // (`ClaimAnswer`) and one request frame per job it leases. A slot asks for a few jobs at a
-// time, so the HTTP cost of a request is shared by several jobs. The remote worker's connection hands those frames
-// to its slot processes and back without decoding them. What the network adds is the lease:
-// the worker holds the job's fencing token and sends it back with every heartbeat and result,
-// so each message stands alone and a reconnect needs no session state. Paths are under
-// /api/v1/workers (scope `worker`).
+// time, so the HTTP cost of a request is shared by several jobs. The remote worker's
+// connection hands those frames to its slot processes and back without decoding them. What
+// the network adds is the lease: the worker holds the job's fencing token and sends it back
+// with every heartbeat and result, so each message stands alone and a reconnect needs no
+// session state. Paths are under /api/v1/workers (scope `worker`).
 
 /// The version of these messages; a master refuses a worker that speaks another.
 public enum RemoteProtocol {
@@ -19,8 +19,9 @@ public enum RemoteProtocol {
     public static let maxClaimWaitSeconds = 25.0
     /// A claim's request and answer bodies: an envelope frame, then the frames it announces.
     public static let framesContentType = "application/x-stackline-frames"
-    /// Most jobs one claim may lease, and per slot of the worker.
+    /// Most jobs one claim may lease.
     public static let maxJobsPerClaim = 16
+    /// Most jobs one claim may lease per slot of the worker (its slots each keep this many ahead).
     public static let maxJobsPerSlot = 8
 }
 
@@ -92,7 +93,7 @@ public struct ClaimRequest: Codable, Sendable {
     public var results: [ResultHeader]
 
     public init(
-        waitSeconds: Double, maxJobs: Int = 1, status: WorkerStatus, added: [String] = [], removed: [String] = [],
+        waitSeconds: Double, maxJobs: Int, status: WorkerStatus, added: [String] = [], removed: [String] = [],
         results: [ResultHeader] = []
     ) {
         self.waitSeconds = waitSeconds

@@ -237,7 +237,7 @@ final class RemoteConnection: @unchecked Sendable {
     /// (a slot fetching its next jobs while its process works on the current one), and gives up
     /// on the first failure instead of retrying; `maxJobs` 0 only delivers.
     func claim(
-        delivering finished: inout [Finished], courier: Courier, waitSeconds: Double = 5, maxJobs: Int
+        delivering finished: inout [Finished], courier: Courier, waitSeconds: Double, maxJobs: Int
     ) -> [RemoteJob] {
         var backoff = Backoff()
         defer {
@@ -492,10 +492,10 @@ private struct RemoteSlot {
                     continue
                 }
             }
-            guard let job = feeder.next() else { continue }
+            guard let worker = child, let job = feeder.next() else { continue }
             // Taken over while it waited (a partition longer than the lease): not ours to run.
-            guard let worker = child, !connection.isLost(job.lease) else {
-                if child == nil { connection.handBack([job]) } else { connection.drop(job.lease) }
+            if connection.isLost(job.lease) {
+                connection.drop(job.lease)
                 continue
             }
             var jobLog = log
@@ -520,7 +520,6 @@ private struct RemoteSlot {
     /// Runs one job on the slot process; returns the reply frame to deliver (nil: the lease is
     /// lost, nothing to say) and whether the process is still usable. The frames pass through
     /// undecoded: the master checks the reply as it checks a local worker's.
-
     /// `whileRunning` is called once the job is sent (elapsed 0), then at each poll of the slot
     /// process with the seconds since.
     private func run(

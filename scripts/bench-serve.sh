@@ -39,9 +39,17 @@ url="$base/api/v1/reports"
 
 workers=${BENCH_SERVE_WORKERS:-2}
 echo "POST $url: $(basename "$REPORT") gzip ($(stat -c %s "$work/prefix.gz") bytes compressed, $len inflated), $CONNECTIONS connections, $THREADS wrk threads, ${SECONDS_RUN}s, server with $workers workers"
+# The server's CPU time (user + system, in clock ticks) over the run: CPU per accepted report
+# is steadier than reports/s on a shared machine, where wrk and the workers share the cores.
+server_ticks() { awk '{print $14 + $15}' "/proc/$server_pid/stat"; }
+ticks_before=$(server_ticks)
 BENCH_TOKEN=$token BENCH_PREFIX=$work/prefix.gz BENCH_PREFIX_CRC=$crc BENCH_PREFIX_LEN=$len \
   wrk -t"$THREADS" -c"$CONNECTIONS" -d"${SECONDS_RUN}s" --latency -s "$root/scripts/bench/post-gzip-reports.lua" "$url" \
-  | grep -E '^(accepted|latency):|Non-2xx|Socket errors'
+  | grep -E '^(accepted|latency):|Non-2xx|Socket errors' | tee "$work/wrk.out"
+ticks=$(( $(server_ticks) - ticks_before ))
+accepted=$(sed -n 's/^accepted: \([0-9]*\) reports.*/\1/p' "$work/wrk.out")
+[ "${accepted:-0}" -gt 0 ] && awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$accepted" \
+  'BEGIN { printf "server CPU: %.0f µs per accepted report (master, HTTP and ingest; workers are other processes)\n", t / hz / n * 1e6 }'
 stored=$(sqlite3 "$STACKLINE_DB" "SELECT COUNT(*) FROM reports")
 backlog=$(sqlite3 "$STACKLINE_DB" "SELECT COUNT(*) FROM jobs WHERE state IN ('queued','running')")
 echo "database: $stored reports stored (distinct digests), $backlog still queued for the workers"

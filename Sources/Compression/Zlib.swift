@@ -1,5 +1,6 @@
-import StacklineZlib
 import Foundation
+import StacklineDeflate
+import StacklineZlib
 
 /// Why a compressed buffer could not be inflated.
 public enum CompressionError: Error, Equatable, CustomStringConvertible {
@@ -47,9 +48,84 @@ public enum Zlib {
         return out
     }
 
-    /// Inflates gzip (one or more members) or zlib data, streaming, and stops as soon as the
-    /// output would pass `limit` bytes, so a bomb costs at most `limit` plus one chunk of memory.
+    /// Inflates gzip (one or more members) or zlib data into at most `limit` bytes; anything
+    /// larger is refused as `tooLarge`, so a bomb costs at most `limit` bytes of memory.
+    ///
+    /// libdeflate inflates whole buffers at about twice zlib's speed, into a buffer sized from
+    /// the gzip trailer (or `limit`, which callers reading stored data set to the exact size)
+    /// and grown fourfold up to `limit` when the guess was short. Input libdeflate rejects is
+    /// inflated again by zlib's streaming inflate, which tells a truncated stream from a corrupt
+    /// one and names what is wrong: bad input is rare, and its message is worth the second pass.
     public static func inflate(_ data: Data, limit: Int = defaultLimit) throws(CompressionError) -> Data {
+        guard let decompressor = libdeflate_alloc_decompressor() else { return try inflateStreaming(data, limit: limit) }
+        defer { libdeflate_free_decompressor(decompressor) }
+        var capacity = initialCapacity(data, limit: limit)
+        while true {
+            var output = Data(count: capacity)
+            let outcome = output.withUnsafeMutableBytes { out in
+                data.withUnsafeBytes { input in inflateMembers(input, into: out, with: decompressor) }
+            }
+            switch outcome {
+            case .inflated(let size):
+                output.count = size
+                return output
+            case .needsSpace:
+                guard capacity < limit else { throw .tooLarge(limit: limit) }
+                capacity = capacity > limit / 4 ? limit : capacity * 4
+            case .rejected:
+                return try inflateStreaming(data, limit: limit)
+            }
+        }
+    }
+
+    private enum WholeBufferOutcome {
+        case inflated(Int)
+        case needsSpace
+        case rejected
+    }
+
+    /// Every member of `input` (gzip members, or zlib streams, as zlib's auto-detecting inflate
+    /// accepts them) one after another into `out`, until only zero padding is left.
+    private static func inflateMembers(
+        _ input: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, with decompressor: OpaquePointer
+    ) -> WholeBufferOutcome {
+        guard let base = input.baseAddress, let outBase = out.baseAddress else { return .rejected }
+        var consumed = 0
+        var produced = 0
+        repeat {
+            var used = 0
+            var made = 0
+            let rest = UnsafeRawBufferPointer(rebasing: input[consumed...])
+            let decompress = rest.count >= 2 && rest[0] == 0x1f && rest[1] == 0x8b
+                ? libdeflate_gzip_decompress_ex : libdeflate_zlib_decompress_ex
+            let rc = decompress(decompressor, base + consumed, rest.count, outBase + produced, out.count - produced, &used, &made)
+            switch rc {
+            case LIBDEFLATE_SUCCESS: break
+            case LIBDEFLATE_INSUFFICIENT_SPACE: return .needsSpace
+            default: return .rejected
+            }
+            // A member that consumed nothing would loop forever; libdeflate never does this.
+            guard used > 0 else { return .rejected }
+            consumed += used
+            produced += made
+        } while !input[consumed...].allSatisfy { $0 == 0 }
+        return .inflated(produced)
+    }
+
+    /// The first output buffer: the gzip trailer's size when it is plausible (a deflate stream
+    /// inflates at most 1032-fold), else `limit` when that is small (stored data passes its
+    /// exact size), else a guess that `inflate` grows.
+    private static func initialCapacity(_ data: Data, limit: Int) -> Int {
+        let ceiling = min(limit, data.count.multipliedReportingOverflow(by: 1032).partialValue + 64)
+        if isGzip(data), data.count >= 18 {
+            let trailer = data.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) }
+            return max(1, min(trailer, ceiling))
+        }
+        return limit <= 1 << 20 ? max(1, limit) : max(1, min(ceiling, max(data.count * 8, 64 << 10)))
+    }
+
+    /// zlib's streaming inflate: the exact error for input libdeflate rejected.
+    static func inflateStreaming(_ data: Data, limit: Int) throws(CompressionError) -> Data {
         var stream = z_stream()
         // 15 + 32: largest window, and detect gzip or zlib headers automatically.
         guard inflateInit2_(&stream, 15 + 32, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {

@@ -52,6 +52,38 @@ import Testing
         #expect(throws: (any Error).self) { try Zlib.inflate(corrupt) }
     }
 
+    /// The gzip trailer's size is only a hint for the output buffer: a trailer that lies (too
+    /// small, too large, or a member's size within several) changes nothing but the CRC check,
+    /// which still refuses a member whose size field is wrong.
+    @Test func inflatesWhateverTheTrailerClaims() throws {
+        let dir = try TempDirectory("zlib")
+        defer { dir.remove() }
+        let text = Data((0..<300_000).map { UInt8(ascii: "a") + UInt8(($0 * 31) % 26) })
+        let gz = try systemGzip(text, dir: dir)
+        let small = try systemGzip(Data("small".utf8), dir: dir)
+        // Several members: the last trailer names only the last member's 5 bytes.
+        #expect(try Zlib.inflate(gz + small + gz) == text + Data("small".utf8) + text)
+        // Trailing zero padding after the last member, as some tools write.
+        #expect(try Zlib.inflate(gz + Data(count: 16)) == text)
+        var lying = gz
+        lying.replaceSubrange(lying.count - 4..<lying.count, with: [0xff, 0xff, 0xff, 0x7f])
+        #expect(throws: (any Error).self) { try Zlib.inflate(lying) }
+    }
+
+    /// The limit is the output's exact allowance, whatever buffer size the first guess took.
+    @Test func limitIsExact() throws {
+        let dir = try TempDirectory("zlib")
+        defer { dir.remove() }
+        let text = Data(String(repeating: "frame 0x1000 ", count: 40_000).utf8)
+        for packed in [try systemGzip(text, dir: dir), Zlib.compress(text)] {
+            #expect(try Zlib.inflate(packed, limit: text.count) == text)
+            #expect(throws: CompressionError.tooLarge(limit: text.count - 1)) { try Zlib.inflate(packed, limit: text.count - 1) }
+            #expect(throws: CompressionError.tooLarge(limit: 3_000_000)) {
+                try Zlib.inflate(packed + packed + packed + packed + packed + packed, limit: 3_000_000)
+            }
+        }
+    }
+
     @Test func zlibRoundTrip() throws {
         let data = Data((0..<50_000).map { UInt8(truncatingIfNeeded: $0 * 7) })
         let packed = Zlib.compress(data)

@@ -13,8 +13,10 @@
 #
 # For each tool: the first lookup (a 1-address run: process start, file open, index build)
 # and the steady state (batch rate with that first-lookup time taken out); then Sentry's
-# symbolic on the same addresses (scripts/bench/symbolic-lookup.py). No thresholds.
-# Afterwards, scripts/bench-queue.sh runs too if it exists (the job-queue benchmark).
+# symbolic on the same addresses (scripts/bench/symbolic-lookup.py), and the CPU of a new
+# process answering 30 of them (scripts/bench/cold-cpu.py). No thresholds.
+# Afterwards: bench-parse, bench-queue (7-frame and 30-frame reports), bench-queue-store,
+# bench-serve and bench-remote.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -143,16 +145,32 @@ if "$venv/bin/python" -c 'import symbolic' 2>/dev/null; then
   }'
 fi
 
+# Cold: a new process answering 30 addresses of the stored file, CPU per run (median of
+# BENCH_COLD_RUNS, default 1,000), against llvm-symbolizer doing the same (goal: <= 0.5x).
+cold_runs="${BENCH_COLD_RUNS:-1000}"
+head -n 30 "$work/batch" > "$work/thirty"
+sl_cold=$(python3 "$root/scripts/bench/cold-cpu.py" "$cold_runs" "$work/thirty" -- "${sl[@]}")
+ll_cold=$(python3 "$root/scripts/bench/cold-cpu.py" "$cold_runs" "$work/thirty" -- "${ll[@]}")
+echo
+echo "cold, 30 addresses in a new process (CPU per run, $cold_runs runs): stackline $sl_cold; llvm-symbolizer $ll_cold"
+awk -v a="$sl_cold" -v b="$ll_cold" 'BEGIN {
+  split(a, x, "[ =]"); split(b, y, "[ =]")
+  printf "stackline / llvm-symbolizer cold CPU (median): %.2fx (goal: <= 0.5x)\n", y[2] > 0 ? x[2] / y[2] : 0
+}'
+
 echo
 echo "== scripts/bench-parse.sh =="
 bash "$root/scripts/bench-parse.sh"
 
-# Hook for the job-queue benchmark (written separately).
-if [ -f "$root/scripts/bench-queue.sh" ]; then
-  echo
-  echo "== scripts/bench-queue.sh =="
-  bash "$root/scripts/bench-queue.sh"
-fi
+# The job queue: the demo's 7-frame crash, then 30-frame crashes compared with the lookup-only
+# limit (this run's batch rate / frames per report).
+echo
+echo "== scripts/bench-queue.sh =="
+bash "$root/scripts/bench-queue.sh"
+echo
+echo "== scripts/bench-queue.sh, 30-frame reports =="
+sl_rate=$(awk -v n="$n_batch" -v b="$sl_batch" 'BEGIN { printf "%.0f", b > 0 ? n / b : 0 }')
+BENCH_QUEUE_DEPTH=26 BENCH_LOOKUP_RATE=$sl_rate bash "$root/scripts/bench-queue.sh" 5000
 echo; echo "== scripts/bench-queue-store.sh (the job store alone) =="; bash "$root/scripts/bench-queue-store.sh"
 
 # `stackline serve` ingest under wrk: accepted reports/s and p99 latency.

@@ -8,6 +8,7 @@ packages=(
   binutils                                          # objcopy for split debug files
   unzip zip python3                                 # test oracles: unzip -l lists zips, zip and python3 build them
   sqlite3                                           # tests check the database with plain SQL
+  time                                              # bench: /usr/bin/time, CPU of a process and its workers
   curl wrk python3-venv                             # serve: curl drives the API, wrk for make bench, venv for schemathesis
   openssl                                           # SDK tests encrypt payloads with openssl enc (an independent AES-CBC)
   debuginfod gdb                                    # serve: debuginfod-find and gdb fetch debug files over /buildid/…

@@ -7,6 +7,7 @@
 # Environment:
 #   BENCH_QUEUE_DEPTH   0 (default): the demo's crash, 7 frames. D > 0: a crash D calls deep
 #                       through D distinct functions (about D + 5 frames with the runtime's).
+#   BENCH_BIN_DIR       where stackline and stackline-worker are (default .build/release).
 #   BENCH_LOOKUP_RATE   the batch lookup rate (addresses/s) bench.sh measured in the same run:
 #                       the queue's rate is then compared with the lookup-only limit, that
 #                       rate divided by the frames per report (issue 15's queue goal).
@@ -20,7 +21,9 @@ export STACKLINE_DB="$out/stackline.sqlite"
 export STACKLINE_SYMBOLS="$out/symbols"
 mkdir -p "$STACKLINE_SYMBOLS" "$out/in"
 
-if [ -x .build/release/stackline ] && [ -x .build/release/stackline-worker ]; then
+if [ -n "${BENCH_BIN_DIR:-}" ]; then
+  bin=$BENCH_BIN_DIR   # another build's stackline and stackline-worker, to compare two builds
+elif [ -x .build/release/stackline ] && [ -x .build/release/stackline-worker ]; then
   bin=.build/release
 else
   swift build

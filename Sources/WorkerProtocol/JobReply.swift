@@ -59,10 +59,8 @@ public struct CompressedResult: Codable, Sendable {
     }
 
     public init(_ report: SymbolicatedReport) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        let json = try encoder.encode(report)
-        compressed = Zlib.compress(json)
+        let json = try SymbolicatedReportJSON.encode(report)
+        compressed = Zlib.compress(Data(json))
         size = json.count
         status = report.status
         counts = ReportCounts(report)

@@ -139,48 +139,47 @@ enum LineInput {
 /// each, and nothing goes through a `String` or `JSONEncoder` (`LookupJSON`).
 struct LookupOutput {
     let json: Bool
-    private var buffer: [UInt8] = []
+    private var out = JSONBytes(reservingCapacity: 1 << 16)
     private var first = true
 
     init(json: Bool) {
         self.json = json
-        buffer.reserveCapacity(1 << 16)
-        if json { buffer.append(UInt8(ascii: "[")) }
+        if json { out.bytes.append(UInt8(ascii: "[")) }
     }
 
     mutating func write(address: UInt64, frames: [ResolvedFrame]) throws {
         if json {
-            if !first { buffer.append(UInt8(ascii: ",")) }
+            if !first { out.bytes.append(UInt8(ascii: ",")) }
             first = false
-            LookupJSON.appendEntry(address: address, frames: frames, to: &buffer)
+            LookupJSON.appendEntry(address: address, frames: frames, to: &out)
         } else if frames.isEmpty {
-            buffer.append(contentsOf: "??\n??:0:0\n\n".utf8)
+            out.bytes.append(contentsOf: "??\n??:0:0\n\n".utf8)
         } else {
             // Names come from the debug file, which whoever uploaded it controls.
             for f in frames {
-                buffer.append(contentsOf: TerminalText.escape(f.function ?? "??").utf8)
-                buffer.append(UInt8(ascii: "\n"))
-                buffer.append(contentsOf: TerminalText.escape(f.file ?? "??").utf8)
-                buffer.append(UInt8(ascii: ":"))
-                buffer.append(contentsOf: String(f.line ?? 0).utf8)
-                buffer.append(UInt8(ascii: ":"))
-                buffer.append(contentsOf: String(f.column ?? 0).utf8)
-                buffer.append(UInt8(ascii: "\n"))
+                out.bytes.append(contentsOf: TerminalText.escape(f.function ?? "??").utf8)
+                out.bytes.append(UInt8(ascii: "\n"))
+                out.bytes.append(contentsOf: TerminalText.escape(f.file ?? "??").utf8)
+                out.bytes.append(UInt8(ascii: ":"))
+                out.bytes.append(contentsOf: String(f.line ?? 0).utf8)
+                out.bytes.append(UInt8(ascii: ":"))
+                out.bytes.append(contentsOf: String(f.column ?? 0).utf8)
+                out.bytes.append(UInt8(ascii: "\n"))
             }
-            buffer.append(UInt8(ascii: "\n"))
+            out.bytes.append(UInt8(ascii: "\n"))
         }
-        if buffer.count > 1 << 16 { try flush() }
+        if out.bytes.count > 1 << 16 { try flush() }
     }
 
     mutating func finish() throws {
-        if json { buffer.append(contentsOf: "]\n".utf8) }
+        if json { out.bytes.append(contentsOf: "]\n".utf8) }
         try flush()
     }
 
     mutating func flush() throws {
-        guard !buffer.isEmpty else { return }
-        try buffer.withUnsafeBytes { bytes in try SystemCall.writeAll(1, bytes, path: "standard output") }
-        buffer.removeAll(keepingCapacity: true)
+        guard !out.bytes.isEmpty else { return }
+        try out.bytes.withUnsafeBytes { bytes in try SystemCall.writeAll(1, bytes, path: "standard output") }
+        out.bytes.removeAll(keepingCapacity: true)
     }
 }
 

@@ -19,8 +19,9 @@ import Testing
     }()
 
     func same(_ address: UInt64, _ frames: [ResolvedFrame], sourceLocation: SourceLocation = #_sourceLocation) throws {
-        var mine: [UInt8] = []
-        LookupJSON.appendEntry(address: address, frames: frames, to: &mine)
+        var out = JSONBytes()
+        LookupJSON.appendEntry(address: address, frames: frames, to: &out)
+        let mine = out.bytes
         let oracle = try Self.encoder.encode(Entry(address: Address(address).description, frames: frames))
         #expect(Data(mine) == oracle, "\(String(decoding: mine, as: UTF8.self))\n\(String(decoding: oracle, as: UTF8.self))", sourceLocation: sourceLocation)
         #expect(try JSONSerialization.jsonObject(with: Data(mine)) is [String: Any], sourceLocation: sourceLocation)

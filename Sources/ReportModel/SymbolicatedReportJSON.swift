@@ -1,0 +1,146 @@
+/// A symbolicated report as the JSON a worker sends and `results.symbolicated` stores, written
+/// by hand: JSONEncoder took a third of a worker's CPU on 30-frame crashes (perf, issue
+/// "Throughput"), more than resolving the frames. The bytes are exactly JSONEncoder's with
+/// `.sortedKeys` and `.withoutEscapingSlashes` (`SymbolicatedReportJSONTests`), so what reads
+/// them (`JSONDecoder`, SQL's `json_extract`, older rows written by JSONEncoder) sees no
+/// difference. Keys are written in sorted order; nil optionals are left out, as synthesized
+/// `Encodable` does.
+public enum SymbolicatedReportJSON {
+    /// Why a report cannot be written as JSON.
+    public enum Failure: Error, CustomStringConvertible {
+        /// JSONEncoder refuses NaN and infinities; so does this writer.
+        case nonFiniteNumber(Double)
+
+        public var description: String {
+            switch self {
+            case .nonFiniteNumber(let value): "a profile node's costTime is \(value), which JSON cannot hold"
+            }
+        }
+    }
+
+    public static func encode(_ report: SymbolicatedReport) throws(Failure) -> [UInt8] {
+        if let lag = report.lag, let bad = lag.profile.first(where: { !$0.node.costTime.isFinite }) {
+            throw .nonFiniteNumber(bad.node.costTime)
+        }
+        var out = JSONBytes(reservingCapacity: 4096)
+        write(report, to: &out)
+        return out.bytes
+    }
+
+    private static func write(_ r: SymbolicatedReport, to out: inout JSONBytes) {
+        var first = true
+        out.raw("{")
+        if let app = r.app { out.key("app", first: &first); write(app, to: &out) }
+        if let arch = r.arch { out.key("arch", first: &first); out.string(arch.name) }
+        if let exception = r.exception { out.key("exception", first: &first); write(exception, to: &out) }
+        out.key("format", first: &first); out.string(r.format)
+        if let id = r.id { out.key("id", first: &first); out.integer(id) }
+        out.key("images", first: &first); out.array(r.images) { out, image in write(image, to: &out) }
+        out.key("kind", first: &first); out.string(r.kind.rawValue)
+        if let lag = r.lag { out.key("lag", first: &first); write(lag, to: &out) }
+        out.key("missingBuildIds", first: &first); out.array(r.missingBuildIds) { out, id in out.string(id) }
+        if let os = r.os { out.key("os", first: &first); out.string(os) }
+        out.key("status", first: &first); out.string(r.status.rawValue)
+        out.key("threads", first: &first); out.array(r.threads) { out, thread in write(thread, to: &out) }
+        if let timestamp = r.timestamp { out.key("timestamp", first: &first); out.string(timestamp) }
+        out.key("warnings", first: &first); out.array(r.warnings) { out, warning in out.string(warning) }
+        out.raw("}")
+    }
+
+    private static func write(_ app: AppInfo, to out: inout JSONBytes) {
+        var first = true
+        out.raw("{")
+        if let build = app.build { out.key("build", first: &first); out.string(build) }
+        if let name = app.name { out.key("name", first: &first); out.string(name) }
+        if let version = app.version { out.key("version", first: &first); out.string(version) }
+        out.raw("}")
+    }
+
+    private static func write(_ e: ExceptionInfo, to out: inout JSONBytes) {
+        var first = true
+        out.raw("{")
+        if let code = e.code { out.key("code", first: &first); out.string(code) }
+        if let fault = e.faultAddress { out.key("faultAddress", first: &first); out.string(fault.description) }
+        if let message = e.message { out.key("message", first: &first); out.string(message) }
+        if let signal = e.signal { out.key("signal", first: &first); out.string(signal) }
+        if let type = e.type { out.key("type", first: &first); out.string(type) }
+        out.raw("}")
+    }
+
+    private static func write(_ image: BinaryImage, to out: inout JSONBytes) {
+        var first = true
+        out.raw("{")
+        if let arch = image.arch { out.key("arch", first: &first); out.string(arch.name) }
+        if let id = image.id { out.key("id", first: &first); out.string(id.hex) }
+        out.key("loadAddress", first: &first); out.string(image.loadAddress.description)
+        out.key("name", first: &first); out.string(image.name)
+        if let path = image.path { out.key("path", first: &first); out.string(path) }
+        if let size = image.size { out.key("size", first: &first); out.integer(size) }
+        if let vm = image.vmAddress { out.key("vmAddress", first: &first); out.string(vm.description) }
+        out.raw("}")
+    }
+
+    private static func write(_ thread: SymbolicatedThread, to out: inout JSONBytes) {
+        var first = true
+        out.raw("{")
+        out.key("crashed", first: &first); out.bool(thread.crashed)
+        out.key("frames", first: &first); out.array(thread.frames) { out, frame in write(frame, to: &out) }
+        out.key("index", first: &first); out.integer(thread.index)
+        if let name = thread.name { out.key("name", first: &first); out.string(name) }
+        if let part = thread.part { out.key("part", first: &first); out.string(part) }
+        out.raw("}")
+    }
+
+    private static func write(_ f: SymbolicatedFrame, to out: inout JSONBytes) {
+        var first = true
+        out.raw("{")
+        out.key("address", first: &first); out.string(f.address.description)
+        if let column = f.column { out.key("column", first: &first); out.integer(column) }
+        if let file = f.file { out.key("file", first: &first); out.string(file) }
+        if let function = f.function { out.key("function", first: &first); out.string(function) }
+        if let image = f.image { out.key("image", first: &first); out.string(image) }
+        if let offset = f.imageOffset { out.key("imageOffset", first: &first); out.string(offset.description) }
+        if let inApp = f.inApp { out.key("inApp", first: &first); out.bool(inApp) }
+        out.key("index", first: &first); out.integer(f.index)
+        out.key("inlined", first: &first); out.bool(f.inlined)
+        out.key("kind", first: &first); out.string(f.kind.rawValue)
+        if let line = f.line { out.key("line", first: &first); out.integer(line) }
+        if let offset = f.offset { out.key("offset", first: &first); out.integer(offset) }
+        out.key("status", first: &first); out.string(f.status.rawValue)
+        if let symbol = f.symbol { out.key("symbol", first: &first); out.string(symbol) }
+        out.raw("}")
+    }
+
+    private static func write(_ lag: SymbolicatedLag, to out: inout JSONBytes) {
+        var first = true
+        out.raw("{")
+        out.key("profile", first: &first)
+        out.array(lag.profile) { out, node in
+            var first = true
+            out.raw("{")
+            out.key("frames", first: &first); out.array(node.frames) { out, frame in write(frame, to: &out) }
+            out.key("node", first: &first); write(node.node, to: &out)
+            out.raw("}")
+        }
+        out.key("samples", first: &first)
+        out.array(lag.samples) { out, sample in
+            var first = true
+            out.raw("{")
+            out.key("frames", first: &first); out.array(sample.frames) { out, frame in write(frame, to: &out) }
+            if let timestamp = sample.timestamp { out.key("timestamp", first: &first); out.string(timestamp) }
+            out.raw("}")
+        }
+        out.raw("}")
+    }
+
+    private static func write(_ node: ProfileNode, to out: inout JSONBytes) {
+        var first = true
+        out.raw("{")
+        if let address = node.address { out.key("address", first: &first); out.string(address.description) }
+        out.key("costTime", first: &first); out.number(node.costTime)
+        out.key("count", first: &first); out.integer(node.count)
+        out.key("depth", first: &first); out.integer(node.depth)
+        if let methodId = node.methodId { out.key("methodId", first: &first); out.integer(methodId) }
+        out.raw("}")
+    }
+}

@@ -39,8 +39,26 @@ public struct InAppClassifier: Sendable {
     }
 }
 
+/// The file name of an image path: after the last `!` (Android libraries inside an APK are
+/// named `base.apk!libfoo.so`), then after the last `/`; empty components (a trailing `/`) are
+/// skipped, and a path with no component at all is kept whole.
+///
+/// A backward byte scan rather than `split`: split built two arrays of substrings for every
+/// frame, which made this 14% of a worker's CPU on 30-frame crashes (perf).
 func basename(_ path: String) -> String {
-    // Android libraries inside an APK are named `base.apk!libfoo.so`.
-    let afterBang = path.split(separator: "!").last.map(String.init) ?? path
-    return afterBang.split(separator: "/").last.map(String.init) ?? afterBang
+    let afterBang = lastComponent(of: path[...], separatedBy: UInt8(ascii: "!")) ?? path[...]
+    return String(lastComponent(of: afterBang, separatedBy: UInt8(ascii: "/")) ?? afterBang)
+}
+
+/// The last non-empty run of `text` between `separator` bytes; nil when there is none.
+private func lastComponent(of text: Substring, separatedBy separator: UInt8) -> Substring? {
+    let bytes = text.utf8
+    var end = bytes.endIndex
+    while end > bytes.startIndex, bytes[bytes.index(before: end)] == separator { end = bytes.index(before: end) }
+    guard end > bytes.startIndex else { return nil }
+    var start = end
+    while start > bytes.startIndex, bytes[bytes.index(before: start)] != separator { start = bytes.index(before: start) }
+    // Split at the byte, as the file system does (`split` compared Characters, so a combining
+    // mark right after a `/` hid it); both ends are scalar boundaries, next to an ASCII byte.
+    return text[start..<end]
 }

@@ -129,3 +129,18 @@ import TestSupport
         #expect(demangled.filter { $0.contains("Box<") && $0.contains("::sum") }.count >= 2)
     }
 }
+
+/// `basename` scans bytes backwards; the expected names are written out by hand.
+@Suite struct BasenameTests {
+    @Test func lastComponentAfterBangAndSlash() {
+        let cases: [(String, String)] = [
+            ("/usr/lib/libswiftCore.so", "libswiftCore.so"), ("libc.so.6", "libc.so.6"), ("", ""),
+            ("/", "/"), ("//", "//"), ("!", "!"), ("a/b/", "b"), ("/data/app/base.apk!lib/arm64/libfoo.so", "libfoo.so"),
+            ("base.apk!libfoo.so", "libfoo.so"), ("base.apk!", "base.apk"), ("a!b!c/d", "d"), ("!/", "/"),
+            ("/Applications/Café.app/Café", "Café"), ("/tmp/名前/🧨", "🧨"), ("a/\u{301}b", "\u{301}b"),
+        ]
+        for (path, expected) in cases {
+            #expect(basename(path) == expected, "basename(\(path.debugDescription))")
+        }
+    }
+}

@@ -18,6 +18,8 @@ public struct SMTPSender: Sendable {
             try await converse(message: Self.message(event, target, now: now), target)
         } catch let error as DeliveryError {
             throw error
+        } catch is NIOConnectionError {
+            throw DeliveryError("cannot connect to \(target.host):\(target.port)")
         } catch let error as NIOSSLError {
             throw DeliveryError("TLS failed (\(error))")
         } catch let error as IOError {

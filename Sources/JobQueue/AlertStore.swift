@@ -276,11 +276,11 @@ extension JobDatabase {
         }
     }
 
-    /// The delivery went out.
+    /// The delivery went out. The last failed attempt's error, if any, stays for the record.
     public func alertDelivered(_ id: Int64) throws {
         try immediate { db in
             try db.execute(
-                sql: "UPDATE alert_deliveries SET state = 'delivered', last_error = NULL, updated_at = ? WHERE id = ?",
+                sql: "UPDATE alert_deliveries SET state = 'delivered', updated_at = ? WHERE id = ?",
                 arguments: [clock(), id])
         }
     }

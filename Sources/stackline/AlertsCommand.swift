@@ -101,13 +101,20 @@ struct AlertsListCommand: ParsableCommand {
             let deliveries = event.deliveries.map { d in
                 "\(d.target)=\(d.state)" + (d.attempts > 1 || d.state != "delivered" ? "/\(d.attempts)" : "")
             }.joined(separator: " ")
-            table.add("\(event.id)", event.rule, event.kind, event.severity, String(event.fingerprint.prefix(12)), event.scope, deliveries)
+            table.add("\(event.id)", event.rule, event.kind, event.severity, String(event.fingerprint.prefix(12)), scope(event), deliveries)
         }
         print(table.render())
         for event in events {
-            for d in event.deliveries where d.lastError != nil {
+            for d in event.deliveries where d.lastError != nil && d.state != "delivered" {
                 printLine("event \(event.id) \(d.target): \(d.lastError ?? "")")
             }
         }
+    }
+
+    /// A spike's scope is its hour's start in ms: shown as a UTC time.
+    private func scope(_ event: AlertEventRecord) -> String {
+        guard event.kind == "spike", let ms = Int64(event.scope) else { return event.scope.isEmpty ? "-" : event.scope }
+        let formatter = ISO8601DateFormatter()
+        return formatter.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
     }
 }

@@ -313,6 +313,7 @@ private func waitUntil(_ what: String, timeout: Double = 180, _ condition: () th
         let flakyRows = try sqlite(h.dbPath, "SELECT attempts, state, last_error FROM alert_deliveries WHERE target = 'flaky'")
         #expect(flakyRows.count == 3)
         #expect(flakyRows.allSatisfy { $0["attempts"] as? Int == 4 && $0["state"] as? String == "delivered" })
+        #expect(flakyRows.allSatisfy { ($0["last_error"] as? String)?.hasPrefix("HTTP 500") == true }, "\(flakyRows)")
 
         // Mail: one per new group, to both addresses, with the event's facts.
         let mails = smtp.messages
@@ -361,8 +362,10 @@ private func waitUntil(_ what: String, timeout: Double = 180, _ condition: () th
             {"targets": {
                "hook": {"type": "webhook", "preset": "wecom", "url": "http://127.0.0.1:\(receiver.port)/hook"},
                "mail": {"type": "email", "host": "127.0.0.1", "port": \(smtp.port), "from": "a@example.test", "to": "b@example.test"},
-               "down": {"type": "webhook", "url": "http://127.0.0.1:1/closed?token=closed-secret-44"}},
-             "rules": [{"name": "crashes", "kind": "new_group", "severity": "warning", "targets": ["hook", "mail", "down"]}]}
+               "down": {"type": "webhook", "url": "http://127.0.0.1:1/closed?token=closed-secret-44"},
+               "tls-mail": {"type": "email", "host": "127.0.0.1", "port": \(smtp.port), "starttls": true, "username": "u",
+                            "password": "smtp-secret-45", "from": "a@example.test", "to": "b@example.test"}},
+             "rules": [{"name": "crashes", "kind": "new_group", "severity": "warning", "targets": ["hook", "mail", "down", "tls-mail"]}]}
             """.write(toFile: path, atomically: true, encoding: .utf8)
         let out = try h.stackline(["alerts", "test", "crashes", "--alerts", path])
         #expect(out.status == 1, "one target is down: \(out.stdout) \(out.stderr)")
@@ -370,6 +373,10 @@ private func waitUntil(_ what: String, timeout: Double = 180, _ condition: () th
         #expect(out.stdout.contains("mail: delivered"))
         #expect(out.stdout.contains("down: failed"))
         #expect(!out.stdout.contains("closed-secret-44") && !out.stderr.contains("closed-secret-44"))
+        // The sink offers no STARTTLS: the mail is not sent, the password never leaves.
+        #expect(out.stdout.contains("tls-mail: failed (email via 127.0.0.1:\(smtp.port) to 1 recipient(s)): the SMTP server does not offer STARTTLS"),
+                "\(out.stdout)")
+        #expect(!out.stdout.contains("smtp-secret-45"))
         let body = try #require(receiver.requests.first?["body"] as? String)
         let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
         #expect(object?["msgtype"] as? String == "text")

@@ -77,6 +77,8 @@ public struct EmailTarget: Sendable, Equatable {
     public var port: Int
     /// Upgrade with STARTTLS before authenticating and sending (refused if the server does not offer it).
     public var startTLS: Bool
+    /// PEM certificates to trust for STARTTLS instead of the system's (a relay with a private CA).
+    public var caFile: String?
     public var username: String?
     /// A secret: never logged or stored.
     public var password: String?

@@ -190,11 +190,19 @@ private struct FieldReader {
     func email(_ value: JSONValue, _ field: String) throws(AlertRulesError) -> EmailTarget {
         let o = try object(
             value, field,
-            allowed: ["type", "host", "port", "starttls", "username", "password", "passwordEnv", "from", "to", "heloName", "timeoutSeconds"])
+            allowed: [
+                "type", "host", "port", "starttls", "caFile", "username", "password", "passwordEnv", "from", "to", "heloName",
+                "timeoutSeconds",
+            ])
         let host = try requiredString(o, "host", field + ".host")
         guard host.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else { throw fail(field + ".host", "not a host name or address") }
         let startTLS = try bool(o, "starttls", field + ".starttls") ?? false
         let port = try integer(o, "port", field + ".port", min: 1) ?? (startTLS ? 587 : 25)
+        let caFile = try string(o, "caFile", field + ".caFile")
+        if let caFile {
+            guard startTLS else { throw fail(field + ".caFile", "only used with starttls") }
+            guard FileManager.default.isReadableFile(atPath: caFile) else { throw fail(field + ".caFile", "cannot read \(caFile)") }
+        }
         guard port <= 65535 else { throw fail(field + ".port", "expected a port from 1 to 65535") }
         let username = try string(o, "username", field + ".username")
         let password = try secret(o, "password", field)
@@ -217,7 +225,7 @@ private struct FieldReader {
         let timeout = try number(o, "timeoutSeconds", field + ".timeoutSeconds") ?? 30
         guard timeout > 0, timeout <= 600 else { throw fail(field + ".timeoutSeconds", "expected 0 to 600 seconds") }
         return EmailTarget(
-            host: host, port: port, startTLS: startTLS, username: username, password: password, from: from, to: to,
+            host: host, port: port, startTLS: startTLS, caFile: caFile, username: username, password: password, from: from, to: to,
             heloName: helo, timeoutSeconds: timeout)
     }
 

@@ -59,7 +59,11 @@ public struct SMTPSender: Sendable {
             return reply
         }
         func command(_ line: String, _ step: String, _ accepted: ClosedRange<Int>) async throws -> SMTPReply {
-            try await channel.writeAndFlush(channel.allocator.buffer(string: line + "\r\n")).get()
+            do { try await channel.writeAndFlush(channel.allocator.buffer(string: line + "\r\n")).get() } catch {
+                // Why a write failed (a refused TLS handshake, a reset) is what ended the reply stream.
+                _ = try await replies.next()
+                throw error
+            }
             return try await reply(step, accepted)
         }
         _ = try await reply("the greeting", 220...220)
@@ -68,8 +72,11 @@ public struct SMTPSender: Sendable {
             guard hello.offers("STARTTLS") else { throw DeliveryError("the SMTP server does not offer STARTTLS") }
             _ = try await command("STARTTLS", "STARTTLS", 220...220)
             let host = target.host
-            try await channel.eventLoop.submit {
-                let context = try NIOSSLContext(configuration: .makeClientConfiguration())
+            var tls = TLSConfiguration.makeClientConfiguration()
+            if let caFile = target.caFile { tls.trustRoots = .file(caFile) }
+            try await channel.eventLoop.submit { [tls] in
+                // Verified against the host name, or the address when the host is one (its IP SAN).
+                let context = try NIOSSLContext(configuration: tls)
                 let isAddress = host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
                 let tls = try NIOSSLClientHandler(context: context, serverHostname: isAddress ? nil : host)
                 try channel.pipeline.syncOperations.addHandler(tls, position: .first)

@@ -64,10 +64,17 @@ final class SMTPSink {
     let log: String
     let port: Int
 
+    /// With a certificate and key, the sink offers STARTTLS and requires it, and accepts
+    /// `AUTH` (after TLS only) for the login and password it is given.
     static let script = """
-        import asyncio, email, email.policy, json, os, sys
-        from aiosmtpd.smtp import SMTP
+        import asyncio, email, email.policy, json, os, ssl, sys
+        from aiosmtpd.smtp import SMTP, AuthResult
         port_file, log_file = sys.argv[1], sys.argv[2]
+        cert, key, login, password = (sys.argv[3:7] + [None] * 4)[:4]
+        logins = []
+        def authenticator(server, session, envelope, mechanism, auth_data):
+            logins.append(auth_data.login.decode())
+            return AuthResult(success=auth_data.login.decode() == login and auth_data.password.decode() == password)
         class Handler:
             async def handle_DATA(self, server, session, envelope):
                 message = email.message_from_bytes(envelope.original_content, policy=email.policy.default)
@@ -76,22 +83,32 @@ final class SMTPSink {
                                         'from': str(message['From']), 'to': str(message['To']),
                                         'subject': str(message['Subject']), 'rule': str(message['X-Stackline-Rule']),
                                         'event': str(message['X-Stackline-Event']), 'date': str(message['Date']),
-                                        'body': message.get_content()}) + '\\n')
+                                        'tls': session.ssl is not None, 'authenticated': bool(session.authenticated),
+                                        'logins': logins, 'body': message.get_content()}) + '\\n')
                 return '250 OK'
+        def factory():
+            if cert:
+                context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+                context.load_cert_chain(cert, key)
+                return SMTP(Handler(), tls_context=context, require_starttls=True, auth_require_tls=True,
+                            authenticator=authenticator)
+            return SMTP(Handler())
         loop = asyncio.new_event_loop()
-        server = loop.run_until_complete(loop.create_server(lambda: SMTP(Handler()), '127.0.0.1', 0))
+        server = loop.run_until_complete(loop.create_server(factory, '127.0.0.1', 0))
         with open(port_file + '.tmp', 'w') as f:
             f.write(str(server.sockets[0].getsockname()[1]))
         os.rename(port_file + '.tmp', port_file)
         loop.run_forever()
         """
 
-    init(dir: String) throws {
-        let scriptPath = dir + "/smtp-sink.py"
+    /// `tls`: certificate, key, login and password (STARTTLS and AUTH required).
+    init(dir: String, name: String = "smtp", tls: [String] = []) throws {
+        let scriptPath = dir + "/\(name)-sink.py"
         try Self.script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
-        log = dir + "/mail.jsonl"
+        log = dir + "/\(name).jsonl"
         FileManager.default.createFile(atPath: log, contents: nil)
-        port = try startPythonServer(process, "/usr/bin/python3", [scriptPath, dir + "/smtp.port", log], portFile: dir + "/smtp.port")
+        port = try startPythonServer(
+            process, "/usr/bin/python3", [scriptPath, dir + "/\(name).port", log] + tls, portFile: dir + "/\(name).port")
     }
 
     deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
@@ -357,15 +374,28 @@ private func waitUntil(_ what: String, timeout: Double = 180, _ condition: () th
         let h = try Harness()
         let receiver = try WebhookReceiver(dir: h.dir.path, failures: 0)
         let smtp = try SMTPSink(dir: h.dir.path)
+        // A relay that requires STARTTLS and AUTH, with a certificate for 127.0.0.1 made here by openssl.
+        let cert = h.dir.file("cert.pem")
+        let key = h.dir.file("key.pem")
+        let made = try runProcess(
+            "openssl",
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+             "-addext", "subjectAltName=IP:127.0.0.1"])
+        #expect(made.succeeded, "\(made.summary)")
+        let tlsSMTP = try SMTPSink(dir: h.dir.path, name: "tls-smtp", tls: [cert, key, "alerts", "relay-secret-46"])
         let path = h.dir.file("alerts.json")
         try """
             {"targets": {
+               "relay": {"type": "email", "host": "127.0.0.1", "port": \(tlsSMTP.port), "starttls": true, "caFile": "\(cert)",
+                         "username": "alerts", "password": "relay-secret-46", "from": "a@example.test", "to": "c@example.test"},
+               "untrusted": {"type": "email", "host": "127.0.0.1", "port": \(tlsSMTP.port), "starttls": true,
+                         "username": "alerts", "password": "relay-secret-46", "from": "a@example.test", "to": "c@example.test"},
                "hook": {"type": "webhook", "preset": "wecom", "url": "http://127.0.0.1:\(receiver.port)/hook"},
                "mail": {"type": "email", "host": "127.0.0.1", "port": \(smtp.port), "from": "a@example.test", "to": "b@example.test"},
                "down": {"type": "webhook", "url": "http://127.0.0.1:1/closed?token=closed-secret-44"},
                "tls-mail": {"type": "email", "host": "127.0.0.1", "port": \(smtp.port), "starttls": true, "username": "u",
                             "password": "smtp-secret-45", "from": "a@example.test", "to": "b@example.test"}},
-             "rules": [{"name": "crashes", "kind": "new_group", "severity": "warning", "targets": ["hook", "mail", "down", "tls-mail"]}]}
+             "rules": [{"name": "crashes", "kind": "new_group", "severity": "warning", "targets": ["hook", "mail", "down", "tls-mail", "relay", "untrusted"]}]}
             """.write(toFile: path, atomically: true, encoding: .utf8)
         let out = try h.stackline(["alerts", "test", "crashes", "--alerts", path])
         #expect(out.status == 1, "one target is down: \(out.stdout) \(out.stderr)")
@@ -377,6 +407,17 @@ private func waitUntil(_ what: String, timeout: Double = 180, _ condition: () th
         #expect(out.stdout.contains("tls-mail: failed (email via 127.0.0.1:\(smtp.port) to 1 recipient(s)): the SMTP server does not offer STARTTLS"),
                 "\(out.stdout)")
         #expect(!out.stdout.contains("smtp-secret-45"))
+        // Through STARTTLS (verified against the given CA and the address) and AUTH PLAIN.
+        #expect(out.stdout.contains("relay: delivered"), "\(out.stdout)")
+        let relayed = try #require(tlsSMTP.messages.first)
+        #expect(relayed["tls"] as? Bool == true)
+        #expect(relayed["authenticated"] as? Bool == true)
+        #expect(relayed["logins"] as? [String] == ["alerts"])
+        #expect(relayed["rcptTos"] as? [String] == ["c@example.test"])
+        #expect(!out.stdout.contains("relay-secret-46"))
+        // The same relay without its CA: the certificate is refused before AUTH, nothing is sent.
+        #expect(out.stdout.contains("untrusted: failed (email via 127.0.0.1:\(tlsSMTP.port) to 1 recipient(s)): TLS failed"), "\(out.stdout)")
+        #expect(tlsSMTP.messages.count == 1)
         let body = try #require(receiver.requests.first?["body"] as? String)
         let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
         #expect(object?["msgtype"] as? String == "text")

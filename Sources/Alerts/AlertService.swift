@@ -75,15 +75,13 @@ public final class AlertService: Service, Sendable {
             }
             guard let next = candidates.last?.position else { return }
             let inserted = try db.recordAlertEvents(events, cursorFrom: position, to: next)
-            if !inserted.isEmpty {
-                for event in events {
-                    logger.notice(
-                        "alert raised",
-                        metadata: ["rule": "\(event.rule)", "kind": "\(event.kind)", "group": "\(event.fingerprint.prefix(16))",
-                                   "scope": "\(event.scope)"])
-                }
-                Counter(label: "stackline_alert_events_total").increment(by: inserted.count)
+            for (id, event) in inserted {
+                logger.notice(
+                    "alert raised",
+                    metadata: ["event": "\(id)", "rule": "\(event.rule)", "kind": "\(event.kind)",
+                               "group": "\(event.fingerprint.prefix(16))", "scope": "\(event.scope)"])
             }
+            if !inserted.isEmpty { Counter(label: "stackline_alert_events_total").increment(by: inserted.count) }
             position = next
             if candidates.count < batch { return }
         }

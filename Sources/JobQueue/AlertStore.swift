@@ -210,9 +210,11 @@ extension JobDatabase {
 
     /// Records `events` (an event whose rule, group and scope exist already is skipped, with
     /// its deliveries) and moves the cursor from `old` to `new`, in one transaction: after a
-    /// crash either both happened or neither. Returns the ids of the events that were new.
+    /// crash either both happened or neither. Returns the events that were new, with their ids.
     @discardableResult
-    public func recordAlertEvents(_ events: [NewAlertEvent], cursorFrom old: Int64?, to new: Int64) throws -> [Int64] {
+    public func recordAlertEvents(
+        _ events: [NewAlertEvent], cursorFrom old: Int64?, to new: Int64
+    ) throws -> [(id: Int64, event: NewAlertEvent)] {
         try immediate { db in
             let now = clock()
             if let old {
@@ -225,7 +227,7 @@ extension JobDatabase {
                     sql: "INSERT OR IGNORE INTO alert_cursors (name, value) VALUES (?, ?)", arguments: [Self.alertCursorName, new])
                 guard db.changesCount == 1 else { throw AlertCursorMoved() }
             }
-            var inserted: [Int64] = []
+            var inserted: [(id: Int64, event: NewAlertEvent)] = []
             for event in events {
                 try db.execute(
                     sql: """
@@ -235,7 +237,7 @@ extension JobDatabase {
                     arguments: [event.rule, event.kind, event.fingerprint, event.scope, event.severity, event.payload, now])
                 guard db.changesCount == 1 else { continue }
                 let id = db.lastInsertedRowID
-                inserted.append(id)
+                inserted.append((id, event))
                 for target in event.targets {
                     try db.execute(
                         sql: """

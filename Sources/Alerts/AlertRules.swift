@@ -69,6 +69,8 @@ public struct WebhookTarget: Sendable, Equatable {
     public var headers: [String: String]
     public var body: WebhookBody
     public var timeoutSeconds: Double
+    /// A DingTalk or Feishu bot's signing secret (`WebhookSigning`); a secret, never logged.
+    public var signingSecret: String?
 }
 
 /// An SMTP relay and the envelope of the mails sent through it.
@@ -106,7 +108,7 @@ public enum AlertTarget: Sendable, Equatable {
     var secrets: [String] {
         switch self {
         case .webhook(let w):
-            [w.url.absoluteString, w.url.path, w.url.query ?? ""] + Array(w.headers.values)
+            [w.url.absoluteString, w.url.path, w.url.query ?? "", w.signingSecret ?? ""] + Array(w.headers.values)
         case .email(let e): [e.password ?? ""]
         }
     }

@@ -152,7 +152,8 @@ private struct FieldReader {
     }
 
     func webhook(_ value: JSONValue, _ field: String) throws(AlertRulesError) -> WebhookTarget {
-        let o = try object(value, field, allowed: ["type", "url", "urlEnv", "headers", "preset", "template", "timeoutSeconds"])
+        let o = try object(
+            value, field, allowed: ["type", "url", "urlEnv", "headers", "preset", "template", "timeoutSeconds", "secret", "secretEnv"])
         guard let urlText = try secret(o, "url", field) else { throw fail(field + ".url", "missing") }
         let url = try httpURL(urlText, field + ".url")
         var headers: [String: String] = [:]
@@ -184,7 +185,11 @@ private struct FieldReader {
         }
         let timeout = try number(o, "timeoutSeconds", field + ".timeoutSeconds") ?? 10
         guard timeout > 0, timeout <= 600 else { throw fail(field + ".timeoutSeconds", "expected 0 to 600 seconds") }
-        return WebhookTarget(url: url, headers: headers, body: body, timeoutSeconds: timeout)
+        let secret = try self.secret(o, "secret", field)
+        if secret != nil, body != .preset(.dingtalk), body != .preset(.feishu) {
+            throw fail(field + (o["secret"] != nil ? ".secret" : ".secretEnv"), "a signing secret is for the dingtalk and feishu presets")
+        }
+        return WebhookTarget(url: url, headers: headers, body: body, timeoutSeconds: timeout, signingSecret: secret)
     }
 
     func email(_ value: JSONValue, _ field: String) throws(AlertRulesError) -> EmailTarget {

@@ -15,18 +15,28 @@ public struct DeliveryError: Error, CustomStringConvertible, Sendable {
 public struct WebhookSender: Sendable {
     public init() {}
 
-    /// The body for `target`: the event JSON, a chat preset, or the rendered template.
-    public static func body(_ target: WebhookTarget, _ event: AlertEvent) -> Data {
+    /// The body for `target`: the event JSON, a chat preset (signed for Feishu when it has a
+    /// secret), or the rendered template.
+    public static func body(_ target: WebhookTarget, _ event: AlertEvent, now: Date = Date()) -> Data {
         switch target.body {
         case .event: event.json()
-        case .preset(let preset): WebhookTemplate.preset(preset, event)
+        case .preset(let preset):
+            WebhookTemplate.preset(
+                preset, event,
+                feishuSignature: target.signingSecret.map { WebhookSigning.feishu(secret: $0, nowSeconds: Int64(now.timeIntervalSince1970)) })
         case .template(let template): WebhookTemplate.render(template, event)
         }
     }
 
+    /// Where the POST goes: the target's URL, with DingTalk's signature when it has a secret.
+    static func url(_ target: WebhookTarget, now: Date = Date()) -> URL {
+        guard target.body == .preset(.dingtalk), let secret = target.signingSecret else { return target.url }
+        return WebhookSigning.dingtalkURL(target.url, secret: secret, nowMs: Int64(now.timeIntervalSince1970 * 1000))
+    }
+
     /// One attempt: any 2xx answer is delivered, anything else is an error.
     public func send(_ event: AlertEvent, to target: WebhookTarget) async throws(DeliveryError) {
-        var request = URLRequest(url: target.url, timeoutInterval: target.timeoutSeconds)
+        var request = URLRequest(url: Self.url(target), timeoutInterval: target.timeoutSeconds)
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue("stackline-alerts", forHTTPHeaderField: "User-Agent")

@@ -82,15 +82,22 @@ public enum WebhookTemplate {
     /// The body of a chat tool's incoming webhook: a plain text message (each tool's
     /// documented minimal shape; a keyword-protected DingTalk or Feishu bot needs its keyword
     /// in the text, which the summary's severity tag or a template can carry).
-    public static func preset(_ preset: WebhookPreset, _ event: AlertEvent) -> Data {
+    /// `feishuSignature`: the `timestamp` and `sign` a Feishu bot with signing on expects in the body.
+    public static func preset(
+        _ preset: WebhookPreset, _ event: AlertEvent, feishuSignature: (timestamp: String, sign: String)? = nil
+    ) -> Data {
         let text = event.message
-        let object: [String: Any] =
+        var object: [String: Any] =
             switch preset {
             case .slack: ["text": text]
             case .dingtalk: ["msgtype": "text", "text": ["content": text]]
             case .feishu: ["msg_type": "text", "content": ["text": text]]
             case .wecom: ["msgtype": "text", "text": ["content": text]]
             }
+        if preset == .feishu, let feishuSignature {
+            object["timestamp"] = feishuSignature.timestamp
+            object["sign"] = feishuSignature.sign
+        }
         return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
     }
 }

@@ -161,7 +161,7 @@ import Testing
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") }
         #expect(files.count >= 4)
         for file in files {
-            let config = try AlertRulesParser.load(path: dir.appendingPathComponent(file).path, environment: ["SMTP_PASSWORD": "x", "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T0/B0/x"])
+            let config = try AlertRulesParser.load(path: dir.appendingPathComponent(file).path, environment: ["SMTP_PASSWORD": "x", "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T0/B0/x", "FEISHU_BOT_SECRET": "s"])
             #expect(!config.rules.isEmpty, "\(file)")
         }
     }

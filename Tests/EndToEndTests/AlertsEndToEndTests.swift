@@ -391,11 +391,13 @@ private func waitUntil(_ what: String, timeout: Double = 180, _ condition: () th
                "untrusted": {"type": "email", "host": "127.0.0.1", "port": \(tlsSMTP.port), "starttls": true,
                          "username": "alerts", "password": "relay-secret-46", "from": "a@example.test", "to": "c@example.test"},
                "hook": {"type": "webhook", "preset": "wecom", "url": "http://127.0.0.1:\(receiver.port)/hook"},
+               "ding": {"type": "webhook", "preset": "dingtalk", "url": "http://127.0.0.1:\(receiver.port)/robot/send?access_token=tok",
+                        "secret": "SECding-secret-47"},
                "mail": {"type": "email", "host": "127.0.0.1", "port": \(smtp.port), "from": "a@example.test", "to": "b@example.test"},
                "down": {"type": "webhook", "url": "http://127.0.0.1:1/closed?token=closed-secret-44"},
                "tls-mail": {"type": "email", "host": "127.0.0.1", "port": \(smtp.port), "starttls": true, "username": "u",
                             "password": "smtp-secret-45", "from": "a@example.test", "to": "b@example.test"}},
-             "rules": [{"name": "crashes", "kind": "new_group", "severity": "warning", "targets": ["hook", "mail", "down", "tls-mail", "relay", "untrusted"]}]}
+             "rules": [{"name": "crashes", "kind": "new_group", "severity": "warning", "targets": ["hook", "mail", "down", "tls-mail", "relay", "untrusted", "ding"]}]}
             """.write(toFile: path, atomically: true, encoding: .utf8)
         let out = try h.stackline(["alerts", "test", "crashes", "--alerts", path])
         #expect(out.status == 1, "one target is down: \(out.stdout) \(out.stderr)")
@@ -418,7 +420,20 @@ private func waitUntil(_ what: String, timeout: Double = 180, _ condition: () th
         // The same relay without its CA: the certificate is refused before AUTH, nothing is sent.
         #expect(out.stdout.contains("untrusted: failed (email via 127.0.0.1:\(tlsSMTP.port) to 1 recipient(s)): TLS failed"), "\(out.stdout)")
         #expect(tlsSMTP.messages.count == 1)
-        let body = try #require(receiver.requests.first?["body"] as? String)
+        // DingTalk's signature, checked by Python's hmac on what the receiver got.
+        #expect(out.stdout.contains("ding: delivered"))
+        let ding = try #require(receiver.requests.first { ($0["path"] as? String)?.hasPrefix("/robot/send") == true })
+        let query = try #require(URLComponents(string: ding["path"] as? String ?? "")?.queryItems)
+        let timestamp = try #require(query.first { $0.name == "timestamp" }?.value)
+        let sign = try #require(query.first { $0.name == "sign" }?.value)
+        #expect(query.first?.name == "access_token" && query.first?.value == "tok")
+        let expected = try runProcess("/usr/bin/python3", ["-c", """
+            import base64, hashlib, hmac
+            print(base64.b64encode(hmac.new(b'SECding-secret-47', b'\(timestamp)\\nSECding-secret-47', digestmod=hashlib.sha256).digest()).decode())
+            """]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(sign == expected)
+        #expect(!out.stdout.contains("ding-secret-47"))
+        let body = try #require(receiver.requests.first { $0["path"] as? String == "/hook" }?["body"] as? String)
         let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
         #expect(object?["msgtype"] as? String == "text")
         #expect(((object?["text"] as? [String: Any])?["content"] as? String)?.contains("Test of rule crashes") == true)

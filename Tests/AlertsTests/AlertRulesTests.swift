@@ -155,6 +155,18 @@ import Testing
         }
     }
 
+    /// The example at the top of docs/alerts.md is a file `serve` takes.
+    @Test func documentedExampleParses() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let doc = try String(contentsOf: root.appendingPathComponent("docs/alerts.md"), encoding: .utf8)
+        let start = try #require(doc.range(of: "```json\n{\n  \"baseURL\""))
+        let end = try #require(doc[start.upperBound...].range(of: "\n```"))
+        let json = String(doc[doc.index(start.lowerBound, offsetBy: 8)..<end.lowerBound])
+        let config = try AlertRulesParser.parse(
+            Data(json.utf8), file: "docs/alerts.md", environment: ["SLACK_WEBHOOK_URL": "https://hooks.slack.com/x", "SMTP_PASSWORD": "p"])
+        #expect(config.rules.map(\.name) == ["new-crash", "regression", "crash-spike", "anr-budget"])
+    }
+
     @Test func shippedExamplesParse() throws {
         let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("docs/alerts")

@@ -18,6 +18,10 @@ public final class AlertService: Service, Sendable {
     let logger: Logger
     /// Results read per evaluation step.
     let batch: Int
+    /// Database calls block (a write waits for the master's writer, up to the busy timeout), so
+    /// they run here, never on Swift concurrency's few cooperative threads, which the HTTP
+    /// routes share.
+    private let queue = DispatchQueue(label: "stackline.alerts.db")
 
     public init(db: JobDatabase, configuration: AlertConfiguration, logger: Logger, batch: Int = 1000) {
         self.db = db
@@ -43,7 +47,7 @@ public final class AlertService: Service, Sendable {
 
     /// One evaluation and one delivery pass; errors are logged and the next pass tries again.
     func pass() async {
-        do { try evaluate() } catch {
+        do { try await onQueue { try self.evaluate() } } catch {
             logger.error("alert evaluation failed", metadata: ["error": "\(error)"])
         }
         do { try await deliverDue() } catch {
@@ -97,7 +101,8 @@ public final class AlertService: Service, Sendable {
         }.max() ?? 30
         while true {
             // The lease outlasts the slowest send, so no other pass takes a delivery in flight.
-            let jobs = try db.takeDueAlertDeliveries(limit: 8, leaseMs: Int64((longest + 60) * 1000))
+            let db = self.db
+            let jobs = try await onQueue { try db.takeDueAlertDeliveries(limit: 8, leaseMs: Int64((longest + 60) * 1000)) }
             guard !jobs.isEmpty else { return }
             await withTaskGroup(of: Void.self) { group in
                 for job in jobs {
@@ -105,6 +110,12 @@ public final class AlertService: Service, Sendable {
                 }
             }
             if Task.isCancelled { return }
+        }
+    }
+
+    private func onQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try body() }) }
         }
     }
 
@@ -128,10 +139,11 @@ public final class AlertService: Service, Sendable {
     private func deliver(_ job: AlertDeliveryJob) async {
         let meta: Logger.Metadata = ["event": "\(job.eventId)", "rule": "\(job.rule)", "target": "\(job.target)", "attempt": "\(job.attempts)"]
         let outcome = await attempt(job)
+        let db = self.db
         do {
             switch outcome {
             case .success:
-                try db.alertDelivered(job.id)
+                try await onQueue { try db.alertDelivered(job.id) }
                 Counter(label: "stackline_alerts_sent_total", dimensions: [("target", job.target)]).increment()
                 logger.notice("alert delivered", metadata: meta)
             case .failure(let error):
@@ -140,7 +152,7 @@ public final class AlertService: Service, Sendable {
                 let retryAt: Int64? = giveUp
                     ? nil
                     : db.now() + configuration.delivery.backoff.delay(afterAttempt: job.attempts, random: Double.random(in: 0..<1))
-                try db.alertDeliveryFailed(job.id, error: reason, retryAt: retryAt)
+                try await onQueue { try db.alertDeliveryFailed(job.id, error: reason, retryAt: retryAt) }
                 Counter(label: "stackline_alerts_failed_total", dimensions: [("target", job.target), ("final", giveUp ? "true" : "false")])
                     .increment()
                 var failed = meta

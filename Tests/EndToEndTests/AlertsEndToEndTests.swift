@@ -235,6 +235,17 @@ private func waitUntil(_ what: String, timeout: Double = 180, _ condition: () th
             try events(receiver, kind: "new_group").count >= 3 && smtp.messages.count >= 3 && allDelivered(h)
         }
 
+        // The counters on /metrics: 3 new groups × 3 targets sent, 3 × 3 failed attempts at the flaky one, none final.
+        let metrics = try server.curl("GET", "/metrics", token: try h.token("read")).text.split(separator: "\n")
+        func metric(_ name: String, _ labels: [String]) -> String? {
+            metrics.first { $0.hasPrefix(name + "{") && labels.allSatisfy($0.contains) }.map { String($0.split(separator: " ").last ?? "") }
+        }
+        #expect(metrics.contains("stackline_alert_events_total 3"), "\(metrics.filter { $0.contains("alert") })")
+        for target in ["hook", "flaky", "mail"] {
+            #expect(metric("stackline_alerts_sent_total", ["target=\"\(target)\""]) == "3", "\(target)")
+        }
+        #expect(metric("stackline_alerts_failed_total", ["target=\"flaky\"", "final=\"false\""]) == "9")
+
         // Killed outright, then started again on the same database: nothing is sent twice.
         server.signal(SIGKILL)
         _ = try server.waitForExit()

@@ -22,7 +22,7 @@ public enum AlertRulesParser {
         do { root = try JSONDecoder().decode(JSONValue.self, from: data) } catch {
             throw AlertRulesError(file: file, field: "", problem: "not valid JSON (\(JSONValue.describe(error)))")
         }
-        var reader = FieldReader(file: file, environment: environment)
+        let reader = FieldReader(file: file, environment: environment)
         return try reader.configuration(root)
     }
 }
@@ -95,7 +95,7 @@ private struct FieldReader {
         return url
     }
 
-    mutating func configuration(_ root: JSONValue) throws(AlertRulesError) -> AlertConfiguration {
+    func configuration(_ root: JSONValue) throws(AlertRulesError) -> AlertConfiguration {
         let top = try object(root, "", allowed: ["baseURL", "pollSeconds", "delivery", "targets", "rules"])
         var baseURL: String?
         if let text = try string(top, "baseURL", "baseURL") {

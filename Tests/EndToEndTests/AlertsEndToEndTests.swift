@@ -47,7 +47,7 @@ final class WebhookReceiver {
         let scriptPath = dir + "/receiver.py"
         try Self.script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
         log = dir + "/webhooks.jsonl"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         port = try startPythonServer(process, "/usr/bin/python3", [scriptPath, dir + "/receiver.port", log, "\(failures)"], portFile: dir + "/receiver.port")
     }
 
@@ -106,7 +106,7 @@ final class SMTPSink {
         let scriptPath = dir + "/\(name)-sink.py"
         try Self.script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
         log = dir + "/\(name).jsonl"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         port = try startPythonServer(
             process, "/usr/bin/python3", [scriptPath, dir + "/\(name).port", log] + tls, portFile: dir + "/\(name).port")
     }

@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // Already resolved for Hummingbird; named for the alerts' SMTP client (NIOCore, NIOPosix).
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
     ],
     targets: [
         // libdw + libelf (+ zlib for compressed sections): the only place their C headers enter.
@@ -113,6 +115,20 @@ let package = Package(
             name: "Queries",
             dependencies: ["JobQueue", "ReportModel", "ReportRendering", "SymbolStore"]
         ),
+        // Alert rules, their evaluation over the database, webhook and SMTP delivery (docs/alerts.md).
+        .target(
+            name: "Alerts",
+            dependencies: [
+                "JobQueue", "ReportModel",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // `stackline serve`: HTTP routes, authentication, limits, metrics. Runs beside the master.
         .target(
             name: "Server",
@@ -141,7 +157,7 @@ let package = Package(
             dependencies: [
                 "DebugInfo", "SymbolStore", "Symbolication", "ReportModel", "ReportFormats", "ReportRendering",
                 "JobQueue", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
-                "Intake", "Queries", "Server", "SDKProtocol", "ServiceClient",
+                "Intake", "Queries", "Server", "SDKProtocol", "ServiceClient", "Alerts",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -185,6 +201,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .testTarget(name: "AlertsTests", dependencies: ["Alerts", "JobQueue", "ReportModel", "TestSupport"]),
         // Reads the target graph from `swift package describe` and the linked worker binary.
         .testTarget(name: "ModuleGraphTests", dependencies: ["TestSupport"]),
     ]

@@ -13,6 +13,7 @@ packages=(
   openssl                                           # SDK tests encrypt payloads with openssl enc (an independent AES-CBC)
   debuginfod gdb                                    # serve: debuginfod-find and gdb fetch debug files over /buildid/…
   iproute2 systemd                                  # remote workers: ip netns hosts; systemd-analyze checks the worker's unit
+  python3-aiosmtpd                                  # alerts: the SMTP sink the mail test delivers to
 )
 missing=()
 for p in "${packages[@]}"; do

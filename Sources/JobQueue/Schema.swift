@@ -193,6 +193,7 @@ enum Schema {
                     );
                     """)
         }
+        registerAlerts(&migrator)
         return migrator
     }
 }

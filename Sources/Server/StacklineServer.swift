@@ -86,8 +86,10 @@ public struct StacklineServer: Sendable {
     }
 
     /// Runs until SIGTERM/SIGINT, then drains and returns. `onListening` gets the bound port
-    /// (useful with port 0).
-    public func run(metrics: ServerMetrics, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    /// (useful with port 0). `services` (the alerts) run beside the master and stop after it.
+    public func run(
+        metrics: ServerMetrics, services: [any Service] = [], onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws {
         var masterConfig = configuration.master
         masterConfig.handlesSignals = false
         masterConfig.once = false
@@ -113,9 +115,10 @@ public struct StacklineServer: Sendable {
                 await onListening(port)
             },
             logger: Logger(label: "stackline.server"))
-        // Services stop in reverse order: the HTTP server first, then the master.
+        // Services stop in reverse order: the HTTP server first, then the master, then the
+        // alerts (which see the master's last results).
         var groupConfig = ServiceGroupConfiguration(
-            services: [
+            services: services.map { .init(service: $0) } + [
                 .init(service: MasterService(dispatcher: dispatcher)),
                 .init(service: app),
             ],

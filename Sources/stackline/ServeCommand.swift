@@ -1,3 +1,4 @@
+import Alerts
 import ArgumentParser
 import Foundation
 import JobQueue
@@ -56,6 +57,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds a job waits for a connected remote worker that holds its debug files before any idle worker may take it.")
     var affinityWait: Double = 2
 
+    @Option(help: "Alert rules file (JSON, docs/alerts.md): crash and hang alerts to webhooks and mail.")
+    var alerts: String?
+
     @Option(help: "Least severe log messages printed.")
     var logLevel: Logger.Level = .info
 
@@ -79,9 +83,15 @@ struct ServeCommand: AsyncParsableCommand {
         LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0, level: level) }
         let metrics = ServerMetrics.bootstrap()
         let logger = Logger(label: "stackline.serve")
+        // A bad rules file stops serve before anything starts, naming the file and the field.
+        var rules: AlertConfiguration?
+        if let alerts {
+            do { rules = try AlertRulesParser.load(path: alerts) } catch { throw fail("stackline serve: \(error.description)") }
+        }
         var masterConfig = try master.configuration(command: "serve")
         masterConfig.workerNiceness = workerNice
         let db = try database.openOrCreate()
+        let services = rules.map { [AlertService(db: db, configuration: $0, logger: Logger(label: "stackline.alerts"))] } ?? []
         let config = ServerConfiguration(
             host: listen.host, port: listen.port, master: masterConfig,
             limits: ServerLimits(
@@ -89,7 +99,7 @@ struct ServeCommand: AsyncParsableCommand {
                 symbolicateTimeout: symbolicateTimeout),
             requestDrainSeconds: requestDrain, tls: tlsCert.map { ($0, tlsKey ?? "") }, affinityWaitSeconds: affinityWait)
         do {
-            try await StacklineServer(configuration: config, db: db, store: master.store.store, logger: logger).run(metrics: metrics)
+            try await StacklineServer(configuration: config, db: db, store: master.store.store, logger: logger).run(metrics: metrics, services: services)
         } catch let error as TLSSetupError {
             throw fail("stackline serve: \(error.description)")
         }

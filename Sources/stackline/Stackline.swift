@@ -21,6 +21,7 @@ struct Stackline: AsyncParsableCommand {
             TokensCommand.self,
             NamespacesCommand.self,
             WorkersCommand.self,
+            AlertsCommand.self,
             QueueBenchCommand.self,
         ])
 }

@@ -1,0 +1,132 @@
+import Foundation
+import JobQueue
+import ReportModel
+
+/// Turns results the rules have not seen into events. Every answer comes from the database
+/// (`AlertFacts`, one snapshot), never from memory, so an evaluation after a restart decides
+/// exactly as one before it would have; the events' UNIQUE key does the rest.
+public struct RuleEvaluator: Sendable {
+    public let configuration: AlertConfiguration
+
+    public init(configuration: AlertConfiguration) { self.configuration = configuration }
+
+    /// Events for `candidates`, the results stored after `cursor`.
+    public func events(facts: AlertFacts, cursor: Int64, candidates: [AlertCandidate]) throws -> [NewAlertEvent] {
+        var events: [NewAlertEvent] = []
+        var groups: [String: AlertGroupFacts] = [:]
+        func group(_ fingerprint: String) throws -> AlertGroupFacts? {
+            if let known = groups[fingerprint] { return known }
+            let found = try facts.group(fingerprint)
+            groups[fingerprint] = found
+            return found
+        }
+        for rule in configuration.rules {
+            let mine = candidates.filter { rule.groupKind.matches($0.groupKind) && (rule.app == nil || rule.app == $0.app) }
+            guard !mine.isEmpty else { continue }
+            switch rule.kind {
+            case .newGroup:
+                for c in firsts(mine, by: { $0.fingerprint }) {
+                    guard try !facts.groupHasResult(c.fingerprint, atOrBefore: cursor), let g = try group(c.fingerprint) else { continue }
+                    let versions = try facts.versionCounts(of: c.fingerprint)
+                    var event = base(rule, g, version: c.version)
+                    event.counts.version = versions[c.version]
+                    event.summary = "New \(g.kind.rawValue) group in \(appAndVersion(g.app, c.version)): \(g.title) (\(count(g.count)))"
+                    events.append(record(rule, event, scope: ""))
+                }
+            case .regression(let minGap):
+                for c in firsts(mine, by: { "\($0.fingerprint)\u{0}\($0.version)" }) where !c.version.isEmpty {
+                    let versions = try facts.versionCounts(of: c.fingerprint)
+                    let here = versions[c.version] ?? 0
+                    // The group's first reports in this version are all new: it was not here before.
+                    guard here > 0, try facts.resultCount(of: c.fingerprint, version: c.version, after: cursor) == here,
+                        let g = try group(c.fingerprint)
+                    else { continue }
+                    let earlier = versions.keys.filter { !$0.isEmpty && $0 != c.version && VersionOrder.less($0, c.version) }
+                    guard let previous = earlier.max(by: VersionOrder.less) else { continue }
+                    let gap = try facts.appVersionCounts(app: g.app, kind: g.kind)
+                        .filter { version, n in
+                            !version.isEmpty && n >= minGap && versions[version] == nil
+                                && VersionOrder.less(previous, version) && VersionOrder.less(version, c.version)
+                        }
+                        .keys.sorted(by: VersionOrder.less)
+                    guard !gap.isEmpty else { continue }
+                    var event = base(rule, g, version: c.version)
+                    event.counts.version = here
+                    event.previousVersion = previous
+                    event.versionsWithout = gap
+                    event.summary =
+                        "Regression in \(appAndVersion(g.app, c.version)): \(g.title) is back (last seen in \(previous), not in \(gap.joined(separator: ", ")))"
+                    events.append(record(rule, event, scope: c.version))
+                }
+            case .spike(let multiplier, let minCount, let buckets, let minutes):
+                let bucketMs = Int64(minutes) * 60_000
+                let byGroup = Dictionary(grouping: mine, by: \.fingerprint)
+                for fingerprint in firsts(mine, by: { $0.fingerprint }).map(\.fingerprint) {
+                    let starts = Set(byGroup[fingerprint, default: []].map { floorDiv($0.receivedAt, bucketMs) * bucketMs })
+                    guard let low = starts.min(), let high = starts.max() else { continue }
+                    let known = try facts.bucketCounts(
+                        of: fingerprint, from: low - Int64(buckets) * bucketMs, to: high + bucketMs, bucketMs: bucketMs)
+                    for start in starts.sorted() {
+                        let n = known[start] ?? 0
+                        let baseline = SpikeMath.baseline(before: start, buckets: buckets, bucketMs: bucketMs, known: known)
+                        guard SpikeMath.isSpike(count: n, baseline: baseline, multiplier: multiplier, minCount: minCount),
+                            let g = try group(fingerprint)
+                        else { continue }
+                        let median = SpikeMath.median(baseline)
+                        var event = base(rule, g, version: byGroup[fingerprint]?.last?.version ?? "")
+                        event.counts.window = n
+                        event.counts.baselineMedian = median
+                        event.counts.threshold = multiplier * median
+                        event.windowStart = AlertEvent.isoTime(start)
+                        event.windowEnd = AlertEvent.isoTime(start + bucketMs)
+                        event.summary =
+                            "Spike in \(g.app ?? "an unnamed app"): \(g.title), \(count(n)) from \(event.windowStart ?? "") in \(minutes) min (median \(formatted(median)) per \(minutes) min)"
+                        events.append(record(rule, event, scope: String(start)))
+                    }
+                }
+            case .hangBudget(let maxCount):
+                for c in firsts(mine, by: { "\($0.fingerprint)\u{0}\($0.version)" }) {
+                    let n = try facts.versionCounts(of: c.fingerprint)[c.version] ?? 0
+                    guard n > maxCount, let g = try group(c.fingerprint) else { continue }
+                    var event = base(rule, g, version: c.version)
+                    event.counts.version = n
+                    event.counts.budget = maxCount
+                    event.summary = "Hang budget exceeded in \(appAndVersion(g.app, c.version)): \(g.title), \(count(n)) (budget \(maxCount))"
+                    events.append(record(rule, event, scope: c.version))
+                }
+            }
+        }
+        return events
+    }
+
+    private func base(_ rule: AlertRule, _ g: AlertGroupFacts, version: String) -> AlertEvent {
+        AlertEvent(
+            id: nil, rule: rule.name, severity: rule.severity.rawValue, kind: rule.kind.name, fingerprint: g.fingerprint,
+            groupKind: g.kind.rawValue, title: g.title, app: g.app, version: version.isEmpty ? nil : version,
+            counts: AlertCounts(total: g.count), firstSeen: AlertEvent.isoTime(g.firstSeen), lastSeen: AlertEvent.isoTime(g.lastSeen),
+            link: configuration.baseURL.map { "\($0)/groups/\(g.fingerprint)" }, summary: "")
+    }
+
+    private func record(_ rule: AlertRule, _ event: AlertEvent, scope: String) -> NewAlertEvent {
+        NewAlertEvent(
+            rule: rule.name, kind: rule.kind.name, fingerprint: event.fingerprint, scope: scope, severity: rule.severity.rawValue,
+            payload: String(decoding: event.json(), as: UTF8.self), targets: rule.targets)
+    }
+
+    /// The first candidate of each key, in order.
+    private func firsts(_ candidates: [AlertCandidate], by key: (AlertCandidate) -> String) -> [AlertCandidate] {
+        var seen = Set<String>()
+        return candidates.filter { seen.insert(key($0)).inserted }
+    }
+
+    private func appAndVersion(_ app: String?, _ version: String) -> String {
+        let name = app ?? "an unnamed app"
+        return version.isEmpty ? name : "\(name) \(version)"
+    }
+
+    private func count(_ n: Int) -> String { n == 1 ? "1 report" : "\(n) reports" }
+
+    private func formatted(_ x: Double) -> String { x == x.rounded() ? String(Int(x)) : String(format: "%.1f", x) }
+
+    private func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+}

@@ -1,0 +1,190 @@
+import Alerts
+import Foundation
+import JobQueue
+import Logging
+import ReportModel
+import TestSupport
+import Testing
+
+/// The rules against a real database: reports submitted and completed through JobQueue, a
+/// clock the test moves, and events read back from `alert_events`.
+@Suite struct RuleEvaluatorTests {
+    final class Clock: @unchecked Sendable {
+        private let lock = NSLock()
+        private var ms: Int64
+        init(_ ms: Int64) { self.ms = ms }
+        var now: Int64 { lock.withLock { ms } }
+        func advance(minutes: Int64) { lock.withLock { ms += minutes * 60_000 } }
+    }
+
+    /// A database, a clock starting on an hour, and a counter that keeps report bytes distinct.
+    final class Store {
+        let dir: TempDirectory
+        let clock = Clock(1_800_000_000_000 / 3_600_000 * 3_600_000)
+        let db: JobDatabase
+        var n = 0
+
+        init() throws {
+            dir = try TempDirectory("alerts-eval")
+            let clock = clock
+            db = try JobDatabase(path: dir.file("db.sqlite"), clock: { clock.now })
+        }
+
+        deinit { dir.remove() }
+
+        /// `count` reports of group `name` in `version`, received now, each completed at once.
+        func add(_ name: String, version: String, count: Int = 1, kind: ReportKind = .crash, app: String = "App") throws {
+            for _ in 0..<count {
+                n += 1
+                _ = try db.submit(NewReport(raw: Data("report \(n)".utf8), format: "test", kind: kind, app: app, version: version))
+                let job = try #require(try db.claim(leaseMs: 30_000))
+                try db.complete(
+                    jobId: job.jobId, token: job.leaseToken,
+                    result: JobResult(
+                        symbolicatedJSON: Data("{}".utf8), status: .complete,
+                        group: GroupKey(fingerprint: name, kind: kind, title: "\(kind) in \(name)", rulesVersion: 1, frames: [name]),
+                        missingImages: []))
+            }
+        }
+
+        /// One evaluation, as the service runs it; returns every event so far as (rule, group, scope).
+        @discardableResult
+        func evaluate(_ rules: String) throws -> [String] {
+            let config = try AlertRulesParser.parse(Data(rules.utf8), file: "rules.json")
+            try AlertService(db: db, configuration: config, logger: Logger(label: "test"), batch: 3).evaluate()
+            return try db.recentAlertEvents(limit: 1000).reversed().map { "\($0.rule) \($0.fingerprint) \($0.scope)" }
+        }
+    }
+
+    static func rules(_ rule: String) -> String {
+        """
+        {"targets": {"h": {"type": "webhook", "url": "http://127.0.0.1:9/"}},
+         "rules": [\(rule)]}
+        """
+    }
+
+    @Test func newGroupOncePerGroupAndNotForHistory() throws {
+        let s = try Store()
+        let rules = Self.rules(#"{"name": "new", "kind": "new_group", "severity": "info", "targets": ["h"]}"#)
+        // Stored before alerts were enabled: history, not news.
+        try s.add("old", version: "1.0", count: 2)
+        #expect(try s.evaluate(rules) == [])
+        try s.add("old", version: "1.1")
+        try s.add("a", version: "1.0", count: 4)
+        try s.add("b", version: "1.0")
+        // Batches of 3: "a" spans two of them and is still new once.
+        #expect(try s.evaluate(rules) == ["new a ", "new b "])
+        try s.add("a", version: "1.2")
+        #expect(try s.evaluate(rules) == ["new a ", "new b "])
+        // Deliveries: one per event and target.
+        #expect(try s.db.recentAlertEvents(limit: 10).map { $0.deliveries.map(\.target) } == [["h"], ["h"]])
+    }
+
+    @Test func regressionNeedsAVersionWithoutTheGroupInBetween() throws {
+        let s = try Store()
+        let rules = Self.rules(#"{"name": "back", "kind": "regression", "severity": "info", "targets": ["h"], "minGapReports": 2}"#)
+        s.placeCursor(rules)
+        try s.add("g", version: "1.9")
+        try s.add("other", version: "1.10")  // one report: below minGapReports, not yet a gap
+        try s.add("g", version: "1.11")
+        #expect(try s.evaluate(rules) == [])
+        try s.add("other", version: "1.12", count: 2)  // a gap of 2 reports without g
+        try s.add("g", version: "2.0")
+        // Numeric order: 1.11 < 1.12 < 2.0, so 2.0 is a regression of g (last in 1.11, absent from 1.12).
+        #expect(try s.evaluate(rules) == ["back g 2.0"])
+        // More of g in 2.0, and g in an old version: nothing new.
+        try s.add("g", version: "2.0", count: 2)
+        try s.add("g", version: "1.0")
+        #expect(try s.evaluate(rules) == ["back g 2.0"])
+        let payload = try #require(try s.db.recentAlertEvents(limit: 1).first)
+        #expect(payload.kind == "regression")
+    }
+
+    @Test func regressionEventCarriesPreviousAndGapVersions() throws {
+        let s = try Store()
+        let rules = Self.rules(#"{"name": "back", "kind": "regression", "severity": "error", "targets": ["h"]}"#)
+        s.placeCursor(rules)
+        try s.add("g", version: "3.0")
+        try s.add("x", version: "3.1")
+        try s.add("y", version: "3.2")
+        try s.add("g", version: "3.3")
+        #expect(try s.evaluate(rules) == ["back g 3.3"])
+        let job = try #require(try s.db.takeDueAlertDeliveries(limit: 1, leaseMs: 1000).first)
+        let event = try AlertEvent.decode(job.payload)
+        #expect(event.previousVersion == "3.0")
+        #expect(event.versionsWithout == ["3.1", "3.2"])
+        #expect(event.version == "3.3")
+        #expect(event.severity == "error")
+        #expect(event.summary == "Regression in App 3.3: crash in g is back (last seen in 3.0, not in 3.1, 3.2)")
+    }
+
+    @Test func spikeAgainstABusyWeek() throws {
+        let s = try Store()
+        let rules = Self.rules(
+            #"{"name": "burst", "kind": "spike", "severity": "warning", "targets": ["h"], "multiplier": 3, "minCount": 5, "baselineHours": 24}"#)
+        s.placeCursor(rules)
+        // 24 hours of history: 2 reports an hour in 13 of them, 0 in 11 (median 2).
+        for hour in 0..<24 {
+            if hour % 2 == 0 || hour == 23 { try s.add("g", version: "1") ; try s.add("g", version: "1") }
+            s.clock.advance(minutes: 60)
+        }
+        #expect(try s.evaluate(rules) == [])
+        // This hour: 6 reports is 3 × 2, not more: no spike. The 7th is.
+        try s.add("g", version: "1", count: 6)
+        #expect(try s.evaluate(rules) == [])
+        try s.add("g", version: "1")
+        let hour = String(s.clock.now)
+        #expect(try s.evaluate(rules) == ["burst g \(hour)"])
+        try s.add("g", version: "1", count: 5)
+        #expect(try s.evaluate(rules) == ["burst g \(hour)"])
+        let event = try AlertEvent.decode(try #require(try s.db.takeDueAlertDeliveries(limit: 1, leaseMs: 1000).first).payload)
+        #expect(event.counts.window == 7)
+        #expect(event.counts.baselineMedian == 2)
+        #expect(event.counts.threshold == 6)
+    }
+
+    @Test func spikeOfAQuietGroupNeedsTheMinimum() throws {
+        let s = try Store()
+        let rules = Self.rules(#"{"name": "burst", "kind": "spike", "severity": "info", "targets": ["h"], "minCount": 4}"#)
+        s.placeCursor(rules)
+        try s.add("g", version: "1", count: 3)
+        #expect(try s.evaluate(rules) == [])
+        // The next hour starts from zero again.
+        s.clock.advance(minutes: 60)
+        try s.add("g", version: "1", count: 3)
+        #expect(try s.evaluate(rules) == [])
+        try s.add("g", version: "1")
+        #expect(try s.evaluate(rules) == ["burst g \(s.clock.now)"])
+    }
+
+    @Test func hangBudgetPerVersionForLagGroupsOnly() throws {
+        let s = try Store()
+        let rules = Self.rules(#"{"name": "slow", "kind": "hang_budget", "severity": "info", "targets": ["h"], "maxCount": 2}"#)
+        s.placeCursor(rules)
+        try s.add("crash", version: "1", count: 5)
+        try s.add("hang", version: "1", count: 2, kind: .lag)
+        #expect(try s.evaluate(rules) == [])
+        try s.add("hang", version: "1", kind: .lag)
+        try s.add("hang", version: "2", count: 2, kind: .lag)
+        #expect(try s.evaluate(rules) == ["slow hang 1"])
+        try s.add("hang", version: "2", kind: .lag)
+        try s.add("hang", version: "1", kind: .lag)
+        #expect(try s.evaluate(rules) == ["slow hang 1", "slow hang 2"])
+    }
+
+    @Test func ruleFiltersByApp() throws {
+        let s = try Store()
+        let rules = Self.rules(#"{"name": "new", "kind": "new_group", "severity": "info", "targets": ["h"], "app": "Mine"}"#)
+        s.placeCursor(rules)
+        try s.add("theirs", version: "1", app: "Theirs")
+        try s.add("mine", version: "1", app: "Mine")
+        #expect(try s.evaluate(rules) == ["new mine "])
+    }
+}
+
+extension RuleEvaluatorTests.Store {
+    /// The first evaluation on an empty database: it only places the cursor.
+    func placeCursor(_ rules: String) {
+        _ = try? evaluate(rules)
+    }
+}

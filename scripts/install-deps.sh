@@ -11,6 +11,7 @@ packages=(
   openssl                                           # SDK tests encrypt payloads with openssl enc (an independent AES-CBC)
   debuginfod gdb                                    # serve: debuginfod-find and gdb fetch debug files over /buildid/…
   iproute2 systemd                                  # remote workers: ip netns hosts; systemd-analyze checks the worker's unit
+  chromium                                          # web view: headless Chromium loads every page (Tests/EndToEndTests/WebViewEndToEndTests)
 )
 missing=()
 for p in "${packages[@]}"; do

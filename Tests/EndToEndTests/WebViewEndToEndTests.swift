@@ -61,12 +61,14 @@ struct HostileNamesProgram {
 /// The SDK's lag report with a thread-profile tree over the LagProgram's functions (the
 /// seed's shape: func1 → func2 → func3 → func4 → func5…func8).
 func profileLagReport(_ p: LagProgram, load: UInt64, version: String) -> Data {
-    let nodes: [(Int, Int, String)] = [
-        (0, 8, "func1"), (1, 8, "func2"), (2, 8, "func3"), (3, 8, "func4"), (4, 1, "func5"), (4, 2, "func6"), (4, 1, "func7"),
-        (4, 1, "func8"),
+    // Costs in ms: func6 takes half of func4's time, enough to be the lag key's node
+    // (docs/grouping.md, "Lag keys"), so the key is func1 → func2 → func3 → func4 → func6.
+    let nodes: [(Int, Int, Int, String)] = [
+        (0, 8, 400, "func1"), (1, 8, 400, "func2"), (2, 8, 400, "func3"), (3, 8, 400, "func4"), (4, 1, 50, "func5"),
+        (4, 2, 200, "func6"), (4, 1, 50, "func7"), (4, 1, 50, "func8"),
     ]
-    let json = nodes.map { depth, count, name in
-        #"{"depth": \#(depth), "count": \#(count), "costTime": \#(count * 50), "methodAddress": "0x\#(String(load + p.functions[name, default: 0] + 1, radix: 16))"}"#
+    let json = nodes.map { depth, count, cost, name in
+        #"{"depth": \#(depth), "count": \#(count), "costTime": \#(cost), "methodAddress": "0x\#(String(load + p.functions[name, default: 0] + 1, radix: 16))"}"#
     }
     return Data("""
         {"type": "lag", "app": {"name": "lagdemo", "version": "\(version)"},
@@ -96,6 +98,7 @@ struct LoadedPage {
 
     /// Runs scripts/web-browser.py for `pages` (NAME=PATH) and reads what it wrote.
     func load(_ server: ServerProcess, token: String, _ pages: [String], in dir: String) throws -> [String: LoadedPage] {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let tokenFile = dir + "/token"
         try token.write(toFile: tokenFile, atomically: true, encoding: .utf8)
         let out = try runProcess(
@@ -131,7 +134,7 @@ struct LoadedPage {
             let paths = try h.write(reports, subdir: "in-\(key)-\(version)")
             let out = try h.stackline(["submit", "--version", version] + paths)
             #expect(out.status == 0, "\(out.stderr)")
-            ids[key, default: []] += out.stdout.split(separator: "\n").compactMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+            ids[key, default: []] += out.stdout.split(separator: "\n").compactMap { Int64($0.split(separator: "\t").first ?? "") }
         }
         try submit([variant(of: index, number: 1), variant(of: index, number: 2), variant(of: segv, number: 3)], version: "1.0", as: "v1.0")
         try submit([variant(of: segv, number: 4)], version: "1.1", as: "v1.1")
@@ -231,9 +234,9 @@ struct LoadedPage {
             }
             // Crashed thread first.
             let crashed = try #require(threads.first { $0["crashed"] as? Bool == true }?["index"] as? Int)
-            #expect(p.html.range(of: "data-k=\"thread:\(crashed)\"")!.lowerBound
-                < threads.compactMap { $0["index"] as? Int }.map { p.html.range(of: "data-k=\"thread:\($0)\"")!.lowerBound }.min()!
-                || threads.count == 1)
+            let positions = threads.compactMap { $0["index"] as? Int }.compactMap { p.html.range(of: "data-k=\"thread:\($0)\"")?.lowerBound }
+            #expect(positions.count == threads.count)
+            #expect(p.html.range(of: "data-k=\"thread:\(crashed)\"")?.lowerBound == positions.min())
         }
 
         // Hostile names are text in the DOM, never markup: the browser shows them verbatim.
@@ -268,7 +271,7 @@ struct LoadedPage {
             try server.curl("GET", "/api/v1/groups/\(hangGroup["fingerprint"] as! String)", token: read).json?["frames"] as? [String])
         let marked = rects.filter { ($0["cls"] as? String)?.split(separator: " ").contains("key") == true }
             .compactMap { $0["label"] as? String }
-        #expect(!marked.isEmpty)
+        #expect(Set(marked) == ["func1", "func2", "func3", "func4", "func6"], "\(marked) vs \(hangFrames)")
         #expect(marked.allSatisfy { label in hangFrames.contains { $0.hasSuffix("!" + label) } }, "\(marked) vs \(hangFrames)")
 
         // Symbols and workers.

@@ -99,8 +99,11 @@ public enum GroupPage {
         }
         body += "<dl class=\"facts\">" + facts.map { "<dt>\($0.0)</dt><dd>\($0.1)</dd>" }.joined() + "</dl>"
 
-        // Bars in release order where it is known, then the rest by count.
-        let ordered = m.appVersions.filter { g.versions[$0] != nil }
+        // Bars in release order where it is known, from the group's first version on, with the
+        // versions it skipped as empty bars (a regression's gap shows); then the versions the
+        // app's order lacks, by count.
+        let firstIndex = m.appVersions.firstIndex { g.versions[$0] != nil }
+        let ordered = firstIndex.map { Array(m.appVersions[$0...]) } ?? []
         let rest = g.versions.keys.filter { !ordered.contains($0) }.sorted { g.versions[$0]! > g.versions[$1]! }
         body += "<h2>Reports per version</h2>"
         body += Charts.bars((ordered + rest).map { (label: $0, count: g.versions[$0] ?? 0) }, highlight: m.history.firstVersion)

@@ -30,12 +30,18 @@ public struct GroupsPageModel: Sendable {
     public var filter: GroupsFilterForm
     /// 1-based page number.
     public var page: Int
+    /// Groups per page (links keep it when it is not the default).
+    public var perPage: Int
     public var hasNextPage: Bool
     /// A filter the server refused (shown above the table), nil when all were valid.
     public var filterError: String?
 
-    public init(groups: [GroupJSON], trends: [String: [Int]], trendDays: Int, filter: GroupsFilterForm, page: Int, hasNextPage: Bool,
-                filterError: String? = nil) {
+    /// Groups per page unless the request asks otherwise.
+    public static let defaultPerPage = 25
+
+    public init(groups: [GroupJSON], trends: [String: [Int]], trendDays: Int, filter: GroupsFilterForm, page: Int,
+                perPage: Int = defaultPerPage, hasNextPage: Bool, filterError: String? = nil) {
+        self.perPage = perPage
         self.groups = groups
         self.trends = trends
         self.trendDays = trendDays
@@ -71,22 +77,24 @@ public enum GroupsPage {
             for g in m.groups {
                 let fp = HTML.escape(g.fingerprint)
                 let versions = g.versions.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
-                let versionText = versions.prefix(4).map { HTML.escape($0.key.isEmpty ? "(none)" : $0.key) + " <span class=\"muted\">×\($0.value)</span>" }
+                let versionText = versions.prefix(4).map { "<span class=\"nowrap\">" + HTML.escape($0.key.isEmpty ? "(none)" : $0.key) + " <span class=\"muted\">×\($0.value)</span></span>" }
                     .joined(separator: ", ") + (versions.count > 4 ? " <span class=\"muted\">+\(versions.count - 4)</span>" : "")
                 body += "<tr data-k=\"group:\(fp)\">"
                     + "<td><span class=\"badge \(g.kind == "lag" ? "lag" : "crash")\">\(g.kind == "lag" ? "hang" : "crash")</span></td>"
                     + "<td class=\"title\"><a href=\"/groups/\(HTML.pathSegment(g.fingerprint))\" data-k=\"group-title:\(fp)\">\(HTML.escape(g.title))</a>"
                     + (g.app.map { "<div class=\"muted\">\(HTML.escape($0))</div>" } ?? "") + "</td>"
                     + "<td class=\"num\" data-k=\"group-count:\(fp)\">\(g.count)</td>"
-                    + "<td>\(versionText)</td><td>\(WebDate.text(g.firstSeen))</td><td>\(WebDate.text(g.lastSeen))</td>"
+                    + "<td>\(versionText)</td><td class=\"nowrap\">\(WebDate.text(g.firstSeen))</td><td class=\"nowrap\">\(WebDate.text(g.lastSeen))</td>"
                     + "<td>\(Charts.trend(m.trends[g.fingerprint] ?? Array(repeating: 0, count: m.trendDays)))</td></tr>"
             }
             body += "</tbody></table>"
         }
         var pager = ""
-        if m.page > 1 { pager += "<a rel=\"prev\" href=\"/\(HTML.escape(HTML.query(f.pairs + [("page", String(m.page - 1))])))\">← Previous page</a>" }
-        pager += "<span class=\"muted\">Page \(m.page)</span>"
-        if m.hasNextPage { pager += "<a rel=\"next\" data-k=\"next-page\" href=\"/\(HTML.escape(HTML.query(f.pairs + [("page", String(m.page + 1))])))\">Next page →</a>" }
+        let size = m.perPage == GroupsPageModel.defaultPerPage ? [] : [("per_page", String(m.perPage))]
+        func link(_ page: Int) -> String { "/" + HTML.escape(HTML.query(f.pairs + size + [("page", String(page))])) }
+        if m.page > 1 { pager += "<a rel=\"prev\" data-k=\"previous-page\" href=\"\(link(m.page - 1))\">← Previous page</a>" }
+        pager += "<span class=\"muted\" data-k=\"page\">Page \(m.page)</span>"
+        if m.hasNextPage { pager += "<a rel=\"next\" data-k=\"next-page\" href=\"\(link(m.page + 1))\">Next page →</a>" }
         body += "<div class=\"pager\">\(pager)</div>"
         return Layout.page(title: "Groups", section: .groups, body: body)
     }

@@ -99,6 +99,8 @@ public enum ReportView {
     /// image and `file:line`; in-app frames highlighted.
     public static func threads(_ r: SymbolicatedReport, only limit: Int? = nil) -> String {
         let ordered = r.threads.filter(\.crashed) + r.threads.filter { !$0.crashed }
+        // A hang sent as a profile tree alone has no threads: no empty heading then.
+        guard !ordered.isEmpty else { return "" }
         var out = "<h2>Threads</h2>"
         for thread in ordered.prefix(limit ?? ordered.count) {
             let name = thread.name.map { " — " + HTML.escape($0) } ?? ""

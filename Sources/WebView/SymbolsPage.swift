@@ -39,7 +39,7 @@ public enum WorkersPage {
             for w in workers.workers {
                 let id = HTML.escape(w.id)
                 let hitRate = w.affinityClaims > 0 ? " <span class=\"muted\">of \(w.affinityClaims)</span>" : ""
-                body += "<tr data-k=\"worker:\(id)\"><td>\(HTML.escape(w.name))</td><td class=\"mono\">\(HTML.escape(w.address ?? ""))</td>"
+                body += "<tr data-k=\"worker:\(id)\"><td data-k=\"worker-name:\(id)\">\(HTML.escape(w.name))</td><td class=\"mono\">\(HTML.escape(w.address ?? ""))</td>"
                     + "<td class=\"num\" data-k=\"worker-busy:\(id)\">\(w.busy) / \(w.slots)</td><td class=\"num\">\(w.jobsDone)</td>"
                     + "<td class=\"num\">\(w.affinityHits)\(hitRate)</td><td class=\"num\">\(w.holds)</td>"
                     + "<td>\(WebDate.text(w.lastHeartbeat))</td></tr>"

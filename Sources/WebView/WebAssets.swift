@@ -39,6 +39,7 @@ public enum WebAssets {
         td.title { word-break: break-word; }
         code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: 12.5px; }
         .muted { color: var(--muted); }
+        .nowrap { white-space: nowrap; }
         .badge { display: inline-block; padding: 1px 7px; border-radius: 10px; font-size: 11px; font-weight: 600; color: #fff; background: var(--muted); }
         .badge.crash { background: var(--crash); }
         .badge.lag { background: var(--lag); }

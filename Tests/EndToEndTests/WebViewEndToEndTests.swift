@@ -151,6 +151,24 @@ struct LoadedPage {
             try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM jobs WHERE state = 'done'") == 7
         }
 
+        // A remote worker on loopback (its name hostile too), for the workers page.
+        let workerToken = try h.token("worker")
+        let remote = Process()
+        remote.executableURL = URL(fileURLWithPath: TestPaths.worker)
+        remote.arguments = [
+            "--connect", server.baseURL, "--slots", "2", "--cache", h.dir.file("worker-cache"), "--name", "build<script>box",
+        ]
+        remote.environment = h.environment.merging(["STACKLINE_TOKEN": workerToken]) { $1 }
+        remote.standardOutput = FileHandle.nullDevice
+        remote.standardError = FileHandle.nullDevice
+        try remote.run()
+        defer { if remote.isRunning { kill(remote.processIdentifier, SIGKILL) } }
+        var apiWorkers: [[String: Any]] = []
+        try h.waitUntil("the remote worker to connect", timeout: 120) {
+            apiWorkers = try server.curl("GET", "/api/v1/workers", token: read).json?["workers"] as? [[String: Any]] ?? []
+            return !apiWorkers.isEmpty
+        }
+
         // Expected values from the API and the CLI, never from the pages.
         let groupsAnswer = try server.curl("GET", "/api/v1/groups?limit=100", token: read)
         #expect(groupsAnswer.status == 200)
@@ -173,7 +191,8 @@ struct LoadedPage {
             "hang-group=/groups/\(try #require(hangGroup["fingerprint"] as? String))",
             "report=/reports/\(crashId)", "hang=/reports/\(hangId)", "hostile=/reports/\(hostileId)",
             "hostile-group=/groups/\(try #require(hostileGroup["fingerprint"] as? String))",
-            "symbols=/symbols", "workers=/workers",
+            "symbols=/symbols", "workers=/workers", "groups-p1=/?per_page=2", "groups-p2=/?per_page=2&page=2",
+            "groups-v11=/?version=1.1", "groups-since=/?since=1h&kind=lag",
             "anonymous-groups=!/", "anonymous-report=!/reports/\(crashId)", "anonymous-symbols=!/symbols",
         ], in: h.dir.file("browser"))
         func page(_ name: String) throws -> LoadedPage { try #require(pages[name], "page \(name) not loaded") }
@@ -201,6 +220,27 @@ struct LoadedPage {
         #expect(Set(try page("groups-crashes").elements(prefix: "group-title:").compactMap { $0["text"] as? String })
             == Set(crashGroups.compactMap { $0["title"] as? String }))
 
+        // Filters and paging give what the API gives for the same query.
+        func apiList(_ query: String) throws -> [[String: Any]] {
+            try #require(try JSONSerialization.jsonObject(with: server.curl("GET", "/api/v1/groups?" + query, token: read).body) as? [[String: Any]])
+        }
+        func shown(_ name: String) throws -> [String] {
+            try page(name).elements(prefix: "group-title:").compactMap { ($0["k"] as? String)?.replacingOccurrences(of: "group-title:", with: "") }
+        }
+        func counts(_ name: String) throws -> [String] { try page(name).elements(prefix: "group-count:").compactMap { $0["text"] as? String } }
+        for (name, query) in [("groups-v11", "version=1.1"), ("groups-since", "since=1h&kind=lag")] {
+            let expected = try apiList(query + "&limit=100")
+            #expect(!expected.isEmpty)
+            #expect(try shown(name) == expected.compactMap { $0["fingerprint"] as? String }, "\(name)")
+            #expect(try counts(name) == expected.map { "\($0["count"] as? Int ?? -1)" }, "\(name)")
+        }
+        let order = apiGroups.compactMap { $0["fingerprint"] as? String }
+        #expect(try shown("groups-p1") == Array(order[0..<2]))
+        #expect(try shown("groups-p2") == Array(order[2..<4]))
+        #expect(try page("groups-p1").text("next-page") != nil)
+        #expect(try page("groups-p2").text("next-page") == nil)
+        #expect(try page("groups-p2").text("previous-page") != nil)
+
         // A group: its count, bars per version equal to the API's, first version, regression.
         let groupPage = try page("group")
         #expect(groupPage.text("group-count") == "\(indexGroup["count"] as? Int ?? -1)")
@@ -209,6 +249,8 @@ struct LoadedPage {
         for (version, count) in versions {
             #expect(groupPage.elements.first { $0["k"] as? String == "version-bar:\(version)" }?["count"] as? String == "\(count)")
         }
+        // 1.1 lies between the group's versions and had none of its reports: an empty bar.
+        #expect(groupPage.elements.first { $0["k"] as? String == "version-bar:1.1" }?["count"] as? String == "0")
         #expect(groupPage.text("first-version") == "1.0")
         #expect(groupPage.text("regression") != nil, "the index crash is absent in 1.1 and back in 1.2")
         #expect(try page("hang-group").text("regression") == nil)
@@ -282,7 +324,13 @@ struct LoadedPage {
             #expect(try page("symbols").text("missing-count:\(id)") == "\(m["reportCount"] as? Int ?? -1)")
         }
         let workers = try page("workers")
-        #expect(workers.text("local-workers") != nil || workers.text("no-workers") != nil)
+        #expect(workers.text("local-workers") != nil)
+        for w in apiWorkers {
+            let id = try #require(w["id"] as? String)
+            #expect(workers.text("worker-busy:\(id)") == "\(w["busy"] as? Int ?? -1) / \(w["slots"] as? Int ?? -1)")
+            #expect(workers.text("worker-name:\(id)") == w["name"] as? String)
+        }
+        #expect(apiWorkers.first?["name"] as? String == "build<script>box")
 
         // Without a token: the sign-in form, in the browser (after a 303) and by curl.
         for name in ["anonymous-groups", "anonymous-report", "anonymous-symbols"] {

@@ -54,7 +54,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         let form = GroupsFilterForm(
             kind: q.string("kind") ?? "", app: q.string("app") ?? "", version: q.string("version") ?? "",
             namespace: q.string("namespace") ?? "", since: q.string("since") ?? "")
-        let pageSize = 25
+        let pageSize = min(max(Int(q.string("per_page") ?? "") ?? GroupsPageModel.defaultPerPage, 1), 100)
         var filterError: String?
         var filter = GroupFilter(app: form.app.nilIfEmpty, version: form.version.nilIfEmpty, namespace: form.namespace.nilIfEmpty)
         if !form.kind.isEmpty {
@@ -67,14 +67,15 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         }
         // Paging over the API's own query: ask for this page and one more row (to know whether
         // a next page exists), and drop the pages before. 10,000 is the API's own limit.
-        let page = min(max(Int(q.string("page") ?? "") ?? 1, 1), 10_000 / pageSize - 1)
+        let page = min(max(Int(q.string("page") ?? "") ?? 1, 1), (10_000 - 1) / pageSize)
         filter.limit = page * pageSize + 1
         let all = filterError == nil ? try db.groups(filter) : []
         let shown = Array(all.dropFirst((page - 1) * pageSize).prefix(pageSize)).map(GroupJSON.init)
         let days = 14
         let trends = try db.dailyCounts(fingerprints: shown.map(\.fingerprint), days: days, now: db.now())
         return WebPage.html(GroupsPage.render(GroupsPageModel(
-            groups: shown, trends: trends, trendDays: days, filter: form, page: page, hasNextPage: all.count > page * pageSize,
+            groups: shown, trends: trends, trendDays: days, filter: form, page: page, perPage: pageSize,
+            hasNextPage: all.count > page * pageSize,
             filterError: filterError)))
     }
 

@@ -12,8 +12,10 @@ over `--remote-debugging-pipe` (JSON messages separated by NUL bytes on file des
 Signs in at /login with the token read from F (typed into the form and submitted, so the
 session cookie is the one the server set), then for each NAME=PATH loads BASE+PATH and writes
 DIR/NAME.html (the DOM after load), DIR/NAME.png (a full-page screenshot) and DIR/NAME.json:
-{"url", "status", "elements": [{"k", "text", "tag", "width", "x", "count"} for every [data-k]],
-"images", "scripts", "console"} (console holds console messages and CSP violation reports).
+{"url", "status", "elements": [{"k", "text", "tag", "width", "x", "count", "label", "cls"} for
+every [data-k]], "images", "scripts", "inlineHandlers", "hover", "console"}: console holds
+console messages and CSP violation reports; hover what #flame-info said when the mouse was
+moved over the flame graph's last lag-key rectangle (null on pages without one).
 A NAME=PATH with a leading "!" is loaded without signing in (in a fresh browser context).
 """
 import argparse
@@ -140,6 +142,29 @@ class Browser:
         subprocess.run(["rm", "-rf", self.profile])
 
 
+def hover_flame(browser, session):
+    """Moves the mouse over the flame graph's last lag-key rectangle (web.js then fills
+    #flame-info); returns that rectangle's data-k and the info text, or None without a graph."""
+    box = browser.evaluate(session, r"""
+      (function () {
+        var keys = document.querySelectorAll("svg.flame rect.key");
+        if (!keys.length) return null;
+        var rect = keys[keys.length - 1];
+        rect.scrollIntoView();
+        var b = rect.getBoundingClientRect();
+        return JSON.stringify({k: rect.getAttribute("data-k"), x: b.left + b.width / 2, y: b.top + b.height / 2});
+      })()""")
+    if not box:
+        return None
+    box = json.loads(box)
+    browser.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": box["x"], "y": box["y"]}, session)
+    info = browser.evaluate(session, "document.getElementById('flame-info').textContent")
+    # Back to the top for the screenshot, the mouse away from the graph.
+    browser.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": 1, "y": 1}, session)
+    browser.evaluate(session, "window.scrollTo(0, 0)")
+    return {"k": box["k"], "info": info}
+
+
 def console_of(browser, session):
     lines = []
     for event in browser.events:
@@ -197,6 +222,7 @@ def main():
             url = args.base + path
             browser.navigate(session, url)
             facts = json.loads(browser.evaluate(session, COLLECT))
+            facts["hover"] = hover_flame(browser, session)
             facts["status"] = status_of(browser, session, url)
             facts["console"] = console_of(browser, session)
             html = browser.evaluate(session, "document.documentElement.outerHTML")

@@ -316,6 +316,11 @@ struct LoadedPage {
         #expect(Set(marked) == ["func1", "func2", "func3", "func4", "func6"], "\(marked) vs \(hangFrames)")
         #expect(marked.allSatisfy { label in hangFrames.contains { $0.hasSuffix("!" + label) } }, "\(marked) vs \(hangFrames)")
 
+        // Hovering func6 (2 of 8 samples) shows its frame and share, through web.js under the CSP.
+        let hover = try #require(try page("hang").facts["hover"] as? [String: Any])
+        #expect(hover["k"] as? String == "flame-node:5")
+        #expect(hover["info"] as? String == "func6 — 2 samples, 25% of all")
+
         // Symbols and workers.
         let missing = try #require(
             try JSONSerialization.jsonObject(with: server.curl("GET", "/api/v1/symbols/missing", token: read).body) as? [[String: Any]])

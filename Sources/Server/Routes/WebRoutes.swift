@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import JobQueue
+import Logging
 import Master
 import Queries
 import ReportModel
@@ -13,7 +14,7 @@ import WebView
 /// pages read through the same queries as the API, and WebView renders them.
 func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
     let sessions = WebSession()
-    let web = router.group("").add(middleware: WebHeaders())
+    let web = router.group("").add(middleware: WebHeaders(logger: deps.logger))
 
     web.get("/login") { _, _ in WebPage.html(Layout.login(error: nil)) }
 
@@ -195,6 +196,7 @@ struct WebAuthentication: RouterMiddleware {
 /// pages that hold report data, no referrer leaving the site.
 struct WebHeaders: RouterMiddleware {
     typealias Context = StacklineRequestContext
+    let logger: Logger
     static let contentSecurityPolicy =
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
         + "form-action 'self'; frame-ancestors 'none'"
@@ -208,6 +210,14 @@ struct WebHeaders: RouterMiddleware {
         } catch let error as APIError {
             // A bad bearer token, say: the API's JSON answer, with the web headers added below.
             response = JSONResponse.error(error.status, error.message, headers: error.headers)
+        } catch let error as HTTPResponseError {
+            response = WebPage.html(Layout.message(title: "Error", error.status.reasonPhrase), status: error.status)
+        } catch {
+            // Caught here rather than by the request log's handler, so that this answer carries the
+            // headers too; logged the same way (the log handler escapes report text).
+            logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            response = WebPage.html(
+                Layout.message(title: "Internal error", "The page could not be built; the server log says why."), status: .internalServerError)
         }
         response.headers[.contentSecurityPolicy] = Self.contentSecurityPolicy
         response.headers[.xContentTypeOptions] = "nosniff"

@@ -49,8 +49,9 @@ public enum Layout {
             """
     }
 
-    /// The sign-in form. `error` is a fixed message of ours (escaped anyway).
-    public static func login(error: String?) -> String {
+    /// The sign-in form. `error` is a fixed message of ours (escaped anyway); `next`, the local
+    /// path to return to after signing in (checked by the caller, escaped here).
+    public static func login(error: String?, next: String? = nil) -> String {
         let message = error.map { "<p class=\"error\" data-k=\"login-error\">\(HTML.escape($0))</p>" } ?? ""
         let body = """
             <div class="login">
@@ -60,6 +61,7 @@ public enum Layout {
             <form method="post" action="/login">
             <label for="token">Token</label>
             <input id="token" name="token" type="password" autocomplete="current-password" required>
+            \(next.map { "<input type=\"hidden\" name=\"next\" value=\"\(HTML.escape($0))\">" } ?? "")
             <button type="submit">Sign in</button>
             </form>
             </div>

@@ -375,12 +375,14 @@ struct LoadedPage {
         // Without a token: the sign-in form, in the browser (after a 303) and by curl.
         for name in ["anonymous-groups", "anonymous-report", "anonymous-symbols"] {
             let url = try page(name).url
-            #expect(url.hasSuffix("/login"), "\(name) ended at \(url)")
+            #expect(url.hasPrefix(server.baseURL + "/login"), "\(name) ended at \(url)")
         }
         for path in ["/", "/groups/\(indexFP)", "/reports/\(crashId)", "/reports/\(crashId)/raw", "/symbols", "/workers"] {
             let answer = try server.curl("GET", path)
             #expect(answer.status == 303, "\(path): \(answer)")
-            #expect(answer.headers["location"] == "/login")
+            // To the form, with the page to come back to (the path only, percent-encoded).
+            let back = path.addingPercentEncoding(withAllowedCharacters: CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~")))!
+            #expect(answer.headers["location"] == (path == "/" ? "/login" : "/login?next=\(back)"), "\(path)")
             #expect(answer.headers["content-security-policy"]?.contains("script-src 'self'") == true)
             let forged = try server.curl("GET", path, headers: ["Cookie: stackline_session=v1.1.99999999999999.00"])
             #expect(forged.status == 303, "a forged cookie: \(forged)")
@@ -405,6 +407,13 @@ struct LoadedPage {
         #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/"))
         #expect(!cookie.contains(read) && !cookie.contains(String(read.suffix(64))))
         let session = String(cookie.split(separator: ";")[0])
+        // Back to the page asked for, but never to another site.
+        let back = try server.curl("POST", "/login", body: Data("token=\(read)&next=%2Freports%2F\(crashId)".utf8))
+        #expect(back.headers["location"] == "/reports/\(crashId)")
+        for offsite in ["%2F%2Fevil.example%2F", "https%3A%2F%2Fevil.example%2F", "%2F%5Cevil.example"] {
+            let answer = try server.curl("POST", "/login", body: Data("token=\(read)&next=\(offsite)".utf8))
+            #expect(answer.headers["location"] == "/", "next=\(offsite)")
+        }
         #expect(try server.curl("GET", "/", headers: ["Cookie: \(session)"]).status == 200)
         #expect(!server.log.contains(read.suffix(64)))
         #expect(!server.log.contains(String(session.split(separator: "=")[1])))

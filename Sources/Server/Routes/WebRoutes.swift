@@ -16,20 +16,25 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
     let sessions = WebSession()
     let web = router.group("").add(middleware: WebHeaders(logger: deps.logger))
 
-    web.get("/login") { _, _ in WebPage.html(Layout.login(error: nil)) }
+    web.get("/login") { request, _ in
+        WebPage.html(Layout.login(error: nil, next: WebPage.localPath(QueryParameters(request).string("next"))))
+    }
 
     web.post("/login") { request, _ -> Response in
         let body = try await BodyReader.read(request, limit: 4096)
         let presented = WebForm.field("token", in: body)?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let next = WebPage.localPath(WebForm.field("next", in: body))
         // A token is 256 random bits: guessing is hopeless, so no per-address login limit.
         guard let token = try deps.db.tokens.verify(presented) else {
-            return WebPage.html(Layout.login(error: "That token is not valid (unknown, malformed or revoked)."), status: .unauthorized)
+            return WebPage.html(
+                Layout.login(error: "That token is not valid (unknown, malformed or revoked).", next: next), status: .unauthorized)
         }
         guard token.scope.permits(.read) else {
             return WebPage.html(
-                Layout.login(error: "Token \(token.id) has scope \(token.scope.rawValue); the web view needs read."), status: .forbidden)
+                Layout.login(error: "Token \(token.id) has scope \(token.scope.rawValue); the web view needs read.", next: next),
+                status: .forbidden)
         }
-        var response = WebPage.redirect("/")
+        var response = WebPage.redirect(next ?? "/")
         response.headers[values: .setCookie].append(
             WebPage.cookie(sessions.value(for: token, now: deps.db.now()), maxAge: Int(WebSession.lifetimeMs / 1000), request: request))
         return response
@@ -186,7 +191,12 @@ struct WebAuthentication: RouterMiddleware {
             context.token = token
             return try await next(request, context)
         }
-        return WebPage.redirect("/login")
+        // Back to this page after signing in. The path travels in the query string, the token
+        // never does.
+        var target = request.uri.path
+        if let query = request.uri.query, !query.isEmpty { target += "?" + query }
+        guard let next = WebPage.localPath(target), next != "/" else { return WebPage.redirect("/login") }
+        return WebPage.redirect("/login" + HTML.query([("next", next)]))
     }
 }
 
@@ -249,6 +259,16 @@ enum WebPage {
         var cookie = "\(WebSession.cookieName)=\(value); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=Strict"
         if forwardedHTTPS(request) { cookie += "; Secure" }
         return cookie
+    }
+
+    /// `path` if it is a path on this server (`/…`, not `//host` or `/\\host`, which browsers
+    /// read as another site, and no control characters), else nil: where `next` may send a
+    /// browser after signing in, so the form is no open redirect.
+    static func localPath(_ path: String?) -> String? {
+        guard let path, path.hasPrefix("/"), !path.hasPrefix("//"), !path.hasPrefix("/\\"), path.utf8.count <= 2048,
+            path.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F && $0 != "\\" })
+        else { return nil }
+        return path
     }
 
     static func forwardedHTTPS(_ request: Request) -> Bool {

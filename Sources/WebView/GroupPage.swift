@@ -104,7 +104,7 @@ public enum GroupPage {
         // app's order lacks, by count.
         let firstIndex = m.appVersions.firstIndex { g.versions[$0] != nil }
         let ordered = firstIndex.map { Array(m.appVersions[$0...]) } ?? []
-        let rest = g.versions.keys.filter { !ordered.contains($0) }.sorted { g.versions[$0]! > g.versions[$1]! }
+        let rest = g.versions.keys.filter { !ordered.contains($0) }.sorted { (g.versions[$0] ?? 0, $1) > (g.versions[$1] ?? 0, $0) }
         body += "<h2>Reports per version</h2>"
         body += Charts.bars((ordered + rest).map { (label: $0, count: g.versions[$0] ?? 0) }, highlight: m.history.firstVersion)
 

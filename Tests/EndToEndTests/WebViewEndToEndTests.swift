@@ -407,6 +407,11 @@ struct LoadedPage {
         #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/"))
         #expect(!cookie.contains(read) && !cookie.contains(String(read.suffix(64))))
         let session = String(cookie.split(separator: ";")[0])
+        // Another site's page cannot sign the browser in or out (Origin names another host).
+        let crossSite = try server.curl("POST", "/login", body: Data("token=\(read)".utf8), headers: ["Origin: http://evil.example"])
+        #expect(crossSite.status == 403)
+        #expect(crossSite.headers["set-cookie"] == nil)
+        #expect(try server.curl("POST", "/login", body: Data("token=\(read)".utf8), headers: ["Origin: \(server.baseURL)"]).status == 303)
         // Back to the page asked for, but never to another site.
         let back = try server.curl("POST", "/login", body: Data("token=\(read)&next=%2Freports%2F\(crashId)".utf8))
         #expect(back.headers["location"] == "/reports/\(crashId)")

@@ -21,6 +21,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
     }
 
     web.post("/login") { request, _ -> Response in
+        try WebPage.requireSameOrigin(request)
         let body = try await BodyReader.read(request, limit: 4096)
         let presented = WebForm.field("token", in: body)?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         let next = WebPage.localPath(WebForm.field("next", in: body))
@@ -41,6 +42,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
     }
 
     web.post("/logout") { request, _ -> Response in
+        try WebPage.requireSameOrigin(request)
         var response = WebPage.redirect("/login")
         response.headers[values: .setCookie].append(WebPage.cookie("", maxAge: 0, request: request))
         return response
@@ -216,7 +218,8 @@ struct WebHeaders: RouterMiddleware {
         do {
             response = try await next(request, context)
         } catch let error as WebError {
-            response = WebPage.html(Layout.message(title: "Not found", error.message), status: error.status)
+            response = WebPage.html(
+                Layout.message(title: error.status == .notFound ? "Not found" : error.status.reasonPhrase, error.message), status: error.status)
         } catch let error as APIError {
             // A bad bearer token, say: the API's JSON answer, with the web headers added below.
             response = JSONResponse.error(error.status, error.message, headers: error.headers)
@@ -269,6 +272,17 @@ enum WebPage {
             path.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F && $0 != "\\" })
         else { return nil }
         return path
+    }
+
+    /// The two forms are POSTs another site could make a browser send (signing it in with the
+    /// other site's token, or out). Browsers name the page's origin in `Origin` on every POST, so
+    /// one that names a different host than the request's is refused; programs (curl) send none.
+    static func requireSameOrigin(_ request: Request) throws {
+        guard let name = HTTPField.Name("Origin"), let origin = request.headers[name] else { return }
+        let host = origin.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first.map(String.init)
+        guard let authority = request.head.authority, host?.lowercased() == authority.lowercased() else {
+            throw WebError(status: .forbidden, message: "This form may only be sent from this server's own pages.")
+        }
     }
 
     static func forwardedHTTPS(_ request: Request) -> Bool {

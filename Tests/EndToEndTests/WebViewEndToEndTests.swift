@@ -5,8 +5,8 @@ import Testing
 
 /// A C++ program whose names are hostile: the source file is called
 /// `evil"><img src=x onerror=alert(1)><script>.cpp` and the crashing function is
-/// `boom<script>(int*)` (a template over a struct named `script`). Real DWARF, so the names
-/// reach the pages through real symbolication.
+/// `boom<script>(int*)` (a template over a struct named `script`), its first instruction inlined
+/// from `deref`. Real DWARF, so the names reach the pages through real symbolication.
 struct HostileNamesProgram {
     var binary: String
     var buildID: String
@@ -21,7 +21,8 @@ struct HostileNamesProgram {
         let source = dir + "/" + fileName
         try """
             struct script {};
-            template <typename T> __attribute__((noinline)) int boom(int *p) { return *p + 1; }
+            static inline __attribute__((always_inline)) int deref(int *p) { return *p * 3; }
+            template <typename T> __attribute__((noinline)) int boom(int *p) { return deref(p) + 1; }
             int main(int argc, char **) { return boom<script>(argc > 5 ? &argc : nullptr); }
 
             """.write(toFile: source, atomically: true, encoding: .utf8)
@@ -274,6 +275,10 @@ struct LoadedPage {
                 let shown = p.elements.filter { ($0["k"] as? String)?.range(of: #"^frame:\#(t):\d+:function$"#, options: .regularExpression) != nil }
                     .compactMap { $0["text"] as? String }
                 #expect(shown == expected, "\(name) thread \(t)")
+                // Inline levels are rows of their own, marked as such.
+                let rows = p.elements.filter { ($0["k"] as? String)?.range(of: #"^frame:\#(t):\d+$"#, options: .regularExpression) != nil }
+                #expect(rows.map { ($0["cls"] as? String ?? "").split(separator: " ").contains("inlined") }
+                    == frames.map { $0["inlined"] as? Bool ?? false }, "\(name) thread \(t)")
                 let statuses = p.elements.filter { ($0["k"] as? String)?.range(of: #"^frame:\#(t):\d+:status$"#, options: .regularExpression) != nil }
                 #expect(statuses.count == frames.count)
             }
@@ -284,10 +289,16 @@ struct LoadedPage {
             #expect(p.html.range(of: "data-k=\"thread:\(crashed)\"")?.lowerBound == positions.min())
         }
 
+        // The hostile report's crashing frame has an inline level (deref in boom<script>).
+        let hostileThreads = try #require(try reportJSON(h, hostileId)["threads"] as? [[String: Any]])
+        #expect(hostileThreads.contains { ($0["frames"] as? [[String: Any]] ?? []).contains { $0["inlined"] as? Bool == true } })
+
         // Hostile names are text in the DOM, never markup: the browser shows them verbatim.
         let hostilePage = try page("hostile")
         #expect(hostilePage.text("report-app") == HostileNamesProgram.threadName)
-        #expect(hostilePage.text("frame:0:0:function")?.contains("boom<script>") == true, "\(String(describing: hostilePage.text("frame:0:0:function")))")
+        let functions = hostilePage.elements(prefix: "frame:0:").filter { ($0["k"] as? String)?.hasSuffix(":function") == true }
+            .compactMap { $0["text"] as? String }
+        #expect(functions.contains { $0.contains("boom<script>") }, "\(functions)")
         #expect(hostilePage.text("frame:0:0:location")?.contains(HostileNamesProgram.fileName) == true,
                 "\(String(describing: hostilePage.text("frame:0:0:location")))")
         #expect(hostilePage.html.contains("Thread 0 — " + HTMLText.escaped(HostileNamesProgram.threadName)))

@@ -186,9 +186,14 @@ struct WebAuthentication: RouterMiddleware {
             return try await next(request, context)
         }
         let tokens = deps.db.tokens
+        // The token's row is read once, here (no cache: a revocation ends the session at once).
+        var row: TokenRecord?
         if let value = request.cookies[WebSession.cookieName]?.value, !value.isEmpty,
-            let id = try sessions.verify(value, now: deps.db.now(), createdAt: { try tokens.stored(id: $0)?.record.createdAt }),
-            let token = try tokens.stored(id: id)?.record, !token.isRevoked, token.scope.permits(.read)
+            try sessions.verify(value, now: deps.db.now(), createdAt: { id in
+                row = try tokens.stored(id: id)?.record
+                return row?.createdAt
+            }) != nil,
+            let token = row, !token.isRevoked, token.scope.permits(.read)
         {
             context.token = token
             return try await next(request, context)

@@ -280,7 +280,8 @@ struct LoadedPage {
                 #expect(rows.map { ($0["cls"] as? String ?? "").split(separator: " ").contains("inlined") }
                     == frames.map { $0["inlined"] as? Bool ?? false }, "\(name) thread \(t)")
                 let statuses = p.elements.filter { ($0["k"] as? String)?.range(of: #"^frame:\#(t):\d+:status$"#, options: .regularExpression) != nil }
-                #expect(statuses.count == frames.count)
+                #expect(statuses.compactMap { ($0["cls"] as? String)?.split(separator: " ").last.map(String.init) }
+                    == frames.map { $0["status"] as? String ?? "" }, "\(name) thread \(t) statuses")
             }
             // Crashed thread first.
             let crashed = try #require(threads.first { $0["crashed"] as? Bool == true }?["index"] as? Int)

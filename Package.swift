@@ -129,10 +129,13 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The web view's pages, charts and flame graphs: query results in, HTML/SVG out (no HTTP).
+        .target(name: "WebView", dependencies: ["ReportModel", "Queries", "JobQueue"]),
         // `stackline serve`: HTTP routes, authentication, limits, metrics. Runs beside the master.
         .target(
             name: "Server",
             dependencies: [
+                "WebView",
                 "JobQueue", "Intake", "Master", "Queries", "ReportModel", "ReportFormats", "ReportRendering",
                 "Compression", "StacklineLogging", "SymbolStore", "WorkerProtocol", "SDKProtocol", "DebugInfo", "SystemCalls",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -194,6 +197,7 @@ let package = Package(
         .testTarget(name: "CompressionTests", dependencies: ["Compression", "TestSupport"]),
         .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportRendering", "ReportModel", "TestSupport"]),
         .testTarget(name: "ReportRenderingTests", dependencies: ["ReportRendering", "ReportModel", "TestSupport"]),
+        .testTarget(name: "WebViewTests", dependencies: ["WebView", "ReportModel", "Queries", "JobQueue"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

@@ -14,6 +14,7 @@ packages=(
   debuginfod gdb                                    # serve: debuginfod-find and gdb fetch debug files over /buildid/…
   iproute2 systemd                                  # remote workers: ip netns hosts; systemd-analyze checks the worker's unit
   python3-aiosmtpd                                  # alerts: the SMTP sink the mail test delivers to
+  chromium                                          # web view: headless Chromium loads every page (Tests/EndToEndTests/WebViewEndToEndTests)
 )
 missing=()
 for p in "${packages[@]}"; do

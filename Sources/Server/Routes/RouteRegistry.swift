@@ -13,4 +13,5 @@ func registerRoutes(on router: Router<StacklineRequestContext>, deps: ServerDepe
     addSymbolRoutes(to: router, deps: deps)
     addDebuginfodRoutes(to: router, deps: deps)
     addWorkerRoutes(to: router, deps: deps)
+    addWebRoutes(to: router, deps: deps)
 }

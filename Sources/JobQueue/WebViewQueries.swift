@@ -1,0 +1,62 @@
+import Foundation
+import GRDB
+
+/// The few reads the web view needs beyond the CLI's queries: per-day trends, the order an
+/// app's versions appeared in, and a group's first version. Read-only, no schema of their own.
+extension JobDatabase {
+    /// Reports per UTC day for each of `fingerprints` over the `days` days ending today
+    /// (oldest first); a group without reports in the window gets zeros.
+    public func dailyCounts(fingerprints: [String], days: Int, now: Int64) throws -> [String: [Int]] {
+        guard !fingerprints.isEmpty, days > 0 else { return [:] }
+        let dayMs: Int64 = 86_400_000
+        let firstDay = now / dayMs - Int64(days - 1)
+        let start = firstDay * dayMs
+        var out: [String: [Int]] = Dictionary(uniqueKeysWithValues: fingerprints.map { ($0, Array(repeating: 0, count: days)) })
+        try pool.read { db in
+            let marks = Array(repeating: "?", count: fingerprints.count).joined(separator: ", ")
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.fingerprint AS fp, r.received_at / \(dayMs) AS day, COUNT(*) AS n
+                    FROM results s JOIN reports r ON r.id = s.report_id
+                    WHERE s.fingerprint IN (\(marks)) AND r.received_at >= ?
+                    GROUP BY fp, day
+                    """,
+                arguments: StatementArguments(fingerprints + [start] as [any DatabaseValueConvertible]))
+            for row in rows {
+                let fp: String = row["fp"]
+                let day: Int64 = row["day"]
+                let index = Int(day - firstDay)
+                if index >= 0, index < days { out[fp]?[index] = row["n"] }
+            }
+        }
+        return out
+    }
+
+    /// The versions of `app` (every app when nil) in the order their first report arrived,
+    /// "" for reports without a version: the release order the regression flag reads.
+    public func versionOrder(app: String?) throws -> [String] {
+        try pool.read { db in
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT COALESCE(version, '') AS v FROM reports WHERE (? IS NULL OR app = ?)
+                    GROUP BY v ORDER BY MIN(received_at), v
+                    """,
+                arguments: [app, app])
+        }
+    }
+
+    /// The version of the oldest report filed under `fingerprint` ("" when it had none).
+    public func firstVersion(fingerprint: String) throws -> String? {
+        try pool.read { db in
+            try String.fetchOne(
+                db,
+                sql: """
+                    SELECT COALESCE(r.version, '') FROM results s JOIN reports r ON r.id = s.report_id
+                    WHERE s.fingerprint = ? ORDER BY r.received_at, r.id LIMIT 1
+                    """,
+                arguments: [fingerprint])
+        }
+    }
+}

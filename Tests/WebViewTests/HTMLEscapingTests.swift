@@ -1,0 +1,92 @@
+import Foundation
+import JobQueue
+import Queries
+import ReportModel
+import Testing
+import WebView
+
+/// The one escaping function, and the pages that must apply it to every name from a report.
+@Suite struct HTMLEscapingTests {
+    static let hostile = [
+        "<script>alert(1)</script>", "\"><img src=x onerror=alert(1)>", "'><svg onload=alert(1)>", "a&b", "x\u{0}y\u{1b}[31m",
+    ]
+
+    @Test func escapesEveryMarkupCharacter() {
+        #expect(HTML.escape("<script>alert(\"x\")</script>") == "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;")
+        #expect(HTML.escape("\"><img src=x onerror=alert(1)>") == "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;")
+        #expect(HTML.escape("it's a&b") == "it&#39;s a&amp;b")
+        #expect(HTML.escape("plain text, ünïcødé 名前") == "plain text, ünïcødé 名前")
+    }
+
+    @Test func dropsControlCharactersButKeepsLayoutWhitespace() {
+        #expect(HTML.escape("a\u{0}b\u{1b}c\u{7f}") == "a\u{FFFD}b\u{FFFD}c\u{FFFD}")
+        #expect(HTML.escape("a\tb\nc") == "a\tb\nc")
+    }
+
+    @Test func escapedTextHasNoMarkupCharactersLeft() {
+        for s in Self.hostile {
+            let escaped = HTML.escape(s)
+            #expect(!escaped.contains("<") && !escaped.contains(">") && !escaped.contains("\"") && !escaped.contains("'"))
+        }
+    }
+
+    /// A report whose every name is hostile: no page built from it contains the raw text.
+    @Test func reportAndGroupPagesNeverEmitANameUnescaped() throws {
+        for name in Self.hostile where name.contains("<") {
+            let frame = SymbolicatedFrame(
+                index: 0, address: Address(0x1000), kind: .pc, image: name, status: .symbolicated, symbol: name, function: name,
+                file: name + ".c", line: 3, inApp: true)
+            let report = SymbolicatedReport(
+                id: 7, format: "swift-backtrace-json", kind: .crash, status: .complete, missingBuildIds: [],
+                app: AppInfo(name: name, version: name), os: name, exception: ExceptionInfo(type: name, message: name),
+                threads: [SymbolicatedThread(index: 0, name: name, crashed: true, frames: [frame])], warnings: [name])
+            let page = ReportPage.render(ReportPageModel(
+                id: 7, report: report, groupFingerprint: "ab12", groupTitle: name, keyFrames: [name],
+                missing: [MissingFile(buildId: name, imageName: name)], serverURL: "http://127.0.0.1:1"))
+            #expect(!page.contains(name), "raw name in the report page")
+            #expect(page.contains(HTML.escape(name)))
+
+            let summaryJSON: [String: Any] = [
+                "fingerprint": "ab12", "kind": "crash", "title": name, "count": 3, "firstSeen": 0, "lastSeen": 0,
+                "versions": [name: 3], "rulesVersion": 1, "app": name, "representativeReportId": 7, "frames": [name],
+            ]
+            let summary = try JSONDecoder().decode(GroupSummary.self, from: JSONSerialization.data(withJSONObject: summaryJSON))
+            let groups = GroupsPage.render(GroupsPageModel(
+                groups: [GroupJSON(summary)], trends: [:], trendDays: 7,
+                filter: GroupsFilterForm(app: name, version: name, namespace: name, since: name), page: 2, hasNextPage: true))
+            #expect(!groups.contains(name), "raw name in the groups page")
+            let group = GroupPage.render(GroupPageModel(
+                group: GroupJSON(summary), frames: [name], latestReportIds: [7], representativeReportId: 7, representative: report,
+                history: VersionHistory(firstVersion: name, regression: .init(absentIn: name, reappearedIn: name)), appVersions: [name]))
+            #expect(!group.contains(name), "raw name in the group page")
+        }
+    }
+
+    @Test func pagesHaveNoInlineScriptOrStyle() throws {
+        let page = Layout.login(error: "x")
+        #expect(!page.contains("style="))
+        #expect(!page.contains(" on"))
+        // The only script is the static file.
+        #expect(page.components(separatedBy: "<script").count == 2)
+        #expect(page.contains("<script src=\"/static/web.js\" defer></script>"))
+    }
+
+    @Test func queryLinksArePercentEncoded() {
+        #expect(HTML.query([("app", "a b&c=\"<"), ("kind", "")]) == "?app=a%20b%26c%3D%22%3C")
+        #expect(HTML.pathSegment("../x y") == "..%2Fx%20y")
+    }
+}
+
+/// The regression flag: a group seen, then absent from a version, then seen again.
+@Suite struct VersionHistoryTests {
+    @Test func flagsAGroupThatCameBack() {
+        let h = VersionHistory.analyse(groupVersions: ["1.0": 3, "1.2": 1], appVersions: ["1.0", "1.1", "1.2"], firstVersion: "1.0")
+        #expect(h.regression == .init(absentIn: "1.1", reappearedIn: "1.2"))
+    }
+
+    @Test func aGroupInEveryVersionOrOnlyNewOnesIsNoRegression() {
+        #expect(VersionHistory.analyse(groupVersions: ["1.0": 1, "1.1": 1], appVersions: ["1.0", "1.1"], firstVersion: "1.0").regression == nil)
+        #expect(VersionHistory.analyse(groupVersions: ["1.1": 1], appVersions: ["1.0", "1.1"], firstVersion: "1.1").regression == nil)
+        #expect(VersionHistory.analyse(groupVersions: ["1.0": 1], appVersions: ["1.0", "1.1", "1.2"], firstVersion: "1.0").regression == nil)
+    }
+}

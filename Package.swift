@@ -137,7 +137,7 @@ let package = Package(
             dependencies: [
                 "WebView",
                 "JobQueue", "Intake", "Master", "Queries", "ReportModel", "ReportFormats", "ReportRendering",
-                "Compression", "StacklineLogging", "SymbolStore", "WorkerProtocol", "SDKProtocol", "DebugInfo", "SystemCalls",
+                "Compression", "Hashing", "StacklineLogging", "SymbolStore", "WorkerProtocol", "SDKProtocol", "DebugInfo", "SystemCalls",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

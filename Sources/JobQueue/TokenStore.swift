@@ -121,7 +121,7 @@ public struct TokenStore: Sendable {
     public static func verify(_ presented: String, rows: (Int64) throws -> StoredToken?) throws -> TokenRecord? {
         guard let id = id(ofPresented: presented), let stored = try rows(id) else { return nil }
         let digest = SHA256.hex(Data(presented.utf8))
-        guard constantTimeEqual(Array(digest.utf8), Array(stored.hash.utf8)) else { return nil }
+        guard ConstantTime.equal(Array(digest.utf8), Array(stored.hash.utf8)) else { return nil }
         return stored.record.isRevoked ? nil : stored.record
     }
 
@@ -152,14 +152,6 @@ public struct TokenStore: Sendable {
         try db.immediate { db in
             try db.execute(sql: "UPDATE tokens SET last_used_at = ? WHERE id = ?", arguments: [time ?? self.db.now(), id])
         }
-    }
-
-    /// Compares every byte whatever the first difference, so timing does not reveal where it is.
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for i in a.indices { difference |= a[i] ^ b[i] }
-        return difference == 0
     }
 
     private static func record(_ row: Row) throws -> TokenRecord {

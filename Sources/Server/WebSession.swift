@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
+import Hashing
 import JobQueue
+import ReportModel
 
 /// The web view's sign-in cookie.
 ///
@@ -42,17 +44,12 @@ public struct WebSession: Sendable {
         else { return nil }
         guard let created = try createdAt(id) else { return nil }
         let expected = mac("v1.\(id).\(expiry)", createdAt: created)
-        // Constant-time comparison: the MAC's bytes must not leak through timing.
-        let a = Array(expected.utf8)
-        let b = Array(parts[3].utf8)
-        guard a.count == b.count else { return nil }
-        var difference: UInt8 = 0
-        for i in a.indices { difference |= a[i] ^ b[i] }
-        return difference == 0 ? id : nil
+        // The MAC's bytes must not leak through timing.
+        return ConstantTime.equal(Array(expected.utf8), Array(parts[3].utf8)) ? id : nil
     }
 
     private func mac(_ payload: String, createdAt: Int64) -> String {
-        let code = HMAC<SHA256>.authenticationCode(for: Data("\(payload).\(createdAt)".utf8), using: SymmetricKey(data: key))
-        return code.map { String(format: "%02x", $0) }.joined()
+        let code = HMAC<Crypto.SHA256>.authenticationCode(for: Data("\(payload).\(createdAt)".utf8), using: SymmetricKey(data: key))
+        return HexText.lowercase(code)
     }
 }

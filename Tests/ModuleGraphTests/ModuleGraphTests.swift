@@ -64,8 +64,8 @@ import Testing
         // It does speak the protocol and symbolicate: the walk found its real dependencies.
         #expect(worker.targets.isSuperset(of: ["WorkerProtocol", "ReportModel", "Symbolication"]))
         // SystemCalls (no dependencies of its own) gives frame I/O errors their errno text;
-        // Compression (zlib) makes results in the form the database stores them.
-        #expect(try Self.closure(of: "WorkerProtocol").targets == ["ReportModel", "SystemCalls", "Compression", "StacklineZlib"])
+        // Compression (zlib, libdeflate) makes results in the form the database stores them.
+        #expect(try Self.closure(of: "WorkerProtocol").targets == ["ReportModel", "SystemCalls", "Compression", "StacklineZlib", "StacklineDeflate"])
     }
 
     /// The same walk from the CLI finds both, so the check above is not vacuous.

@@ -67,4 +67,8 @@ done
 echo "   curl http://127.0.0.1:$port/api/v1/groups"
 curl -s -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/v1/groups"
 echo
+# The web view: the same groups as a page (a browser signs in at /login with a read token).
+echo "   curl http://127.0.0.1:$port/   (the web view's groups page, saved as $out/groups.html)"
+curl -s -H "Authorization: Bearer $token" "http://127.0.0.1:$port/" >"$out/groups.html"
+grep -o 'data-k="group-title:[^"]*">[^<]*' "$out/groups.html" | sed 's/.*">/   group: /'
 kill -TERM $serve_pid && wait $serve_pid || true

@@ -43,7 +43,7 @@ public struct JobReply: Codable, Sendable {
 /// was about 1 ms of the master's CPU per job, several times the cost of symbolicating it
 /// (perf under scripts/bench-serve.sh), and it ran in the process that also answers ingest.
 public struct CompressedResult: Codable, Sendable {
-    /// zlib of the report's JSON (`JSONEncoder`, slashes unescaped), as `results.symbolicated` holds it.
+    /// zlib of the report's JSON (`SymbolicatedReportJSON`), as `results.symbolicated` holds it.
     public var compressed: Data
     /// The JSON's size before compression (`results.symbolicated_size`, the bound for inflating it).
     public var size: Int

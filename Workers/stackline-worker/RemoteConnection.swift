@@ -530,8 +530,7 @@ private struct RemoteSlot {
         defer { pin.release() }
         let jobId = job.lease.jobId
         func reply(_ kind: JobReply.Kind, _ message: String) -> Data {
-            (try? JSONEncoder().encode(JobReply(kind: kind, jobId: jobId, message: message)))
-                ?? Data(#"{"kind":"workerLost","jobId":\#(jobId)}"#.utf8)
+            JobReply(kind: kind, jobId: jobId, message: message).encodedJSON()
         }
         do {
             try worker.send(job.frame)

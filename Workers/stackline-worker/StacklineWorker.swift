@@ -175,23 +175,16 @@ final class JobRunner {
     /// the same reply (and a worker that cannot send it would only exit and be retried).
     func replyFrame(for frame: Data) -> Data {
         let reply = handle(frame)
-        let encoded: Data
-        do { encoded = try JSONEncoder().encode(reply) } catch {
-            return Self.encode(JobReply(kind: .internalError, jobId: reply.jobId, message: "cannot encode reply: \(error)"))
-        }
+        let encoded = reply.encodedJSON()
         // The report travels compressed, but the limit holds for its JSON: that is what the
         // master's readers inflate, so a result is as large as it always was, whatever it compresses to.
         let size = max(encoded.count, reply.result?.size ?? 0)
         guard size > Framing.maxFrame else { return encoded }
         let what = reply.kind == .result ? "symbolicated report" : "reply"
-        return Self.encode(JobReply(
+        return JobReply(
             kind: .permanentError, jobId: reply.jobId,
-            message: "\(what) is \(size) bytes, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"))
-    }
-
-    /// Encodes a reply of a few fields; their JSON cannot fail to encode.
-    private static func encode(_ reply: JobReply) -> Data {
-        (try? JSONEncoder().encode(reply)) ?? Data(#"{"kind":"internalError","jobId":-1}"#.utf8)
+            message: "\(what) is \(size) bytes, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"
+        ).encodedJSON()
     }
 
     func handle(_ frame: Data) -> JobReply {

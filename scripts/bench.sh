@@ -155,7 +155,7 @@ echo
 echo "cold, 30 addresses in a new process (CPU per run, $cold_runs runs): stackline $sl_cold; llvm-symbolizer $ll_cold"
 awk -v a="$sl_cold" -v b="$ll_cold" 'BEGIN {
   split(a, x, "[ =]"); split(b, y, "[ =]")
-  printf "stackline / llvm-symbolizer cold CPU (median): %.2fx (goal: <= 0.5x)\n", y[2] > 0 ? x[2] / y[2] : 0
+  printf "stackline / llvm-symbolizer cold CPU (median): %.2fx (goal: <= 0.5x)\n", (y[2] > 0 ? x[2] / y[2] : 0)
 }'
 
 echo
@@ -169,7 +169,7 @@ echo "== scripts/bench-queue.sh =="
 bash "$root/scripts/bench-queue.sh"
 echo
 echo "== scripts/bench-queue.sh, 30-frame reports =="
-sl_rate=$(awk -v n="$n_batch" -v b="$sl_batch" 'BEGIN { printf "%.0f", b > 0 ? n / b : 0 }')
+sl_rate=$(awk -v n="$n_batch" -v b="$sl_batch" 'BEGIN { printf "%.0f", (b > 0 ? n / b : 0) }')
 BENCH_QUEUE_DEPTH=26 BENCH_LOOKUP_RATE=$sl_rate bash "$root/scripts/bench-queue.sh" 5000
 echo; echo "== scripts/bench-queue-store.sh (the job store alone) =="; bash "$root/scripts/bench-queue-store.sh"
 

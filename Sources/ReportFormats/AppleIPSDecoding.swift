@@ -4,7 +4,7 @@ import ReportModel
 // The `.ips` header and body read through `JSONCursor`: the fast path of every `.ips` upload.
 // Each init reads exactly the members the `Decodable` conformance reads, with the same types and
 // the same rule for null (an optional member that is null is absent); any other shape stops the
-// fast path and `ExactJSON` decodes with JSONDecoder. `JSONCursorTests` holds the two to the same
+// fast path and `ExactJSON` decodes with JSONDecoder. `IPSFastPathTests` holds the two to the same
 // value on every `.ips` sample.
 
 extension IPSHeader: JSONCursorDecodable {

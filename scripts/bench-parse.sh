@@ -82,6 +82,15 @@ open(out + "/small.ips", "w").write(header + "\n" + body)
 b = json.loads(body)
 b["threads"] = b["threads"] * 400
 open(out + "/large.ips", "w").write(header + "\n" + json.dumps(b))
+
+# Swift runtime JSON: the symbolicated demo crash, its thread grown to 30 frames (the shape of
+# the crashes workers re-parse), the thread repeated.
+sj = json.load(open(root + "/Tests/Fixtures/fuzz-seeds/swift-backtrace-json/index-symbolicated.json"))
+open(out + "/small.swiftjson", "w").write(json.dumps(sj))
+frames = sj["threads"][0]["frames"]
+frames[-1:-1] = [frames[-2]] * (30 - len(frames))
+sj["threads"] = sj["threads"] * 1500
+open(out + "/large.swiftjson", "w").write(json.dumps(sj))
 EOF
 
 best() {  # best of 3 wall-clock seconds for: stackline parse --summary FILE
@@ -98,7 +107,7 @@ best() {  # best of 3 wall-clock seconds for: stackline parse --summary FILE
 
 printf "%-22s %10s %10s %12s  %s\n" "format" "size" "parse" "MB/s" "parsed"
 for kind in crash:apple-crash tombstone:android-tombstone logcat:android-logcat swifttext:swift-backtrace-text \
-    kscrash:kscrash ips:apple-ips; do
+    kscrash:kscrash ips:apple-ips swiftjson:swift-backtrace-json; do
   ext=${kind%%:*}; name=${kind#*:}
   small=$(best "$work/small.$ext")
   large=$(best "$work/large.$ext")

@@ -59,6 +59,7 @@ seeds_for() {
   local f=Tests/Fixtures
   case "$1" in
     swift-backtrace-json | swift-backtrace-text | sdk-lag | frame) echo "$f/fuzz-seeds/$1" ;;
+    swift-backtrace-decoders) echo "$f/fuzz-seeds/swift-backtrace-json $f/wild/swift-backtrace" ;;
     android-tombstone) echo "$f/fuzz-seeds/android-tombstone $f/wild/android" ;;
     sanitizer) echo "$f/wild/asan" ;;
     metrickit) echo "$f/wild/metrickit" ;;
@@ -77,7 +78,7 @@ targets=("$@")
 [ ${#targets[@]} -eq 0 ] && mapfile -t targets < <("$fuzzer" --list | cut -f1)
 
 found=0
-printf '%-22s %12s %8s %8s  %s\n' target executions seconds corpus findings
+printf '%-24s %12s %8s %8s  %s\n' target executions seconds corpus findings
 for target in "${targets[@]}"; do
   crashes="$out/crashes/$target"
   corpus="$out/corpus/$target"
@@ -117,7 +118,7 @@ for target in "${targets[@]}"; do
     found=1
     findings="the fuzzer did not finish (see $log)"
   fi
-  printf '%-22s %12s %8s %8s  %s\n' "$target" "${runs:-?}" "$elapsed" "$(find "$corpus" -type f | wc -l)" "$findings"
+  printf '%-24s %12s %8s %8s  %s\n' "$target" "${runs:-?}" "$elapsed" "$(find "$corpus" -type f | wc -l)" "$findings"
   rm -rf "$scratch"
 done
 exit $found

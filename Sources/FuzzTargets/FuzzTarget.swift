@@ -44,6 +44,9 @@ public struct FuzzTarget: Sendable {
             FuzzTarget(name: "apple-ips-decoders", summary: "the .ips fast reader against JSONDecoder: what the cursor reads, JSONDecoder reads alike") { data throws(FuzzFailure) in
                 try ReportTargets.ipsDecodersAgree(data)
             },
+            FuzzTarget(name: "swift-backtrace-decoders", summary: "the Swift runtime JSON report's fast reader against JSONDecoder: what the cursor reads, JSONDecoder reads alike") { data throws(FuzzFailure) in
+                try ReportTargets.swiftBacktraceDecodersAgree(data)
+            },
             FuzzTarget(name: "elf", summary: "ElfFile + DebugFile as symbols add opens them, then lookups") { data throws(FuzzFailure) in
                 try DebugFileTargets.elf(data)
             },

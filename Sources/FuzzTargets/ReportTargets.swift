@@ -50,6 +50,14 @@ enum ReportTargets {
         return "\(agreement)"
     }
 
+    /// The Swift runtime JSON report's fast path may only read what JSONDecoder reads, value for value.
+    static func swiftBacktraceDecodersAgree(_ data: Data) throws(FuzzFailure) -> String {
+        if FuzzTarget.validUTF8Only, !FuzzTarget.isValidUTF8(data) { return "skipped: not valid UTF-8" }
+        let agreement = SwiftBacktraceJSONFormat.compareDecoders(data)
+        if case .disagreement(let what) = agreement { throw FuzzFailure("decoders disagree: \(what)") }
+        return "\(agreement)"
+    }
+
     /// A refusal must say why: an empty message is no message.
     private static func refusal(_ error: ReportParseError) throws(FuzzFailure) -> String {
         if error.description.isEmpty { throw FuzzFailure("refusal without a message: \(error)") }

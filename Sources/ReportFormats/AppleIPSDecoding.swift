@@ -4,7 +4,7 @@ import ReportModel
 // The `.ips` header and body read through `JSONCursor`: the fast path of every `.ips` upload.
 // Each init reads exactly the members the `Decodable` conformance reads, with the same types and
 // the same rule for null (an optional member that is null is absent); any other shape stops the
-// fast path and `ExactJSON` decodes with JSONDecoder. `JSONCursorTests` holds the two to the same
+// fast path and `ExactJSON` decodes with JSONDecoder. `IPSFastPathTests` holds the two to the same
 // value on every `.ips` sample.
 
 extension IPSHeader: JSONCursorDecodable {
@@ -279,28 +279,33 @@ extension IPSBody.BundleInfo {
     }
 }
 
-/// How the fast reader and JSONDecoder read one `.ips` file, for tests and the fuzz target.
-public enum IPSDecoderAgreement: Equatable, Sendable {
-    /// Header and body were read by the cursor, and JSONDecoder reads the same values.
+/// How the fast reader (`JSONCursor`) and JSONDecoder read one report, for tests and the fuzz
+/// targets (`AppleIPSFormat.compareDecoders`, `SwiftBacktraceJSONFormat.compareDecoders`).
+public enum JSONDecoderAgreement: Equatable, Sendable {
+    /// Every part was read by the cursor, and JSONDecoder reads the same values.
     case fastPath
     /// The cursor gave way on a part (JSON5, an unexpected shape, an error to word).
     case fallback
-    /// The bytes are refused before any decoder runs (UTF-8, limits) or have no body.
+    /// The bytes are refused before any decoder runs (UTF-8, limits) or hold no document to decode.
     case notDecoded
     /// The cursor read a value JSONDecoder does not: a defect.
     case disagreement(String)
 }
 
+/// The name the `.ips` tests knew it by first.
+public typealias IPSDecoderAgreement = JSONDecoderAgreement
+
 extension AppleIPSFormat {
     /// Decodes the header and the body of `data` both ways and compares them.
-    public static func compareDecoders(_ data: Data) -> IPSDecoderAgreement {
+    public static func compareDecoders(_ data: Data) -> JSONDecoderAgreement {
         guard let (headerRange, rest) = JSONText.headerLine(data) else { return .notDecoded }
         let header = Data(data[headerRange]), body = Data(data[rest...])
         var fellBack = false
         for (part, bytes) in [("header", header), ("body", body)] {
             do { try JSONPreflight.check(bytes) } catch { return .notDecoded }
             let agreement = part == "header"
-                ? compare(IPSHeader.self, bytes, part: part) : compare(IPSBody.self, bytes, part: part)
+                ? ExactJSON.compareDecoders(IPSHeader.self, bytes, part: part, format: "apple-ips")
+                : ExactJSON.compareDecoders(IPSBody.self, bytes, part: part, format: "apple-ips")
             switch agreement {
             case .fastPath: continue
             case .fallback: fellBack = true
@@ -308,15 +313,5 @@ extension AppleIPSFormat {
             }
         }
         return fellBack ? .fallback : .fastPath
-    }
-
-    private static func compare<T: JSONCursorDecodable & Equatable>(_ type: T.Type, _ bytes: Data, part: String) -> IPSDecoderAgreement {
-        guard let fast = ExactJSON.fastDecode(type, from: bytes) else { return .fallback }
-        do {
-            let reference = try ExactJSON.decodeChecked(type, from: bytes, format: "apple-ips")
-            return reference == fast ? .fastPath : .disagreement("\(part): the cursor read \(fast), JSONDecoder \(reference)")
-        } catch {
-            return .disagreement("\(part): the cursor read \(fast), JSONDecoder refused it: \(error)")
-        }
     }
 }

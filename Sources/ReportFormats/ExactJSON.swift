@@ -35,6 +35,21 @@ enum ExactJSON {
         }
     }
 
+    /// The cursor's reading of `bytes` (which `JSONPreflight` has passed) against JSONDecoder's:
+    /// `.fallback` where the cursor gives way, `.disagreement` where it reads anything
+    /// JSONDecoder does not read to an equal value.
+    static func compareDecoders<T: JSONCursorDecodable & Equatable>(
+        _ type: T.Type, _ bytes: Data, part: String, format: String
+    ) -> JSONDecoderAgreement {
+        guard let fast = fastDecode(type, from: bytes) else { return .fallback }
+        do {
+            let reference = try decodeChecked(type, from: bytes, format: format)
+            return reference == fast ? .fastPath : .disagreement("\(part): the cursor read \(fast), JSONDecoder \(reference)")
+        } catch {
+            return .disagreement("\(part): the cursor read \(fast), JSONDecoder refused it: \(error)")
+        }
+    }
+
     /// JSONDecoder on bytes `JSONPreflight` has passed.
     static func decodeChecked<T: Decodable>(_ type: T.Type, from data: Data, format: String) throws(ReportParseError) -> T {
         let decoder = JSONDecoder()
@@ -134,10 +149,30 @@ struct JSONAddress: Decodable, Equatable, Sendable {
 /// A frame's address: like `JSONAddress`, but a value that is no address (`1e40`, `-1`, `"zz"`)
 /// does not fail the whole report. The frame is kept, marked malformed, with a warning that
 /// quotes the value, so nothing is silently changed and nothing else is lost.
-struct JSONFrameAddress: Decodable, Sendable {
+struct JSONFrameAddress: Decodable, Equatable, Sendable {
     /// Nil when the value is not an address; `text` then says what it was.
     let address: Address?
     let text: String
+
+    /// As `init(from:)` reads an integer from 0 to 2^64−1 or a string (same `address`, same
+    /// `text`). Anything else gives way: `init(from:)` words those through `Decimal` (`-1`,
+    /// `1e40`, `1.5`) or calls them neither (`true`, `{}`), and JSONDecoder also takes `1.0`
+    /// and `1e2` as the integers they equal; mirroring that here would only copy its rules.
+    /// Null is the caller's: an optional address that is null is absent.
+    init(reading c: inout JSONCursor) throws(JSONCursor.Unsupported) {
+        switch try c.peek() {
+        case .number:
+            let number = try c.uint64()
+            address = Address(number)
+            text = String(number)
+        case .string:
+            let string = try c.string()
+            address = Address(parsing: string)
+            text = "\"\(string.prefix(40))\""
+        case .object, .array, .literal:
+            throw JSONCursor.Unsupported()
+        }
+    }
 
     init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()

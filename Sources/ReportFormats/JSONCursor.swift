@@ -6,14 +6,16 @@ import ReportModel
 ///
 /// Written by hand because it is a measured hot path: decoding `.ips` bodies through
 /// `JSONDecoder` was 31% of all CPU of `stackline serve` under `scripts/bench-serve.sh` (perf),
-/// ~450 µs for a 16 KB report, most of it in Codable's generic containers rather than in scanning.
+/// ~450 µs for a 16 KB report, most of it in Codable's generic containers rather than in scanning;
+/// decoding the Swift runtime's JSON reports was 28% of a worker's CPU on 30-frame crashes.
 ///
 /// It reads strict JSON (RFC 8259) only. On anything else (JSON5's comments, trailing commas or
 /// quotes, escaped keys, surrogate escapes, a number written with a fraction where an integer is
 /// expected, a value of an unexpected type, a repeated key) it stops with `Unsupported`, and the
 /// caller decodes the same bytes with `ExactJSON`, which accepts JSON5 and words the error. So
-/// what it accepts it must read exactly as `JSONDecoder` reads it (held by
-/// `JSONCursorTests` and the `apple-ips-fast-path` fuzz target); what it refuses costs only time.
+/// what it accepts it must read exactly as `JSONDecoder` reads it (held by `IPSFastPathTests`,
+/// `SwiftBacktraceFastPathTests` and the `apple-ips-decoders` and `swift-backtrace-decoders` fuzz
+/// targets); what it refuses costs only time.
 ///
 /// The bytes must be valid UTF-8 (`JSONPreflight.firstInvalidUTF8`). Depth and the number of
 /// values are counted as `JSONPreflight` counts them and held to the same limits (past them the

@@ -1,3 +1,5 @@
+import JobQueue
+
 /// Exponential backoff between delivery attempts: the wait doubles after every failed
 /// attempt up to a cap, less up to a fifth at random, so deliveries that failed together (a
 /// receiver that was down) do not all come back in the same instant.
@@ -13,10 +15,7 @@ public struct Backoff: Sendable, Equatable {
     /// The wait before the attempt after failed attempt number `attempt` (1 is the first),
     /// before jitter: `initial × 2^(attempt−1)`, at most `max`.
     public func baseDelay(afterAttempt attempt: Int) -> Int64 {
-        let doublings = max(0, attempt - 1)
-        // Past 62 doublings the shift overflows; the cap has long been reached by then.
-        guard doublings < 62, initialMs <= maxMs >> Int64(doublings) else { return maxMs }
-        return initialMs << Int64(doublings)
+        RetryPolicy.doubling(initialMs: initialMs, maxMs: maxMs, afterAttempt: attempt)
     }
 
     /// The wait with jitter: `random` in [0, 1) takes up to a fifth off the base delay.

@@ -33,10 +33,8 @@ public enum Zlib {
     /// Compresses `data` in the zlib format (level 6 through libdeflate, about twice zlib's
     /// speed: a worker compresses every result, and zlib's deflate was 17% of its CPU on
     /// 30-frame crashes). Any zlib reads the output.
-    public static func compress(_ data: Data, level: Int32 = 6) -> Data {
-        guard level == CompressorPool.shared.level, let compressor = CompressorPool.shared.take() else {
-            return compressWithZlib(data, level: level)
-        }
+    public static func compress(_ data: Data) -> Data {
+        guard let compressor = CompressorPool.shared.take() else { return compressWithZlib(data) }
         defer { CompressorPool.shared.give(compressor) }
         let bound = libdeflate_zlib_compress_bound(compressor, data.count)
         var out = Data(count: bound)
@@ -46,13 +44,13 @@ public enum Zlib {
             }
         }
         // 0 means the bound was too small, which libdeflate's own bound rules out; zlib then.
-        guard written > 0 else { return compressWithZlib(data, level: level) }
+        guard written > 0 else { return compressWithZlib(data) }
         out.count = written
         return out
     }
 
-    /// zlib's compress2: other levels, and the fallback when no compressor can be allocated.
-    static func compressWithZlib(_ data: Data, level: Int32) -> Data {
+    /// zlib's compress2 at the same level: the fallback when no compressor can be allocated.
+    static func compressWithZlib(_ data: Data) -> Data {
         var bound = compressBound(uLong(data.count))
         var out = Data(count: Int(bound))
         let rc = out.withUnsafeMutableBytes { dst in
@@ -60,7 +58,7 @@ public enum Zlib {
                 compress2(
                     dst.baseAddress!.assumingMemoryBound(to: Bytef.self), &bound,
                     src.baseAddress?.assumingMemoryBound(to: Bytef.self) ?? UnsafePointer(bitPattern: 1)!,
-                    uLong(data.count), level)
+                    uLong(data.count), CompressorPool.level)
             }
         }
         // compress2 can only fail on bad arguments or out of memory; neither depends on input.
@@ -208,17 +206,16 @@ public enum Zlib {
 /// libdeflate compressors kept between calls: allocating one costs more than compressing a
 /// report. Workers compress on one thread, the server on a few; a handful stay idle at most.
 private final class CompressorPool: @unchecked Sendable {
-    static let shared = CompressorPool(level: 6)
-    let level: Int32
+    static let shared = CompressorPool()
+    /// zlib's default level, as the stored data always had.
+    static let level: Int32 = 6
     private let lock = NSLock()
     private var idle: [OpaquePointer] = []
-
-    private init(level: Int32) { self.level = level }
 
     func take() -> OpaquePointer? {
         lock.lock()
         defer { lock.unlock() }
-        return idle.popLast() ?? libdeflate_alloc_compressor(level)
+        return idle.popLast() ?? libdeflate_alloc_compressor(Self.level)
     }
 
     func give(_ compressor: OpaquePointer) {

@@ -165,8 +165,16 @@ public struct RetryPolicy: Sendable {
 
     /// Backoff before attempt `attempts + 1`, before jitter.
     public func baseDelay(afterAttempts attempts: Int) -> Int64 {
-        let shift = min(max(attempts - 1, 0), 30)
-        return min(maxDelayMs, baseDelayMs << Int64(shift))
+        Self.doubling(initialMs: baseDelayMs, maxMs: maxDelayMs, afterAttempt: attempts)
+    }
+
+    /// `initialMs × 2^(attempt−1)` (attempt 1 is the first failure), at most `maxMs`: the one
+    /// exponential schedule of job retries and alert deliveries. Past the cap it stays there
+    /// instead of overflowing.
+    public static func doubling(initialMs: Int64, maxMs: Int64, afterAttempt attempt: Int) -> Int64 {
+        let doublings = max(0, attempt - 1)
+        guard doublings < 62, initialMs <= maxMs >> Int64(doublings) else { return maxMs }
+        return initialMs << Int64(doublings)
     }
 
     /// Backoff with jitter drawn from `[0, jitter × delay]`.

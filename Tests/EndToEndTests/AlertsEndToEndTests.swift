@@ -162,15 +162,6 @@ private func waitUntil(_ what: String, timeout: Double = 180, _ condition: () th
         return (1...copies).map { stderr + Data(String(repeating: "\n", count: $0 + offset).utf8) }
     }
 
-    func lagReport(_ p: LagProgram, load: UInt64, version: String) -> Data {
-        let samples = p.seedSamples(load: load).map { "[" + $0.map { "\"0x\(String($0, radix: 16))\"" }.joined(separator: ", ") + "]" }
-        return Data("""
-            {"type": "lag", "app": {"name": "lagdemo", "version": "\(version)"},
-             "dyld_images": [{"name": "\(p.binary)", "uuid": "\(p.buildID)", "base_addr": "0x\(String(load, radix: 16))"}],
-             "samples": [\(samples.joined(separator: ",\n"))]}
-            """.utf8)
-    }
-
     func submit(_ h: Harness, _ reports: [Data], version: String, batch: String) throws {
         let paths = try h.write(reports, subdir: batch)
         let out = try h.stackline(["submit", "--version", version] + paths)
@@ -259,7 +250,7 @@ private func waitUntil(_ what: String, timeout: Double = 180, _ condition: () th
         try waitUntil("a spike webhook") { events(receiver, kind: "spike").count >= 1 }
         // Three reports of one hang in version 2.0, over a budget of 2.
         let loads: [UInt64] = [0x5555_0000_0000, 0x5600_1234_5000, 0x5700_0000_0000]
-        try submit(h, loads.map { lagReport(lag, load: $0, version: "2.0") }, version: "2.0", batch: "lag")
+        try submit(h, loads.map { lag.sdkLagReport(load: $0, version: "2.0") }, version: "2.0", batch: "lag")
         try waitUntil("a hang-budget webhook") { events(receiver, kind: "hang_budget").count >= 1 }
 
         // A graceful stop and one more start: still nothing new.

@@ -91,22 +91,13 @@ import Testing
 /// Lag reports in the SDK's format, through `submit` and the real master: the same hang at
 /// two load addresses is one lag group, kept apart from crash groups.
 @Suite struct LagGroupingEndToEndTests {
-    func lagReport(_ p: LagProgram, load: UInt64, version: String) -> Data {
-        let samples = p.seedSamples(load: load).map { "[" + $0.map { "\"0x\(String($0, radix: 16))\"" }.joined(separator: ", ") + "]" }
-        return Data("""
-            {"type": "lag", "app": {"name": "lagdemo", "version": "\(version)"},
-             "dyld_images": [{"name": "\(p.binary)", "uuid": "\(p.buildID)", "base_addr": "0x\(String(load, radix: 16))"}],
-             "samples": [\(samples.joined(separator: ",\n"))]}
-            """.utf8)
-    }
-
     @Test func theSameHangAtTwoLoadAddressesIsOneLagGroup() throws {
         let h = try Harness()
         let p = try LagProgram.shared.get()
         #expect(try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, p.binary]).status == 0)
         let loads: [UInt64] = [0x5555_0000_0000, 0x5600_1234_5000].map { $0 + UInt64.random(in: 0..<0x1000) << 12 }
         let crash = try CrashFixture.shared.report()
-        let ids = try h.submit(try h.write([lagReport(p, load: loads[0], version: "1.0"), lagReport(p, load: loads[1], version: "1.1"), crash]))
+        let ids = try h.submit(try h.write([p.sdkLagReport(load: loads[0], version: "1.0"), p.sdkLagReport(load: loads[1], version: "1.1"), crash]))
         #expect(ids.count == 3)
         let master = try h.startMaster(["--workers", "2", "--once"])
         #expect(try master.waitForExit() == 0, "\(master.log.suffix(2000))")

@@ -68,7 +68,7 @@ func sdkBatch(_ records: [[String: Any]]) throws -> Data {
 
         let crash = variant(of: try CrashFixture.shared.report(symbolicate: "off"), number: 1)
         let crash2 = variant(of: try CrashFixture.shared.report(symbolicate: "off"), number: 2)
-        let hang = LagGroupingEndToEndTests().lagReport(lag, load: 0x5555_0000_0000, version: "9.9")
+        let hang = lag.sdkLagReport(load: 0x5555_0000_0000, version: "9.9")
         let records: [[String: Any]] = [
             // 0: a hang, listed first, plain payload: stored after the crashes.
             sdkRecord("hang-1", type: "appLag", namespace: "prism", payload: try sdkPayload(hang)),

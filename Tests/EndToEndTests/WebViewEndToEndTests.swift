@@ -142,7 +142,7 @@ struct LoadedPage {
         try submit([variant(of: index, number: 5)], version: "1.2", as: "v1.2")
         try submit([profileLagReport(lag, load: 0x5555_0000_0000, version: "1.2")], version: "1.2", as: "hang")
         // The seed's hang as 8 stack samples (no profile tree): its flame graph merges them.
-        try submit([LagGroupingEndToEndTests().lagReport(lag, load: 0x5600_1234_5000, version: "1.2")], version: "1.2", as: "samples")
+        try submit([lag.sdkLagReport(load: 0x5600_1234_5000, version: "1.2")], version: "1.2", as: "samples")
         try submit([try hostile.report(load: 0x5600_0000_0000)], version: "6.6", as: "hostile")
         let hangId = try #require(ids["hang"]?.first)
         let hostileId = try #require(ids["hostile"]?.first)

@@ -93,12 +93,6 @@ import Testing
     }
 }
 
-/// `text` with the first occurrence of `target` replaced.
-private func replaceFirst(_ text: String, _ target: String, _ replacement: String) -> String {
-    guard let range = text.range(of: target) else { return text }
-    return text.replacingCharacters(in: range, with: replacement)
-}
-
 /// The first image of `usedImages` gets `"base": literal` (the old base is kept under another key;
 /// `sharedCache` has a `base` too, which no decoder reads).
 private func replaceFirstImageBase(_ text: String, _ literal: String) -> String {
@@ -113,21 +107,8 @@ private func setFirstThreadName(_ text: String, _ literal: String) -> String {
     replaceFirst(text, "\"triggered\"", "\"name\":\(literal),\"triggered\"")
 }
 
-/// The body without insignificant whitespace (strings copied as written).
+/// The body without insignificant whitespace; the header line is kept as it is.
 private func minify(_ text: String) -> String {
     guard let newline = text.firstIndex(of: "\n") else { return text }
-    var out = String(text[...newline])
-    var inString = false, escaped = false
-    for character in text[text.index(after: newline)...] {
-        if inString {
-            out.append(character)
-            if escaped { escaped = false } else if character == "\\" { escaped = true } else if character == "\"" { inString = false }
-        } else if character == "\"" {
-            inString = true
-            out.append(character)
-        } else if !character.isWhitespace {
-            out.append(character)
-        }
-    }
-    return out
+    return minifyJSON(text, from: text.index(after: newline))
 }

@@ -203,12 +203,6 @@ private func expectSameParse(_ data: Data, _ what: String) throws {
     #expect(fast == reference, "\(what)")
 }
 
-/// `text` with the first occurrence of `target` replaced.
-private func replaceFirst(_ text: String, _ target: String, _ replacement: String) -> String {
-    guard let range = text.range(of: target) else { return text }
-    return text.replacingCharacters(in: range, with: replacement)
-}
-
 /// `"key": literal` in place of the first member `key` (after the first `"within"` key, if
 /// given); the old value stays under another key, which no decoder reads.
 private func setFirst(_ key: String, in within: String? = nil, _ text: String, _ literal: String) -> String {
@@ -221,22 +215,9 @@ private func setFirst(_ key: String, in within: String? = nil, _ text: String, _
     return text.replacingCharacters(in: member, with: "\"\(key)\":\(literal),\"\(key)Was\"")
 }
 
-/// The report without insignificant whitespace (strings copied as written); stderr before the
-/// report (the first line starting with `{`) is kept as it is.
+/// The report without insignificant whitespace; stderr before it (up to the first line
+/// starting with `{`) is kept as it is.
 private func minify(_ text: String) -> String {
     let start = text.hasPrefix("{") ? text.startIndex : (text.range(of: "\n{").map { text.index(after: $0.lowerBound) } ?? text.endIndex)
-    var out = String(text[..<start])
-    var inString = false, escaped = false
-    for character in text[start...] {
-        if inString {
-            out.append(character)
-            if escaped { escaped = false } else if character == "\\" { escaped = true } else if character == "\"" { inString = false }
-        } else if character == "\"" {
-            inString = true
-            out.append(character)
-        } else if !character.isWhitespace {
-            out.append(character)
-        }
-    }
-    return out
+    return minifyJSON(text, from: start)
 }

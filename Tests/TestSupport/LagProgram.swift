@@ -54,4 +54,16 @@ public struct LagProgram: Sendable {
             names.reversed().enumerated().map { i, name in load + functions[name, default: 0] + (i == 0 ? 0 : 1) }
         }
     }
+
+    /// The seed's samples as an SDK lag report of app `lagdemo` at `version` (docs/formats.md,
+    /// "SDK lag report"), the image loaded at `load`.
+    public func sdkLagReport(load: UInt64, version: String) -> Data {
+        let samples = seedSamples(load: load).map { "[" + $0.map { "\"0x\(String($0, radix: 16))\"" }.joined(separator: ", ") + "]" }
+        return Data("""
+            {"type": "lag", "app": {"name": "lagdemo", "version": "\(version)"},
+             "dyld_images": [{"name": "\(binary)", "uuid": "\(buildID)", "base_addr": "0x\(String(load, radix: 16))"}],
+             "samples": [\(samples.joined(separator: ",\n"))]}
+            """.utf8)
+    }
+
 }

@@ -177,7 +177,7 @@ let package = Package(
             path: "Workers/stackline-worker"
         ),
         // One function per fuzz target: the parsers, the debug-file readers, zip ingest, frames.
-        .target(name: "FuzzTargets", dependencies: ["ReportFormats", "ReportModel", "DebugInfo", "SymbolStore", "WorkerProtocol", "SystemCalls"]),
+        .target(name: "FuzzTargets", dependencies: ["ReportFormats", "ReportModel", "DebugInfo", "SymbolStore", "WorkerProtocol", "SystemCalls", "Compression"]),
         // libFuzzer's driver entry point, declared for the -sanitize=fuzzer build only.
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
         .executableTarget(name: "stackline-fuzz", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/stackline-fuzz"),

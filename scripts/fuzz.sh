@@ -55,6 +55,18 @@ if [ ! -f "$out/seeds/.complete" ]; then
   touch "$out/seeds/.complete"
 fi
 
+# gzip and zlib bodies for the inflate target: real reports compressed by the system's gzip and
+# Python's zlib, two gzip members end to end, and a gzip with trailing zero padding.
+if [ ! -f "$out/seeds/inflate/.complete" ]; then
+  mkdir -p "$out/seeds/inflate"
+  gzip -c Tests/Fixtures/wild/ips/multithread-test.ips >"$out/seeds/inflate/report.gz"
+  cat "$out/seeds/inflate/report.gz" "$out/seeds/inflate/report.gz" >"$out/seeds/inflate/two-members.gz"
+  { cat "$out/seeds/inflate/report.gz"; head -c 16 /dev/zero; } >"$out/seeds/inflate/padded.gz"
+  python3 -c 'import sys, zlib; sys.stdout.buffer.write(zlib.compress(open(sys.argv[1], "rb").read()))' \
+    Tests/Fixtures/wild/ips/multithread-test.ips >"$out/seeds/inflate/report.zlib"
+  touch "$out/seeds/inflate/.complete"
+fi
+
 seeds_for() {
   local f=Tests/Fixtures
   case "$1" in
@@ -70,6 +82,7 @@ seeds_for() {
     elf) echo "$out/seeds/elf" ;;
     mach-o) echo "$f/macho" ;;
     zip) echo "$out/seeds/zip" ;;
+    inflate) echo "$out/seeds/inflate" ;;
     *) echo "fuzz.sh: no seeds for target $1" >&2 ;;
   esac
 }

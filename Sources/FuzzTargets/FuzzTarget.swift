@@ -56,6 +56,9 @@ public struct FuzzTarget: Sendable {
             FuzzTarget(name: "zip", summary: "symbols add of a zip archive into a scratch store") { data throws(FuzzFailure) in
                 try ZipTarget.ingest(data)
             },
+            FuzzTarget(name: "inflate", summary: "gzip/zlib bodies through libdeflate (Zlib.inflate) against zlib's streaming inflate: the same bytes or both refused") { data throws(FuzzFailure) in
+                try InflateTarget.agree(data)
+            },
             FuzzTarget(name: "frame", summary: "the worker's FrameReader on its input, each frame decoded as a JobRequest and parsed") { data throws(FuzzFailure) in
                 try FrameTarget.decode(data)
             },

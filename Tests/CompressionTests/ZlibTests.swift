@@ -1,4 +1,5 @@
 import Compression
+import StacklineZlib
 import Foundation
 import TestSupport
 import Testing
@@ -68,6 +69,23 @@ import Testing
         var lying = gz
         lying.replaceSubrange(lying.count - 4..<lying.count, with: [0xff, 0xff, 0xff, 0x7f])
         #expect(throws: (any Error).self) { try Zlib.inflate(lying) }
+    }
+
+    /// A gzip header may carry its own CRC-16 (FHCRC). libdeflate skips it unchecked; zlib
+    /// checks it, and so must `inflate`: a wrong one is refused with zlib's words, a right one
+    /// inflates. (Found by the `inflate` fuzz target.)
+    @Test func checksTheGzipHeaderCRC() throws {
+        let dir = try TempDirectory("zlib")
+        defer { dir.remove() }
+        let text = Data("a header with its own checksum".utf8)
+        let plain = try systemGzip(text, dir: dir)
+        var header = Array(plain.prefix(10))
+        header[3] |= 0x02
+        let crc = UInt32(truncatingIfNeeded: crc32(0, header, UInt32(header.count)))
+        let right = Data(header) + Data([UInt8(crc & 0xff), UInt8(crc >> 8 & 0xff)]) + plain.dropFirst(10)
+        let wrong = Data(header) + Data([UInt8(~crc & 0xff), UInt8(crc >> 8 & 0xff)]) + plain.dropFirst(10)
+        #expect(try Zlib.inflate(right) == text)
+        #expect(throws: CompressionError.corrupt("header crc mismatch")) { try Zlib.inflate(wrong) }
     }
 
     /// The limit is the output's exact allowance, whatever buffer size the first guess took.

@@ -64,10 +64,14 @@ let package = Package(
         // strerror or flock (Tests/DebugInfoTests/SystemCallsTests).
         .target(name: "SystemCalls"),
         .target(name: "DebugInfo", dependencies: ["CElfUtils", "ReportModel", "SystemCalls"]),
-        .target(name: "SymbolStore", dependencies: ["DebugInfo", "SystemCalls", .product(name: "ZIPFoundation", package: "ZIPFoundation")]),
+        // Mangled names to readable ones, through the Swift runtime's and the C++ ABI's demanglers.
+        .target(name: "Demangling", dependencies: ["CDemangle"]),
+        // The symcache: a debug file's answers precomputed into one memory-mapped, checked index.
+        .target(name: "SymbolCache", dependencies: ["DebugInfo", "Demangling", "ReportModel", "SystemCalls"]),
+        .target(name: "SymbolStore", dependencies: ["DebugInfo", "SymbolCache", "SystemCalls", .product(name: "ZIPFoundation", package: "ZIPFoundation")]),
         .target(
             name: "Symbolication",
-            dependencies: ["DebugInfo", "SymbolStore", "ReportModel", "CDemangle"]
+            dependencies: ["DebugInfo", "SymbolCache", "SymbolStore", "ReportModel", "Demangling"]
         ),
         // Parsers only: raw report bytes in, RawReport out.
         .target(name: "ReportFormats", dependencies: ["ReportModel"]),
@@ -158,7 +162,7 @@ let package = Package(
         .executableTarget(
             name: "stackline",
             dependencies: [
-                "DebugInfo", "SymbolStore", "Symbolication", "ReportModel", "ReportFormats", "ReportRendering",
+                "DebugInfo", "SymbolCache", "SymbolStore", "Symbolication", "Demangling", "ReportModel", "ReportFormats", "ReportRendering",
                 "JobQueue", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
                 "Intake", "Queries", "Server", "SDKProtocol", "ServiceClient", "Alerts",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -177,16 +181,17 @@ let package = Package(
             path: "Workers/stackline-worker"
         ),
         // One function per fuzz target: the parsers, the debug-file readers, zip ingest, frames.
-        .target(name: "FuzzTargets", dependencies: ["ReportFormats", "ReportModel", "DebugInfo", "SymbolStore", "WorkerProtocol", "SystemCalls", "Compression"]),
+        .target(name: "FuzzTargets", dependencies: ["ReportFormats", "ReportModel", "DebugInfo", "SymbolCache", "SymbolStore", "WorkerProtocol", "SystemCalls", "Compression"]),
         // libFuzzer's driver entry point, declared for the -sanitize=fuzzer build only.
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
         .executableTarget(name: "stackline-fuzz", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/stackline-fuzz"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "ReportModel", "SystemCalls", "TestSupport"]),
+        .testTarget(name: "SymbolCacheTests", dependencies: ["SymbolCache", "DebugInfo", "Demangling", "ReportModel", "TestSupport"]),
         .testTarget(name: "SymbolStoreTests", dependencies: ["SymbolStore", "DebugInfo", "ReportModel", "TestSupport"]),
         .testTarget(
             name: "SymbolicationTests",
-            dependencies: ["Symbolication", "SymbolStore", "ReportModel", "TestSupport", "SymbolFetch", "ServiceClient"]),
+            dependencies: ["Symbolication", "Demangling", "SymbolStore", "ReportModel", "TestSupport", "SymbolFetch", "ServiceClient"]),
         .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "JobQueueTests",

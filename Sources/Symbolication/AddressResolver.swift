@@ -1,4 +1,5 @@
 import DebugInfo
+import Demangling
 import ReportModel
 
 /// One inline level of a resolved address, innermost first.

@@ -1,4 +1,5 @@
 import DebugInfo
+import Demangling
 import ReportModel
 import SymbolStore
 

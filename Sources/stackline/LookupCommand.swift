@@ -1,5 +1,6 @@
 import ArgumentParser
 import DebugInfo
+import Demangling
 import Foundation
 import ReportModel
 import SymbolStore

@@ -1,6 +1,7 @@
 import DebugInfo
 import Foundation
 import ReportModel
+import SymbolCache
 import SystemCalls
 
 /// Why a file was not stored. Each case reads as one line.
@@ -174,6 +175,12 @@ public struct SymbolStoreDirectory: Sendable {
     public func debugFilePath(buildID id: BuildID) -> String? {
         let path = base(id) + ".debug"
         return FileManager.default.fileExists(atPath: path) ? path : nil
+    }
+
+    /// Where the symcache of `buildID`'s debug file lives (`….symcache` beside `….debug`),
+    /// whether or not it exists yet.
+    public func symbolCachePath(buildID id: BuildID) -> String {
+        base(id) + "." + SymbolCache.fileExtension
     }
 
     /// Path of the executable image stored for `buildID`, if any.

@@ -1,4 +1,5 @@
 import DebugInfo
+import SymbolCache
 import ReportModel
 import SymbolStore
 
@@ -15,6 +16,35 @@ public enum LookupError: Error, CustomStringConvertible, Equatable {
         case .unusableDebugFile(let id, let r): return "debug file for build-id \(id) is unusable: \(r)"
         case .mismatchedDebugFile(let id, let found):
             return "debug file stored for build-id \(id) has \(found.map { "build-id \($0)" } ?? "no build-id"): it was replaced after it was stored; not used (add the right file again)"
+        }
+    }
+}
+
+/// What answers lookups for one build id: its symcache when a valid one lies beside the debug
+/// file, else the debug file itself.
+public enum LookupSource {
+    case symcache(SymbolCache)
+    case debugFile(DebugFile)
+
+    public var preferredBase: UInt64 {
+        switch self {
+        case .symcache(let c): return c.preferredBase
+        case .debugFile(let f): return f.preferredBase
+        }
+    }
+
+    public var architecture: Arch {
+        switch self {
+        case .symcache(let c): return c.architecture
+        case .debugFile(let f): return f.architecture
+        }
+    }
+
+    /// A Mach-O slice: its arm64 addresses may carry pointer-authentication bits.
+    public var isMachO: Bool {
+        switch self {
+        case .symcache(let c): return c.isMachO
+        case .debugFile(let f): return f.machO != nil
         }
     }
 }
@@ -47,6 +77,11 @@ public final class DebugFileCache {
 
     public convenience init(store: SymbolStoreDirectory, capacity: Int = 32) {
         self.init(stores: [store], capacity: capacity)
+    }
+
+    /// The symcache of `id` when one is usable, else its debug file. SKELETON: the debug file only.
+    public func source(buildID id: BuildID) throws(LookupError) -> LookupSource {
+        .debugFile(try file(buildID: id))
     }
 
     public func file(buildID id: BuildID) throws(LookupError) -> DebugFile {

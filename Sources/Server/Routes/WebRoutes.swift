@@ -100,12 +100,13 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         }
         let representative = try detail.summary.representativeReportId.flatMap { try db.result(reportId: $0) }
             .map { try ReportPrinter.decode($0) }
-        let appVersions = try db.versionOrder(app: detail.summary.app)
+        let appVersions = try db.appVersionCounts(app: detail.summary.app, kind: detail.summary.kind)
         let history = VersionHistory.analyse(
             groupVersions: detail.summary.versions, appVersions: appVersions,
             firstVersion: try db.firstVersion(fingerprint: detail.summary.fingerprint))
         return WebPage.html(GroupPage.render(GroupPageModel(
-            detail: GroupDetailJSON(detail, representative: representative), history: history, appVersions: appVersions)))
+            detail: GroupDetailJSON(detail, representative: representative), history: history,
+            appVersions: appVersions.keys.sorted(by: VersionOrder.less))))
     }
 
     pages.get("/reports/{id}") { request, context -> Response in

@@ -64,6 +64,8 @@ public struct ServerDependencies: Sendable {
     public var worker: WorkerLaunch
     public var metrics: ServerMetrics
     public var logger: Logger
+    /// The server speaks TLS itself (`--tls-cert`): every client reached it over https.
+    public var servesTLS = false
     /// Builds the symcaches of uploaded debug files, outside this process.
     public var indexer: SymbolCacheIndexer
 

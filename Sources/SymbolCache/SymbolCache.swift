@@ -201,3 +201,32 @@ public final class SymbolCache {
     private func u32(_ offset: Int) -> UInt32 { UInt32(littleEndian: bytes.load(fromByteOffset: offset, as: UInt32.self)) }
     private func u64(_ offset: Int) -> UInt64 { UInt64(littleEndian: bytes.load(fromByteOffset: offset, as: UInt64.self)) }
 }
+
+extension SymbolCache {
+    /// The source identity a symcache's header records, if `bytes` hold a whole header: lets
+    /// the fuzz target and tests open a file whose debug file is not at hand.
+    public static func recordedSource(_ bytes: [UInt8]) -> SymbolCacheSource? {
+        guard bytes.count >= SymbolCacheLayout.headerSize else { return nil }
+        return bytes.withUnsafeBytes { raw in
+            let header = SymbolCacheHeader(raw)
+            typealias O = SymbolCacheLayout.Offset
+            return SymbolCacheSource(size: header[O.sourceSize], modifiedNanoseconds: header[O.sourceMtime], inode: header[O.sourceInode])
+        }
+    }
+
+    /// `bytes` with both checksums recomputed (when a whole header is there): what a fuzzer
+    /// needs to reach the structural checks behind them, which damage alone never reaches.
+    public static func resealed(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.count >= SymbolCacheLayout.headerSize else { return bytes }
+        var out = bytes
+        out.withUnsafeMutableBytes { raw in
+            typealias O = SymbolCacheLayout.Offset
+            let body = SymbolCacheChecksum.crc32(UnsafeRawBufferPointer(rebasing: raw[SymbolCacheLayout.headerSize...]))
+            raw.storeBytes(of: body.littleEndian, toByteOffset: O.bodyCRC, as: UInt32.self)
+            raw.storeBytes(of: UInt32(0), toByteOffset: O.headerCRC, as: UInt32.self)
+            let header = SymbolCacheChecksum.crc32(UnsafeRawBufferPointer(rebasing: raw[..<SymbolCacheLayout.headerSize]))
+            raw.storeBytes(of: header.littleEndian, toByteOffset: O.headerCRC, as: UInt32.self)
+        }
+        return out
+    }
+}

@@ -1,23 +1,16 @@
-/// One frame as stored (40 bytes, 8-aligned):
+/// One inline level as stored (16 bytes):
 ///
 /// ```
-/// 0  function start u64 (valid with flag 1)
-/// 8  symbol  12 full name  16 simplified name  20 file: string indexes, 0xFFFF_FFFF for none
-/// 24 line i32  28 column i32  32 flags u32 (1 has function start, 2 from the symbol table only)
-/// 36 zero
+/// 0 function u32 (index of a `FunctionRecord`)   4 file u32 (string index, 0xFFFF_FFFF for none)
+/// 8 line i32                                      12 column i32
 /// ```
 ///
 /// Lines and columns are stored as the 32-bit values DWARF gave (`UnitIndex` reads them as
-/// `Int32`), so widening them back gives exactly `SourceFrame`'s `Int`.
+/// `Int32`), so widening them back gives exactly `SourceFrame`'s `Int`. What a level shares with
+/// every other level of the same function (its names, its start) is in the function record, so
+/// the record that differs from row to row stays small.
 enum FrameRecord {
     enum Offset {
-        static let functionStart = 0, symbol = 8, fullName = 12, simplifiedName = 16, file = 20
-        static let line = 24, column = 28, flags = 32
-    }
-
-    enum Flag {
-        static let hasFunctionStart: UInt32 = 1
-        static let fromSymbolTableOnly: UInt32 = 2
-        static let known: UInt32 = 3
+        static let function = 0, file = 4, line = 8, column = 12
     }
 }

@@ -97,10 +97,12 @@ public final class SymbolCache {
         guard flags & ~SymbolCacheLayout.Flag.known == 0 else { throw .corrupt(path: path, detail: "unknown flags \(flags)") }
         let segments: UInt32 = header[O.segmentCount], chains: UInt32 = header[O.chainCount]
         let frames: UInt32 = header[O.frameCount], strings: UInt32 = header[O.stringCount]
+        let functions: UInt32 = header[O.functionCount]
         let blob: UInt64 = header[O.blobSize]
         guard blob <= UInt64(UInt32.max) else { throw .corrupt(path: path, detail: "string blob of \(blob) bytes") }
         let layout = SymbolCacheLayout(
-            segmentCount: Int(segments), chainCount: Int(chains), frameCount: Int(frames), stringCount: Int(strings),
+            segmentCount: Int(segments), chainCount: Int(chains), frameCount: Int(frames), functionCount: Int(functions),
+            stringCount: Int(strings),
             blobSize: Int(blob), wideStarts: flags & SymbolCacheLayout.Flag.wideStarts != 0)
         // Counts are 32-bit, so the sum cannot overflow; it must be the file exactly.
         guard layout.totalSize == bytes.count else {
@@ -143,18 +145,19 @@ public final class SymbolCache {
         let count = end - first
         for i in 0..<count {
             let record = layout.framesOffset + (first + i) * SymbolCacheLayout.frameRecordSize
-            typealias O = FrameRecord.Offset
-            let flags = u32(record + O.flags)
+            let function = layout.functionsOffset + Int(u32(record + FrameRecord.Offset.function)) * SymbolCacheLayout.functionRecordSize
+            typealias F = FunctionRecord.Offset
+            let flags = u32(function + F.flags)
             try body(CachedFrameView(
                 index: i, count: count,
-                symbol: string(u32(record + O.symbol)),
-                fullName: string(u32(record + O.fullName)),
-                simplifiedName: string(u32(record + O.simplifiedName)),
-                file: string(u32(record + O.file)),
-                line: Int(Int32(bitPattern: u32(record + O.line))),
-                column: Int(Int32(bitPattern: u32(record + O.column))),
-                functionStart: flags & FrameRecord.Flag.hasFunctionStart != 0 ? u64(record + O.functionStart) : nil,
-                fromSymbolTableOnly: flags & FrameRecord.Flag.fromSymbolTableOnly != 0))
+                symbol: string(u32(function + F.symbol)),
+                fullName: string(u32(function + F.fullName)),
+                simplifiedName: string(u32(function + F.simplifiedName)),
+                file: string(u32(record + FrameRecord.Offset.file)),
+                line: Int(Int32(bitPattern: u32(record + FrameRecord.Offset.line))),
+                column: Int(Int32(bitPattern: u32(record + FrameRecord.Offset.column))),
+                functionStart: flags & FunctionRecord.Flag.hasFunctionStart != 0 ? u64(function + F.functionStart) : nil,
+                fromSymbolTableOnly: flags & FunctionRecord.Flag.fromSymbolTableOnly != 0))
         }
         return count
     }

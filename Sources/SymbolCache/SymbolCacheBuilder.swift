@@ -17,6 +17,9 @@ struct SymbolCacheBuilder {
     private var frameCount = 0
     private var chainStarts: [UInt32] = [0]
     private var chainIDs: [[SourceFrame]: UInt32] = [:]
+    private var functionRecords: [UInt8] = []
+    private var functionCount = 0
+    private var functionIDs: [FunctionKey: UInt32] = [:]
 
     static func build(from file: DebugFile, source: SymbolCacheSource) throws(SymbolCacheError) -> [UInt8] {
         var builder = SymbolCacheBuilder()
@@ -54,12 +57,12 @@ struct SymbolCacheBuilder {
             Self.append(UInt32(s.utf8.count) | escape, to: &refs)
             blob += s.utf8
         }
-        guard blob.count <= Int(UInt32.max), starts.count < Int(UInt32.max) else {
+        guard blob.count <= Int(UInt32.max), starts.count < Int(UInt32.max), frameCount < Int(UInt32.max), functionCount < Int(UInt32.max) else {
             throw .unwritable(path: path, reason: "too large for format version \(SymbolCache.formatVersion)")
         }
         let layout = SymbolCacheLayout(
             segmentCount: starts.count, chainCount: chainStarts.count - 1, frameCount: frameCount,
-            stringCount: strings.count, blobSize: blob.count, wideStarts: wide)
+            functionCount: functionCount, stringCount: strings.count, blobSize: blob.count, wideStarts: wide)
         var out = [UInt8](repeating: 0, count: layout.totalSize)
         out.withUnsafeMutableBytes { raw in
             func put<T: FixedWidthInteger>(_ value: T, _ offset: Int) { raw.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self) }
@@ -76,6 +79,7 @@ struct SymbolCacheBuilder {
             put(UInt32(layout.segmentCount), O.segmentCount)
             put(UInt32(layout.chainCount), O.chainCount)
             put(UInt32(layout.frameCount), O.frameCount)
+            put(UInt32(layout.functionCount), O.functionCount)
             put(UInt32(layout.stringCount), O.stringCount)
             put(UInt64(layout.blobSize), O.blobSize)
             let arch = Array(file.architecture.name.utf8.prefix(SymbolCacheLayout.maxArchName))
@@ -92,6 +96,7 @@ struct SymbolCacheBuilder {
                 }
             }
             copy(frameRecords, layout.framesOffset)
+            copy(functionRecords, layout.functionsOffset)
             copy(refs, layout.stringRefsOffset)
             copy(blob, layout.blobOffset)
             let body = UnsafeRawBufferPointer(rebasing: raw[SymbolCacheLayout.headerSize...])
@@ -105,33 +110,41 @@ struct SymbolCacheBuilder {
         if let id = chainIDs[frames] { return id }
         let id = UInt32(chainStarts.count - 1)
         for f in frames {
-            var record = [UInt8](repeating: 0, count: SymbolCacheLayout.frameRecordSize)
-            var flags: UInt32 = 0
-            if f.functionStart != nil { flags |= FrameRecord.Flag.hasFunctionStart }
-            if f.fromSymbolTableOnly { flags |= FrameRecord.Flag.fromSymbolTableOnly }
-            let symbol = f.symbol.map { intern($0) } ?? SymbolCacheLayout.none
-            let demangled = f.symbol.map { demangledIDs($0) } ?? (SymbolCacheLayout.none, SymbolCacheLayout.none)
+            let function = functionID(FunctionKey(symbol: f.symbol, functionStart: f.functionStart, fromSymbolTableOnly: f.fromSymbolTableOnly))
             let file = f.file.map { intern($0) } ?? SymbolCacheLayout.none
             guard let line = Int32(exactly: f.line), let column = Int32(exactly: f.column) else {
                 throw .unwritable(path: path, reason: "line \(f.line) or column \(f.column) out of range")
             }
-            record.withUnsafeMutableBytes { raw in
-                func put<T: FixedWidthInteger>(_ value: T, _ offset: Int) { raw.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self) }
-                typealias O = FrameRecord.Offset
-                put(f.functionStart ?? 0, O.functionStart)
-                put(symbol, O.symbol)
-                put(demangled.0, O.fullName)
-                put(demangled.1, O.simplifiedName)
-                put(file, O.file)
-                put(line, O.line)
-                put(column, O.column)
-                put(flags, O.flags)
-            }
-            frameRecords += record
+            Self.append(function, to: &frameRecords)
+            Self.append(file, to: &frameRecords)
+            Self.append(UInt32(bitPattern: line), to: &frameRecords)
+            Self.append(UInt32(bitPattern: column), to: &frameRecords)
             frameCount += 1
         }
         chainStarts.append(UInt32(frameCount))
         chainIDs[frames] = id
+        return id
+    }
+
+    /// What the levels of one function share, stored once.
+    private struct FunctionKey: Hashable {
+        var symbol: String?
+        var functionStart: UInt64?
+        var fromSymbolTableOnly: Bool
+    }
+
+    private mutating func functionID(_ key: FunctionKey) -> UInt32 {
+        if let id = functionIDs[key] { return id }
+        let id = UInt32(functionCount)
+        var flags: UInt32 = 0
+        if key.functionStart != nil { flags |= FunctionRecord.Flag.hasFunctionStart }
+        if key.fromSymbolTableOnly { flags |= FunctionRecord.Flag.fromSymbolTableOnly }
+        let symbol = key.symbol.map { intern($0) } ?? SymbolCacheLayout.none
+        let (full, simplified) = key.symbol.map { demangledIDs($0) } ?? (SymbolCacheLayout.none, SymbolCacheLayout.none)
+        withUnsafeBytes(of: (key.functionStart ?? 0).littleEndian) { functionRecords += $0 }
+        for field in [symbol, full, simplified, flags] { Self.append(field, to: &functionRecords) }
+        functionCount += 1
+        functionIDs[key] = id
         return id
     }
 

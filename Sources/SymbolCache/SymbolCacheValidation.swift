@@ -1,6 +1,6 @@
 /// Every cross-reference of a symcache checked once at open, so that lookups can follow them
-/// without a check each: string refs inside the blob, frame string indexes inside the string
-/// table, chain starts ascending and inside the frames, segment chains inside the chains,
+/// without a check each: string refs inside the blob, frame and function indexes inside their
+/// tables, chain starts ascending and inside the frames, segment chains inside the chains,
 /// segment starts strictly ascending. The checksum already rules out damage; this rules out a
 /// file written with a valid checksum by something other than the writer (a fuzzer, an attacker).
 ///
@@ -17,23 +17,28 @@ enum SymbolCacheValidation {
             if end > UInt64(layout.blobSize) { return "string \(i) ends at \(end), past the blob (\(layout.blobSize) bytes)" }
         }
         let strings = UInt32(layout.stringCount)
+        let functions = UInt32(layout.functionCount)
         for i in 0..<layout.frameCount {
             let record = layout.framesOffset + i * SymbolCacheLayout.frameRecordSize
-            typealias O = FrameRecord.Offset
-            for field in [O.symbol, O.fullName, O.simplifiedName, O.file] {
-                let id = u32(record + field)
-                if id != none && id >= strings { return "frame \(i) names string \(id) of \(strings)" }
-            }
-            if u32(record + O.flags) & ~FrameRecord.Flag.known != 0 { return "frame \(i) has unknown flags" }
+            let function = u32(record + FrameRecord.Offset.function)
+            if function >= functions { return "frame \(i) names function \(function) of \(functions)" }
+            let file = u32(record + FrameRecord.Offset.file)
+            if file != none && file >= strings { return "frame \(i) names string \(file) of \(strings)" }
+        }
+        for i in 0..<layout.functionCount {
+            let record = layout.functionsOffset + i * SymbolCacheLayout.functionRecordSize
+            typealias F = FunctionRecord.Offset
+            let symbol = u32(record + F.symbol), full = u32(record + F.fullName), simplified = u32(record + F.simplifiedName)
+            for id in [symbol, full, simplified] where id != none && id >= strings { return "function \(i) names string \(id) of \(strings)" }
+            if u32(record + F.flags) & ~FunctionRecord.Flag.known != 0 { return "function \(i) has unknown flags" }
             // A name without its demangled forms (or the reverse) would answer differently by style.
-            let hasSymbol = u32(record + O.symbol) != none
-            if (u32(record + O.fullName) != none) != hasSymbol || (u32(record + O.simplifiedName) != none) != hasSymbol {
-                return "frame \(i) has demangled names that do not match its symbol"
+            if (symbol == none) != (full == none) || (symbol == none) != (simplified == none) {
+                return "function \(i) has demangled names that do not match its symbol"
             }
         }
         var previous = u32(layout.chainStartsOffset)
         if previous != 0 { return "the first chain starts at frame \(previous)" }
-        for i in 1...layout.chainCount {
+        for i in stride(from: 1, through: layout.chainCount, by: 1) {
             let start = u32(layout.chainStartsOffset + i * 4)
             if start <= previous { return "chain \(i - 1) is empty or reversed" }
             previous = start

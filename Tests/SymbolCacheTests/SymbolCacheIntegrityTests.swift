@@ -93,17 +93,24 @@ import Testing
     @Test func validChecksumsWithBadReferencesAreRefused() throws {
         defer { scratch.remove() }
         let segments = Int(read32(original, 72)), chains = Int(read32(original, 76)), frames = Int(read32(original, 80))
+        let functions = Int(read32(original, 96))
         let wide = read32(original, 12) & 2 != 0
         let chainOfSegment = align(128 + segments * (wide ? 8 : 4))
         let chainStarts = align(chainOfSegment + segments * 4)
         let framesOffset = align(chainStarts + (chains + 1) * 4)
-        let refs = framesOffset + frames * 40
+        let functionsOffset = framesOffset + frames * 16
+        let refs = functionsOffset + functions * 24
+        let named = try #require((0..<functions).map { functionsOffset + $0 * 24 }.first { read32(original, $0 + 8) != 0xffff_ffff })
         let cases: [(String, Int, UInt32)] = [
             ("segment chain out of range", chainOfSegment, UInt32(chains) + 5),
             ("chain start past the frames", chainStarts + 4, UInt32(frames) + 1),
-            ("frame string out of range", framesOffset + 8, 0x7fff_ffff),
+            ("frame function out of range", framesOffset, UInt32(functions)),
+            ("frame file out of range", framesOffset + 4, 0x7fff_ffff),
+            ("function name out of range", functionsOffset + 8, 0x7fff_ffff),
+            ("function without its demangled names", named + 12, 0xffff_ffff),
             ("string past the blob", refs + 4, 0x7fff_fff0),
             ("segments out of order", 128, 0xffff_fff0),
+            ("more functions than the file holds", 96, UInt32(functions) + 1),
         ]
         for (what, offset, value) in cases {
             var patched = original

@@ -83,6 +83,8 @@ seeds_for() {
     mach-o) echo "$f/macho" ;;
     zip) echo "$out/seeds/zip" ;;
     inflate) echo "$out/seeds/inflate" ;;
+    # Symcaches of the Mach-O fixtures (SymbolCacheSeedTests writes them: STACKLINE_WRITE_SYMCACHE_SEEDS=1).
+    symcache) echo "$f/fuzz-seeds/symcache" ;;
     *) echo "fuzz.sh: no seeds for target $1" >&2 ;;
   esac
 }

@@ -96,6 +96,33 @@ public final class DebugFile {
         }
     }
 
+    /// Every address at which `frames(at:)` may answer differently from the address before it,
+    /// sorted and unique: between two neighbours the answer is the same. Below the first there
+    /// is no answer; from the last on, the answer is the last one's. Indexes every unit.
+    ///
+    /// The symcache evaluates `frames(at:)` once per interval instead of per address: the answer
+    /// depends only on which unit ranges, symbols, line rows and scope ranges contain the
+    /// address, and each of those changes only at its bounds.
+    public func answerBoundaries() -> [UInt64] {
+        indexAllUnits()
+        var out: [UInt64] = []
+        unitRanges.appendBoundaries(to: &out)
+        for unit in unitIndexes { unit?.appendBoundaries(to: &out) }
+        for s in symbols.symbols {
+            out.append(s.address)
+            // A sized symbol stops covering at its end; a zero-sized one at the next symbol.
+            if s.size != 0 {
+                let (end, overflow) = s.address.addingReportingOverflow(s.size)
+                if !overflow { out.append(end) }
+            }
+        }
+        out.sort()
+        var unique: [UInt64] = []
+        unique.reserveCapacity(out.count)
+        for a in out where unique.last != a { unique.append(a) }
+        return unique
+    }
+
     /// What is at `address` (a file address), innermost inline level first; empty when
     /// neither DWARF nor the symbol table covers it.
     ///

@@ -59,6 +59,9 @@ public struct FuzzTarget: Sendable {
             FuzzTarget(name: "inflate", summary: "gzip/zlib bodies through libdeflate (Zlib.inflate) against zlib's streaming inflate: the same bytes or both refused") { data throws(FuzzFailure) in
                 try InflateTarget.agree(data)
             },
+            FuzzTarget(name: "symcache", summary: "SymbolCache(path:expecting:) as is and resealed (checksums recomputed), then lookups and the zero-copy visitor") { data throws(FuzzFailure) in
+                try SymbolCacheTarget.openAndLookUp(data)
+            },
             FuzzTarget(name: "frame", summary: "the worker's FrameReader on its input, each frame decoded as a JobRequest and parsed") { data throws(FuzzFailure) in
                 try FrameTarget.decode(data)
             },

@@ -46,8 +46,14 @@ public struct JSONBytes {
     /// A JSON string as JSONEncoder escapes it: quote, backslash and controls below 0x20 (the
     /// short forms where JSON has them), everything else as UTF-8, slashes unescaped.
     public mutating func string(_ text: String) {
+        string(utf8: text.utf8)
+    }
+
+    /// `string(_:)` for UTF-8 bytes held elsewhere (a symcache's mapped strings), without
+    /// making a `String` of them.
+    public mutating func string<Bytes: Sequence<UInt8>>(utf8: Bytes) {
         bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
+        for byte in utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(contentsOf: #"\""#.utf8)
             case UInt8(ascii: "\\"): bytes.append(contentsOf: #"\\"#.utf8)

@@ -1,77 +1,17 @@
 import DebugInfo
 import Demangling
 import ReportModel
-
-// SKELETON: the public contract the store and the symbolicator are written against. The
-// format itself (writer, mapped reader, checks) replaces these bodies.
-
-/// Why a symcache cannot be used. Every case means the same to a caller: answer from the debug
-/// file, warn, and rebuild the symcache.
-public enum SymbolCacheError: Error, CustomStringConvertible, Equatable, Sendable {
-    case unreadable(path: String, reason: String)
-    case notASymcache(path: String)
-    case unsupportedVersion(path: String, found: UInt32)
-    case truncated(path: String, expected: UInt64, found: UInt64)
-    case checksumMismatch(path: String)
-    /// Built from another file than the debug file now beside it.
-    case staleSource(path: String)
-    case corrupt(path: String, detail: String)
-    case unwritable(path: String, reason: String)
-
-    public var description: String {
-        switch self {
-        case .unreadable(let p, let r): return "\(p): cannot read symcache: \(r)"
-        case .notASymcache(let p): return "\(p): not a symcache"
-        case .unsupportedVersion(let p, let v): return "\(p): symcache format version \(v), this build reads \(SymbolCache.formatVersion)"
-        case .truncated(let p, let e, let f): return "\(p): symcache truncated (\(f) of \(e) bytes)"
-        case .checksumMismatch(let p): return "\(p): symcache checksum mismatch"
-        case .staleSource(let p): return "\(p): symcache was built from another debug file"
-        case .corrupt(let p, let d): return "\(p): corrupt symcache: \(d)"
-        case .unwritable(let p, let r): return "\(p): cannot write symcache: \(r)"
-        }
-    }
-}
-
-/// The debug file a symcache was built from, as `fstat` sees it.
-public struct SymbolCacheSource: Sendable, Equatable {
-    public var size: UInt64
-    public var modifiedNanoseconds: Int64
-    public var inode: UInt64
-
-    public init(size: UInt64, modifiedNanoseconds: Int64, inode: UInt64) {
-        self.size = size
-        self.modifiedNanoseconds = modifiedNanoseconds
-        self.inode = inode
-    }
-
-    /// The source identity of an open file (from `fstat` on its descriptor).
-    public init(file: RegularFile) throws(SymbolCacheError) {
-        throw .unreadable(path: file.path, reason: "symcache not implemented yet")
-    }
-}
-
-/// One inline level with its name already demangled in both styles Stackline prints.
-public struct CachedFrame: Sendable, Hashable {
-    /// Exactly what `DebugFile.frames(at:)` answers for this level.
-    public var source: SourceFrame
-    /// `source.symbol` demangled in `Demangler.Style.full`; nil when `symbol` is nil.
-    public var fullName: String?
-    /// `source.symbol` demangled in `Demangler.Style.simplified`; nil when `symbol` is nil.
-    public var simplifiedName: String?
-
-    public init(source: SourceFrame, fullName: String?, simplifiedName: String?) {
-        self.source = source
-        self.fullName = fullName
-        self.simplifiedName = simplifiedName
-    }
-
-    /// The name in `style`.
-    public func name(_ style: Demangler.Style) -> String? {
-        style == .full ? fullName : simplifiedName
-    }
-}
+import SystemCalls
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A debug file's lookups precomputed: a versioned, checked, memory-mapped index.
+///
+/// Opening maps the file read-only, checks the header, the size, a CRC-32 of every byte and
+/// every cross-reference (string, frame and chain indexes); after that a lookup is one binary
+/// search over the segment starts and a walk of one chain's frame records, reading only the
+/// mapped pages it needs. Layout: `SymbolCacheLayout`, and ARCHITECTURE.md "The symcache".
 public final class SymbolCache {
     /// Bumped whenever the layout or what it holds changes; other versions are rebuilt.
     public static let formatVersion: UInt32 = 1
@@ -84,21 +24,212 @@ public final class SymbolCache {
     public let architecture: Arch
     /// Built from a Mach-O slice (its addresses may carry pointer-authentication bits).
     public let isMachO: Bool
+    /// Address intervals with their own answer (after merging equal neighbours).
+    public var segmentCount: Int { layout.segmentCount }
+    /// Distinct answers stored.
+    public var chainCount: Int { layout.chainCount }
+
+    private let mapping: MappedFile
+    private let bytes: UnsafeRawBufferPointer
+    private let layout: SymbolCacheLayout
+    private let segmentBase: UInt64
 
     /// Builds the index of `file` and writes it atomically to `path` (a temporary name in the
     /// same directory, then rename), recording `source`.
+    ///
+    /// Concurrent writers of one path each write their own temporary file and rename it into
+    /// place: readers see one whole symcache or another, both correct. No fsync: a file torn by
+    /// a crash fails its checksum at open and is rebuilt.
     public static func write(from file: DebugFile, source: SymbolCacheSource, to path: String) throws(SymbolCacheError) {
-        throw .unwritable(path: path, reason: "symcache not implemented yet")
+        let bytes = try SymbolCacheBuilder.build(from: file, source: source)
+        var random = SystemRandomNumberGenerator()
+        let temporary = "\(path).\(getpid()).\(String(random.next() as UInt64, radix: 36)).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .unwritable(path: path, reason: SystemCallError.reason(errno: errno)) }
+        let written = bytes.withUnsafeBytes { raw in Result { () throws(SystemCallError) in try SystemCall.writeAll(fd, raw, path: temporary) } }
+        close(fd)
+        do throws(SystemCallError) {
+            try written.get()
+            try SystemCall.check("rename", path: path) { rename(temporary, path) }
+        } catch {
+            unlink(temporary)
+            throw .unwritable(path: path, reason: error.reason)
+        }
     }
 
     /// Maps and checks the symcache at `path`, which must have been built from `source`.
     public init(path: String, expecting source: SymbolCacheSource) throws(SymbolCacheError) {
-        throw .unreadable(path: path, reason: "symcache not implemented yet")
+        let file: RegularFile
+        do { file = try RegularFile(path: path, followingLinks: false) } catch {
+            throw .unreadable(path: path, reason: error.reason)
+        }
+        guard file.size >= UInt64(SymbolCacheLayout.headerSize) else {
+            if file.size >= 8, (try? file.read(at: 0, count: 8)) != SymbolCacheLayout.magic { throw .notASymcache(path: path) }
+            throw .truncated(path: path, expected: UInt64(SymbolCacheLayout.headerSize), found: file.size)
+        }
+        do { mapping = try MappedFile(file: file, writable: false) } catch {
+            switch error {
+            case .empty: throw .truncated(path: path, expected: UInt64(SymbolCacheLayout.headerSize), found: 0)
+            case .unreadable(_, let reason): throw .unreadable(path: path, reason: reason)
+            }
+        }
+        let bytes = mapping.contents
+        self.bytes = bytes
+        let header = SymbolCacheHeader(bytes)
+        typealias O = SymbolCacheLayout.Offset
+        guard bytes.prefix(8).elementsEqual(SymbolCacheLayout.magic) else { throw .notASymcache(path: path) }
+        let version: UInt32 = header[O.version]
+        guard version == Self.formatVersion else { throw .unsupportedVersion(path: path, found: version) }
+        let headerCRC: UInt32 = header[O.headerCRC]
+        guard headerCRC == header.checksum() else { throw .checksumMismatch(path: path) }
+        let total: UInt64 = header[O.totalSize]
+        guard total == UInt64(bytes.count) else {
+            if total > UInt64(bytes.count) { throw .truncated(path: path, expected: total, found: UInt64(bytes.count)) }
+            throw .corrupt(path: path, detail: "\(bytes.count) bytes where the header says \(total)")
+        }
+        let bodyCRC: UInt32 = header[O.bodyCRC]
+        guard bodyCRC == SymbolCacheChecksum.crc32(UnsafeRawBufferPointer(rebasing: bytes[SymbolCacheLayout.headerSize...])) else {
+            throw .checksumMismatch(path: path)
+        }
+        let recorded = SymbolCacheSource(size: header[O.sourceSize], modifiedNanoseconds: header[O.sourceMtime], inode: header[O.sourceInode])
+        guard recorded == source else { throw .staleSource(path: path) }
+        let flags: UInt32 = header[O.flags]
+        guard flags & ~SymbolCacheLayout.Flag.known == 0 else { throw .corrupt(path: path, detail: "unknown flags \(flags)") }
+        let segments: UInt32 = header[O.segmentCount], chains: UInt32 = header[O.chainCount]
+        let frames: UInt32 = header[O.frameCount], strings: UInt32 = header[O.stringCount]
+        let functions: UInt32 = header[O.functionCount]
+        let blob: UInt64 = header[O.blobSize]
+        guard blob <= UInt64(UInt32.max) else { throw .corrupt(path: path, detail: "string blob of \(blob) bytes") }
+        let layout = SymbolCacheLayout(
+            segmentCount: Int(segments), chainCount: Int(chains), frameCount: Int(frames), functionCount: Int(functions),
+            stringCount: Int(strings),
+            blobSize: Int(blob), wideStarts: flags & SymbolCacheLayout.Flag.wideStarts != 0)
+        // Counts are 32-bit, so the sum cannot overflow; it must be the file exactly.
+        guard layout.totalSize == bytes.count else {
+            throw .corrupt(path: path, detail: "sections add up to \(layout.totalSize) bytes, the file has \(bytes.count)")
+        }
+        self.layout = layout
+        let archLength = Int(bytes[O.archName])
+        guard archLength <= SymbolCacheLayout.maxArchName else { throw .corrupt(path: path, detail: "arch name of \(archLength) bytes") }
+        architecture = Arch(String(decoding: bytes[(O.archName + 1)..<(O.archName + 1 + archLength)], as: UTF8.self))
+        preferredBase = header[O.preferredBase]
+        segmentBase = header[O.segmentBase]
+        isMachO = flags & SymbolCacheLayout.Flag.machO != 0
+        if let problem = SymbolCacheValidation.problem(bytes, layout) { throw .corrupt(path: path, detail: problem) }
     }
 
     /// What is at `address`, innermost inline level first: exactly `DebugFile.frames(at:)`'s
     /// answer, plus the demangled names.
     public func frames(at address: UInt64) -> [CachedFrame] {
-        []
+        var out: [CachedFrame] = []
+        visitFrames(at: address) { f in
+            if out.isEmpty { out.reserveCapacity(f.count) }
+            out.append(CachedFrame(
+                source: SourceFrame(
+                    symbol: f.symbol?.string, file: f.file?.string, line: f.line, column: f.column,
+                    functionStart: f.functionStart, fromSymbolTableOnly: f.fromSymbolTableOnly),
+                fullName: f.fullName?.string, simplifiedName: f.simplifiedName?.string))
+        }
+        return out
+    }
+
+    /// Calls `body` with each level at `address`, innermost first, read in place from the
+    /// mapping (no `String` is made); returns how many levels there were. The views and their
+    /// bytes are valid only during the call.
+    @discardableResult
+    public func visitFrames<E: Error>(at address: UInt64, _ body: (CachedFrameView) throws(E) -> Void) throws(E) -> Int {
+        let chain = chain(at: address)
+        guard chain != SymbolCacheLayout.none else { return 0 }
+        let first = Int(u32(layout.chainStartsOffset + Int(chain) * 4))
+        let end = Int(u32(layout.chainStartsOffset + Int(chain) * 4 + 4))
+        let count = end - first
+        for i in 0..<count {
+            let record = layout.framesOffset + (first + i) * SymbolCacheLayout.frameRecordSize
+            let function = layout.functionsOffset + Int(u32(record + FrameRecord.Offset.function)) * SymbolCacheLayout.functionRecordSize
+            typealias F = FunctionRecord.Offset
+            let flags = u32(function + F.flags)
+            try body(CachedFrameView(
+                index: i, count: count,
+                symbol: string(u32(function + F.symbol)),
+                fullName: string(u32(function + F.fullName)),
+                simplifiedName: string(u32(function + F.simplifiedName)),
+                file: string(u32(record + FrameRecord.Offset.file)),
+                line: Int(Int32(bitPattern: u32(record + FrameRecord.Offset.line))),
+                column: Int(Int32(bitPattern: u32(record + FrameRecord.Offset.column))),
+                functionStart: flags & FunctionRecord.Flag.hasFunctionStart != 0 ? u64(function + F.functionStart) : nil,
+                fromSymbolTableOnly: flags & FunctionRecord.Flag.fromSymbolTableOnly != 0))
+        }
+        return count
+    }
+
+    /// The chain answering `address`: the segment with the greatest start at or below it.
+    private func chain(at address: UInt64) -> UInt32 {
+        let n = layout.segmentCount
+        guard n > 0, address >= segmentBase else { return SymbolCacheLayout.none }
+        let offset = address - segmentBase
+        var lo = 0
+        var hi = n
+        let starts = bytes.baseAddress! + layout.startsOffset
+        if layout.wideStarts {
+            while lo < hi {
+                let mid = (lo + hi) >> 1
+                if UInt64(littleEndian: starts.load(fromByteOffset: mid * 8, as: UInt64.self)) <= address { lo = mid + 1 } else { hi = mid }
+            }
+        } else if offset > UInt64(UInt32.max) {
+            // Every start is below 2^32 past the base: the last segment answers.
+            lo = n
+        } else {
+            let key = UInt32(offset)
+            while lo < hi {
+                let mid = (lo + hi) >> 1
+                if UInt32(littleEndian: starts.load(fromByteOffset: mid * 4, as: UInt32.self)) <= key { lo = mid + 1 } else { hi = mid }
+            }
+        }
+        guard lo > 0 else { return SymbolCacheLayout.none }
+        return u32(layout.chainOfSegmentOffset + (lo - 1) * 4)
+    }
+
+    private func string(_ id: UInt32) -> CachedString? {
+        guard id != SymbolCacheLayout.none else { return nil }
+        let ref = layout.stringRefsOffset + Int(id) * 8
+        let offset = Int(u32(ref))
+        let length = u32(ref + 4)
+        return CachedString(
+            bytes: UnsafeRawBufferPointer(rebasing: bytes[(layout.blobOffset + offset)..<(layout.blobOffset + offset + Int(length & ~SymbolCacheLayout.escapeBit))]),
+            needsTerminalEscaping: length & SymbolCacheLayout.escapeBit != 0)
+    }
+
+    // Offsets reaching these were validated at open (`SymbolCacheValidation`); the buffer's own
+    // bounds checks stay on in debug builds.
+    private func u32(_ offset: Int) -> UInt32 { UInt32(littleEndian: bytes.load(fromByteOffset: offset, as: UInt32.self)) }
+    private func u64(_ offset: Int) -> UInt64 { UInt64(littleEndian: bytes.load(fromByteOffset: offset, as: UInt64.self)) }
+}
+
+extension SymbolCache {
+    /// The source identity a symcache's header records, if `bytes` hold a whole header: lets
+    /// the fuzz target and tests open a file whose debug file is not at hand.
+    public static func recordedSource(_ bytes: [UInt8]) -> SymbolCacheSource? {
+        guard bytes.count >= SymbolCacheLayout.headerSize else { return nil }
+        return bytes.withUnsafeBytes { raw in
+            let header = SymbolCacheHeader(raw)
+            typealias O = SymbolCacheLayout.Offset
+            return SymbolCacheSource(size: header[O.sourceSize], modifiedNanoseconds: header[O.sourceMtime], inode: header[O.sourceInode])
+        }
+    }
+
+    /// `bytes` with both checksums recomputed (when a whole header is there): what a fuzzer
+    /// needs to reach the structural checks behind them, which damage alone never reaches.
+    public static func resealed(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.count >= SymbolCacheLayout.headerSize else { return bytes }
+        var out = bytes
+        out.withUnsafeMutableBytes { raw in
+            typealias O = SymbolCacheLayout.Offset
+            let body = SymbolCacheChecksum.crc32(UnsafeRawBufferPointer(rebasing: raw[SymbolCacheLayout.headerSize...]))
+            raw.storeBytes(of: body.littleEndian, toByteOffset: O.bodyCRC, as: UInt32.self)
+            raw.storeBytes(of: UInt32(0), toByteOffset: O.headerCRC, as: UInt32.self)
+            let header = SymbolCacheChecksum.crc32(UnsafeRawBufferPointer(rebasing: raw[..<SymbolCacheLayout.headerSize]))
+            raw.storeBytes(of: header.littleEndian, toByteOffset: O.headerCRC, as: UInt32.self)
+        }
+        return out
     }
 }

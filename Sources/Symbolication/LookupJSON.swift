@@ -1,4 +1,6 @@
+import Demangling
 import ReportModel
+import SymbolCache
 
 /// `stackline lookup --json`'s entries, written by hand (`JSONBytes`): JSONEncoder was 48% of a
 /// JSON batch (issue "Throughput"). The bytes are exactly what `JSONEncoder` with `.sortedKeys`
@@ -14,6 +16,34 @@ public enum LookupJSON {
         out.raw("}")
     }
 
+    /// The same entry for `address`, looked up at `lookup` (the address itself, or one before a
+    /// return address) in a symcache, written from its mapped bytes: no `String`, no
+    /// `ResolvedFrame` per frame. The fields follow `AddressResolver.resolve` exactly.
+    public static func appendEntry(
+        address: UInt64, lookup: UInt64, cache: SymbolCache, style: Demangler.Style, to out: inout JSONBytes
+    ) {
+        out.raw(#"{"address":"#)
+        out.string(Address(address).description)
+        out.raw(#","frames":["#)
+        cache.visitFrames(at: lookup) { f in
+            if f.index > 0 { out.bytes.append(UInt8(ascii: ",")) }
+            var first = true
+            out.raw("{")
+            // Line and column are left out only where the resolver makes them nil: no file and 0.
+            if f.file != nil || f.column != 0 { out.key("column", first: &first); decimal(f.column, to: &out.bytes) }
+            if let file = f.file { out.key("file", first: &first); out.string(utf8: file.bytes) }
+            if let function = f.name(style) { out.key("function", first: &first); out.string(utf8: function.bytes) }
+            out.key("inlined", first: &first); out.bool(!f.isOutermost)
+            if f.file != nil || f.line != 0 { out.key("line", first: &first); decimal(f.line, to: &out.bytes) }
+            if f.isOutermost, let start = f.functionStart {
+                out.key("offset", first: &first); decimal(lookup &- start, to: &out.bytes)
+            }
+            if let symbol = f.symbol { out.key("symbol", first: &first); out.string(utf8: symbol.bytes) }
+            out.raw("}")
+        }
+        out.raw("]}")
+    }
+
     /// A frame's keys in sorted order; nil fields are left out, as synthesized `Encodable` does.
     private static func appendFrame(_ f: ResolvedFrame, to out: inout JSONBytes) {
         var first = true
@@ -26,5 +56,26 @@ public enum LookupJSON {
         if let offset = f.offset { out.key("offset", first: &first); out.integer(offset) }
         if let symbol = f.symbol { out.key("symbol", first: &first); out.string(symbol) }
         out.raw("}")
+    }
+
+    /// `value` in decimal, as `String(value)` spells it, without making the `String`.
+    public static func decimal(_ value: some BinaryInteger, to out: inout [UInt8]) {
+        if value < 0 {
+            out.append(UInt8(ascii: "-"))
+            // The magnitude of Int.min does not fit in Int; go through UInt64.
+            decimal(UInt64(value.magnitude), to: &out)
+            return
+        }
+        var v = UInt64(value)
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: 20 digits fit.
+        var n = 0
+        withUnsafeMutableBytes(of: &digits) { buf in
+            repeat {
+                buf[23 - n] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+                n += 1
+            } while v > 0
+            out.append(contentsOf: buf[(24 - n)...])
+        }
     }
 }

@@ -3,6 +3,7 @@ import DebugInfo
 import Demangling
 import Foundation
 import ReportModel
+import SymbolCache
 import SymbolStore
 import Symbolication
 import SystemCalls
@@ -51,7 +52,7 @@ struct LookupCommand: ParsableCommand {
         for a in addresses where Address(parsing: a) == nil {
             throw fail("stackline lookup: not a hex address: \(a)")
         }
-        let file: DebugFile
+        let source: LookupSource
         if let buildID {
             let id: BuildID
             do throws(StoreError) { id = try options.store.resolve(prefix: buildID) } catch {
@@ -62,26 +63,46 @@ struct LookupCommand: ParsableCommand {
                 }
             }
             do {
-                file = try DebugFileCache(store: options.store, capacity: 1).file(buildID: id)
+                // The symcache when a usable one lies beside the debug file, else the file.
+                source = try DebugFileCache(store: options.store, capacity: 1).source(buildID: id)
             } catch {
                 throw fail("stackline lookup: \(error)")
             }
         } else {
-            do { file = try DebugFile.open(path: object!, arch: arch.map { Arch($0) }) } catch { throw fail("stackline lookup: \(error.description)") }
+            // A file given by path has no symcache: the DWARF path answers.
+            do { source = .debugFile(try DebugFile.open(path: object!, arch: arch.map { Arch($0) })) } catch {
+                throw fail("stackline lookup: \(error.description)")
+            }
         }
-        let resolver = AddressResolver(file: file, names: DemangleCache(style: demangle))
         let base = loadAddress.flatMap { Address(parsing: $0)?.value }
-        let kind: FrameKind = returnAddresses ? .returnAddress : .pc
-        var output = LookupOutput(json: json)
+        var output = LookupOutput(json: json, style: demangle)
         var badLines = 0
 
         // A Mach-O arm64 image is Apple code: its addresses may carry pointer-authentication bits.
-        let applePAC = file.machO != nil && PointerAuthentication.applies(arch: file.architecture, platform: "darwin")
+        let applePAC = source.isMachO && PointerAuthentication.applies(arch: source.architecture, platform: "darwin")
+
+        let cache: SymbolCache?
+        let resolver: AddressResolver?
+        switch source {
+        case .symcache(let c):
+            (cache, resolver) = (c, nil)
+        case .debugFile(let file):
+            (cache, resolver) = (nil, AddressResolver(file: file, names: DemangleCache(style: demangle)))
+        }
+        let kind: FrameKind = returnAddresses ? .returnAddress : .pc
 
         func handle(_ raw: UInt64) throws {
             let value = applePAC ? raw & PointerAuthentication.addressMask : raw
-            let fileAddress = base.map { resolver.fileAddress(runtime: value, loadAddress: $0) } ?? value
-            try output.write(address: raw, frames: resolver.resolve(fileAddress, kind: kind))
+            if let cache {
+                // Answers written straight from the mapped symcache; the arithmetic is
+                // `AddressResolver.fileAddress`'s and `resolve`'s, which the DWARF path uses.
+                let fileAddress = base.map { value &- $0 &+ cache.preferredBase } ?? value
+                let lookup = kind == .returnAddress && fileAddress > 0 ? fileAddress - 1 : fileAddress
+                try output.write(address: raw, lookup: lookup, cache: cache)
+            } else if let resolver {
+                let fileAddress = base.map { resolver.fileAddress(runtime: value, loadAddress: $0) } ?? value
+                try output.write(address: raw, frames: resolver.resolve(fileAddress, kind: kind))
+            }
         }
 
         do {
@@ -140,11 +161,13 @@ enum LineInput {
 /// each, and nothing goes through a `String` or `JSONEncoder` (`LookupJSON`).
 struct LookupOutput {
     let json: Bool
+    let style: Demangler.Style
     private var out = JSONBytes(reservingCapacity: 1 << 16)
     private var first = true
 
-    init(json: Bool) {
+    init(json: Bool, style: Demangler.Style) {
         self.json = json
+        self.style = style
         if json { out.bytes.append(UInt8(ascii: "[")) }
     }
 
@@ -170,6 +193,44 @@ struct LookupOutput {
             out.bytes.append(UInt8(ascii: "\n"))
         }
         if out.bytes.count > 1 << 16 { try flush() }
+    }
+
+    /// The same output for an address answered by a symcache, from its mapped bytes: no
+    /// `String` per frame. Text and JSON are byte for byte what `write(address:frames:)` writes
+    /// for the DWARF path's frames (the line and column print as 0 when the resolver has nil:
+    /// it has nil only where they are 0).
+    mutating func write(address: UInt64, lookup: UInt64, cache: SymbolCache) throws {
+        if json {
+            if !first { out.bytes.append(UInt8(ascii: ",")) }
+            first = false
+            LookupJSON.appendEntry(address: address, lookup: lookup, cache: cache, style: style, to: &out)
+        } else {
+            let style = style
+            let count = cache.visitFrames(at: lookup) { f in
+                Self.appendEscaped(f.name(style), to: &out.bytes)
+                out.bytes.append(UInt8(ascii: "\n"))
+                Self.appendEscaped(f.file, to: &out.bytes)
+                out.bytes.append(UInt8(ascii: ":"))
+                LookupJSON.decimal(f.line, to: &out.bytes)
+                out.bytes.append(UInt8(ascii: ":"))
+                LookupJSON.decimal(f.column, to: &out.bytes)
+                out.bytes.append(UInt8(ascii: "\n"))
+            }
+            if count == 0 { out.bytes.append(contentsOf: "??\n??:0:0\n".utf8) }
+            out.bytes.append(UInt8(ascii: "\n"))
+        }
+        if out.bytes.count > 1 << 16 { try flush() }
+    }
+
+    /// A symcache string as `TerminalText.escape` prints it: the writer recorded which strings
+    /// it would change, so only those become a `String`.
+    private static func appendEscaped(_ s: CachedString?, to bytes: inout [UInt8]) {
+        guard let s else { return bytes.append(contentsOf: "??".utf8) }
+        if s.needsTerminalEscaping {
+            bytes.append(contentsOf: TerminalText.escape(s.string).utf8)
+        } else {
+            bytes.append(contentsOf: s.bytes)
+        }
     }
 
     mutating func finish() throws {

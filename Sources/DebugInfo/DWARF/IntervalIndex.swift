@@ -20,6 +20,12 @@ struct IntervalIndex {
 
     var isEmpty: Bool { starts.isEmpty }
 
+    /// Every interval's start and end: `find`'s answer changes only at these addresses.
+    func appendBoundaries(to out: inout [UInt64]) {
+        out += starts
+        out += ends
+    }
+
     func find(_ address: UInt64) -> Int32? {
         var lo = 0
         var hi = starts.count

@@ -224,6 +224,16 @@ final class UnitIndex {
         return value
     }
 
+    /// Every address where `row(at:)`, `scopeChain(at:)` or `rangeStart(of:containing:)` can
+    /// change its answer: row addresses and the bounds of every scope range.
+    func appendBoundaries(to out: inout [UInt64]) {
+        for row in rows { out.append(row.address) }
+        for r in ranges {
+            out.append(r.start)
+            out.append(r.end)
+        }
+    }
+
     // MARK: Answering
 
     /// The line-table row for `address`, following llvm-symbolizer: the last row at or before

@@ -8,16 +8,20 @@ import SystemCalls
 /// an ELF header is written into the headroom, the file follows, and `elf_memory` sees one
 /// ELF image whose section offsets point into the mapped file. Pages of the file are read
 /// lazily, as with libelf's own mmap of an ELF file.
-final class MappedFile {
-    let path: String
-    let fileSize: Int
+///
+/// The symcache maps its file through here too, `writable: false`: nothing may write to an
+/// index other processes share through the page cache.
+public final class MappedFile {
+    public let path: String
+    public let fileSize: Int
     let headroom: Int
     /// Start of the whole region: headroom, then the file.
     let base: UnsafeMutableRawPointer
     private let regionLength: Int
 
-    /// Maps the file `file` has open; the mapping outlives the descriptor.
-    init(file: RegularFile, headroom requested: Int = 0) throws(MappedFileError) {
+    /// Maps the file `file` has open; the mapping outlives the descriptor. `writable: false`
+    /// maps the file's pages read-only (a write faults instead of copying the page).
+    public init(file: RegularFile, headroom requested: Int = 0, writable: Bool = true) throws(MappedFileError) {
         let path = file.path
         self.path = path
         let fd = file.descriptor
@@ -36,7 +40,8 @@ final class MappedFile {
         }
         // Private and writable: libelf never writes a native-endian image, but a stray write
         // must not reach the file or fault.
-        do { _ = try Self.map(region + headroom, fileSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd) } catch {
+        let protection = writable ? PROT_READ | PROT_WRITE : PROT_READ
+        do { _ = try Self.map(region + headroom, fileSize, protection, MAP_PRIVATE | MAP_FIXED, fd) } catch {
             munmap(region, regionLength)
             throw .unreadable(path: path, reason: "cannot map file: \(error.reason)")
         }
@@ -56,14 +61,14 @@ final class MappedFile {
     deinit { munmap(base, regionLength) }
 
     /// The file's bytes.
-    var contents: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base + headroom, count: fileSize) }
+    public var contents: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base + headroom, count: fileSize) }
 
     /// The headroom followed by the file, as one buffer.
     var region: UnsafeMutableRawBufferPointer { UnsafeMutableRawBufferPointer(start: base, count: regionLength) }
 }
 
 /// Why a file could not be mapped: an I/O failure, or nothing to map.
-enum MappedFileError: Error {
+public enum MappedFileError: Error, Sendable {
     case empty(path: String)
     case unreadable(path: String, reason: String)
 }

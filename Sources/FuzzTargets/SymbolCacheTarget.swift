@@ -1,0 +1,54 @@
+import Foundation
+import SymbolCache
+
+/// The symcache reader on hostile bytes: open (header, size, checksums, structure), then
+/// lookups across and around everything it covers, comparing `frames(at:)` with the visitor.
+///
+/// Each input is tried twice: as it is (the checksums turn away nearly every mutation, which
+/// fuzzes the header checks), and resealed with its checksums recomputed, which lets mutations
+/// reach the structural checks and the lookups behind them, as a file written by something
+/// other than our writer would. Both take the expected source from the header itself.
+enum SymbolCacheTarget {
+    static func openAndLookUp(_ data: Data) throws(FuzzFailure) -> String {
+        let bytes = [UInt8](data)
+        let asIs = try attempt(bytes, name: "input.symcache")
+        let resealed = try attempt(SymbolCache.resealed(bytes), name: "resealed.symcache")
+        return "as is: \(asIs); resealed: \(resealed)"
+    }
+
+    private static func attempt(_ bytes: [UInt8], name: String) throws(FuzzFailure) -> String {
+        let path = try Scratch.shared.write(Data(bytes), name: name)
+        let source = SymbolCache.recordedSource(bytes) ?? SymbolCacheSource(size: 0, modifiedNanoseconds: 0, inode: 0)
+        let cache: SymbolCache
+        do throws(SymbolCacheError) { cache = try SymbolCache(path: path, expecting: source) } catch {
+            if error.description.isEmpty { throw FuzzFailure("refusal without a message") }
+            return "refused: \(error)"
+        }
+        // Addresses around the segment base, spread over 32 bits past it, and the extremes.
+        let base = cache.preferredBase
+        var addresses: [UInt64] = [0, 1, UInt64.max, UInt64.max - 1, base, base &- 1]
+        var step: UInt64 = 1
+        while step < 1 << 34 {
+            addresses += [base &+ step, base &+ step &- 1, base &+ step &* 3 / 2]
+            step <<= 1
+        }
+        var answered = 0
+        for a in addresses {
+            let frames = cache.frames(at: a)
+            var visited = 0
+            cache.visitFrames(at: a) { f in
+                if f.index != visited || f.count != frames.count { visited = -1_000_000 }
+                visited += 1
+                _ = (f.symbol?.bytes.count, f.file?.bytes.count, f.fullName?.string, f.simplifiedName?.string)
+            }
+            guard visited == frames.count else {
+                throw FuzzFailure("0x\(String(a, radix: 16)): the visitor saw \(visited) levels, frames(at:) \(frames.count)")
+            }
+            if frames.contains(where: { ($0.source.symbol == nil) != ($0.fullName == nil) || ($0.fullName == nil) != ($0.simplifiedName == nil) }) {
+                throw FuzzFailure("0x\(String(a, radix: 16)): a name without its demangled forms")
+            }
+            if !frames.isEmpty { answered += 1 }
+        }
+        return "opened: \(cache.architecture), \(cache.segmentCount) segments, \(cache.chainCount) chains, \(answered) of \(addresses.count) lookups answered"
+    }
+}

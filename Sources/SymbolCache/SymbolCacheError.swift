@@ -1,0 +1,26 @@
+/// Why a symcache cannot be used. Every case means the same to a caller: answer from the debug
+/// file, warn, and rebuild the symcache.
+public enum SymbolCacheError: Error, CustomStringConvertible, Equatable, Sendable {
+    case unreadable(path: String, reason: String)
+    case notASymcache(path: String)
+    case unsupportedVersion(path: String, found: UInt32)
+    case truncated(path: String, expected: UInt64, found: UInt64)
+    case checksumMismatch(path: String)
+    /// Built from another file than the debug file now beside it.
+    case staleSource(path: String)
+    case corrupt(path: String, detail: String)
+    case unwritable(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let p, let r): return "\(p): cannot read symcache: \(r)"
+        case .notASymcache(let p): return "\(p): not a symcache"
+        case .unsupportedVersion(let p, let v): return "\(p): symcache format version \(v), this build reads \(SymbolCache.formatVersion)"
+        case .truncated(let p, let e, let f): return "\(p): symcache truncated (\(f) of \(e) bytes)"
+        case .checksumMismatch(let p): return "\(p): symcache checksum mismatch"
+        case .staleSource(let p): return "\(p): symcache was built from another debug file"
+        case .corrupt(let p, let d): return "\(p): corrupt symcache: \(d)"
+        case .unwritable(let p, let r): return "\(p): cannot write symcache: \(r)"
+        }
+    }
+}

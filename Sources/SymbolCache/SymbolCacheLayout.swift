@@ -1,0 +1,64 @@
+/// Where everything lies in a symcache file (format version 1), little-endian.
+///
+/// ```
+/// header (128 bytes)
+///   0  magic "STKSYMC\0"          8  version u32         12 flags u32 (1 Mach-O, 2 wide starts)
+///   16 total size u64             24 header CRC-32 (this field as 0)   28 body CRC-32
+///   32 preferred base u64         40 segment base u64
+///   48 source size u64            56 source mtime ns i64               64 source inode u64
+///   72 segments u32  76 chains u32  80 frames u32  84 strings u32      88 blob bytes u64
+///   96 functions u32              100 arch name: length u8, then up to 27 bytes
+/// body: each section starts 8-aligned, in this order, its size fixed by the counts above
+///   segment starts   N × u32 (offset from the segment base) or N × u64 with flag 2; ascending
+///   segment chains   N × u32: chain index, or 0xFFFF_FFFF for "no answer"
+///   chain starts     (C+1) × u32: chain i is frames [start[i], start[i+1]), innermost first
+///   frames           F × 16 bytes (see `FrameRecord`): function, file, line, column
+///   functions        G × 24 bytes (see `FunctionRecord`): names, start, flags; shared by frames
+///   string refs      S × (offset u32, length u32; bit 31 of length: needs terminal escaping)
+///   string blob      the UTF-8 bytes
+/// ```
+///
+/// No section offset is stored: each follows from the counts, so there is no offset to corrupt,
+/// and the total size they add up to must equal both the header's and the file's.
+struct SymbolCacheLayout: Equatable {
+    static let magic: [UInt8] = Array("STKSYMC\0".utf8)
+    static let headerSize = 128
+    static let frameRecordSize = 16
+    static let functionRecordSize = 24
+    static let none: UInt32 = 0xFFFF_FFFF
+    static let escapeBit: UInt32 = 0x8000_0000
+    static let maxArchName = 27
+
+    enum Flag {
+        static let machO: UInt32 = 1
+        static let wideStarts: UInt32 = 2
+        static let known: UInt32 = 3
+    }
+
+    enum Offset {
+        static let version = 8, flags = 12, totalSize = 16, headerCRC = 24, bodyCRC = 28
+        static let preferredBase = 32, segmentBase = 40
+        static let sourceSize = 48, sourceMtime = 56, sourceInode = 64
+        static let segmentCount = 72, chainCount = 76, frameCount = 80, stringCount = 84, blobSize = 88
+        static let functionCount = 96, archName = 100
+    }
+
+    var segmentCount: Int
+    var chainCount: Int
+    var frameCount: Int
+    var functionCount: Int
+    var stringCount: Int
+    var blobSize: Int
+    var wideStarts: Bool
+
+    var startsOffset: Int { Self.headerSize }
+    var chainOfSegmentOffset: Int { Self.align(startsOffset + segmentCount * (wideStarts ? 8 : 4)) }
+    var chainStartsOffset: Int { Self.align(chainOfSegmentOffset + segmentCount * 4) }
+    var framesOffset: Int { Self.align(chainStartsOffset + (chainCount + 1) * 4) }
+    var functionsOffset: Int { framesOffset + frameCount * Self.frameRecordSize }
+    var stringRefsOffset: Int { functionsOffset + functionCount * Self.functionRecordSize }
+    var blobOffset: Int { stringRefsOffset + stringCount * 8 }
+    var totalSize: Int { Self.align(blobOffset + blobSize) }
+
+    static func align(_ n: Int) -> Int { (n + 7) & ~7 }
+}

@@ -181,6 +181,10 @@ final class WorkerSlot: @unchecked Sendable {
             } catch JobQueueError.staleLease {
                 log.warning("lease of a waiting job lost before it started; skipped")
                 return
+            } catch {
+                // As for a running job's heartbeat: at worst the lease expires, and the fencing
+                // token refuses the late completion.
+                log.warning("heartbeat failed", metadata: ["error": "\(error)"])
             }
         }
         let started = DispatchTime.now()

@@ -174,6 +174,19 @@ public final class JobDatabase: Sendable {
         }
     }
 
+    /// The leasing statement for each batch size (index = jobs leased), written once rather
+    /// than on every claim (the statement cache is keyed by this text).
+    private static let leaseSQL: [String] = (0...maxClaimBatch).map { count in
+        """
+        UPDATE jobs
+        SET state = 'running', attempts = attempts + 1, lease_token = chosen.column2,
+            lease_expires_at = ?, updated_at = ?
+        FROM (VALUES \(Array(repeating: "(?, ?)", count: max(count, 1)).joined(separator: ", "))) AS chosen
+        WHERE jobs.id = chosen.column1 AND jobs.state = 'queued'
+        RETURNING id, report_id, attempts, lease_token, lease_expires_at
+        """
+    }
+
     private struct UnreadableJob: Error {
         var jobId: Int64
         var token: Int64
@@ -195,20 +208,9 @@ public final class JobDatabase: Sendable {
             guard !chosen.isEmpty else { return [] }
             // One statement leases the whole batch, each row with its own token. RETURNING
             // comes back in no promised order, so rows are matched to the chosen order by id.
-            let pairs = Array(repeating: "(?, ?)", count: chosen.count).joined(separator: ", ")
             var arguments: StatementArguments = [now + leaseMs, now]
             for (i, pick) in chosen.enumerated() { arguments += [pick.jobId, tokens[i]] }
-            let leased = try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        UPDATE jobs
-                        SET state = 'running', attempts = attempts + 1, lease_token = chosen.column2,
-                            lease_expires_at = ?, updated_at = ?
-                        FROM (VALUES \(pairs)) AS chosen
-                        WHERE jobs.id = chosen.column1 AND jobs.state = 'queued'
-                        RETURNING id, report_id, attempts, lease_token, lease_expires_at
-                        """),
-                arguments: arguments)
+            let leased = try Row.fetchAll(db.cachedStatement(sql: Self.leaseSQL[chosen.count]), arguments: arguments)
             let byId = Dictionary(leased.map { (($0["id"] as Int64), $0) }, uniquingKeysWith: { first, _ in first })
             return try chosen.compactMap { pick -> (Row, Row, Choice)? in
                 guard let job = byId[pick.jobId] else { return nil }

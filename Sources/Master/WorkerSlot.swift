@@ -19,9 +19,9 @@ internal import WorkerProtocol
 ///   token, and refills while its worker runs the last of them, so the worker never waits for a
 ///   claim. Waiting jobs are covered by the slot's heartbeats like the running one, renewed before
 ///   they start if half their lease is gone, and handed back (`release`, the attempt not counted)
-///   when the running job takes longer than `config.handBackSeconds` or the master stops: they are then
-///   claimable at once by another slot or master, rather than after their lease expires. Only a
-///   master killed outright leaves them to lease expiry (which counts the attempt).
+///   when the running job takes longer than `config.handBackSeconds` or the master stops: they
+///   are then claimable at once by another slot or master, rather than after their lease
+///   expires. Only a master killed outright leaves them to lease expiry (which counts the attempt).
 /// - Completions: a result goes to the master's `CompletionCommitter` and commits in a batch with
 ///   the other slots' and remote workers'; the slot hands its worker the next job meanwhile and
 ///   collects the outcome before recording another, so at most one completion per slot is in
@@ -169,7 +169,7 @@ final class WorkerSlot: @unchecked Sendable {
         log[metadataKey: "report"] = "\(job.reportId)"
         log[metadataKey: "job"] = "\(job.jobId)"
         guard let worker else {
-            // Not started: give the lease back rather than leave it to expire.
+            // Not started: it waits for the next worker process, still leased and renewed.
             prefetched.insert(job, at: 0)
             return
         }

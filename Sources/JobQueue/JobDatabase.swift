@@ -187,6 +187,13 @@ public final class JobDatabase: Sendable {
         """
     }
 
+    private static let leaseOneSQL = """
+        UPDATE jobs
+        SET state = 'running', attempts = attempts + 1, lease_token = ?, lease_expires_at = ?, updated_at = ?
+        WHERE id = ? AND state = 'queued'
+        RETURNING id, report_id, attempts, lease_token, lease_expires_at
+        """
+
     private struct UnreadableJob: Error {
         var jobId: Int64
         var token: Int64
@@ -208,9 +215,17 @@ public final class JobDatabase: Sendable {
             guard !chosen.isEmpty else { return [] }
             // One statement leases the whole batch, each row with its own token. RETURNING
             // comes back in no promised order, so rows are matched to the chosen order by id.
-            var arguments: StatementArguments = [now + leaseMs, now]
-            for (i, pick) in chosen.enumerated() { arguments += [pick.jobId, tokens[i]] }
-            let leased = try Row.fetchAll(db.cachedStatement(sql: Self.leaseSQL[chosen.count]), arguments: arguments)
+            let leased: [Row]
+            if chosen.count == 1 {
+                // One job (a remote worker asking for one, the last of the queue): the plain
+                // single-row statement, without the join.
+                leased = try Row.fetchAll(
+                    db.cachedStatement(sql: Self.leaseOneSQL), arguments: [tokens[0], now + leaseMs, now, chosen[0].jobId])
+            } else {
+                var arguments: StatementArguments = [now + leaseMs, now]
+                for (i, pick) in chosen.enumerated() { arguments += [pick.jobId, tokens[i]] }
+                leased = try Row.fetchAll(db.cachedStatement(sql: Self.leaseSQL[chosen.count]), arguments: arguments)
+            }
             let byId = Dictionary(leased.map { (($0["id"] as Int64), $0) }, uniquingKeysWith: { first, _ in first })
             return try chosen.compactMap { pick -> (Row, Row, Choice)? in
                 guard let job = byId[pick.jobId] else { return nil }

@@ -4,7 +4,8 @@
 # N small distinct reports submitted one per transaction and N more in transactions of 64, then
 # N claims each followed by a completion with a few-KB result and a group key (the group ledger
 # runs as for a real result), then N affinity claims (two remote workers with 1,000 build ids
-# each) each followed by a completion. Prints operations/s, µs and CPU µs per operation per
+# each) each followed by a completion, then both in batches (4 and 8 jobs per claim statement,
+# their completions in one transaction each). Prints operations/s, µs and CPU µs per operation per
 # phase (CPU well under wall time means waiting: for the disk, or for a CPU others hold):
 # the ceiling one master's store puts on reports/s (ARCHITECTURE.md, "Scaling past one master").
 #
@@ -38,13 +39,13 @@ first = docs[0]
 print("reports %d bytes (%d stored); results %d bytes of JSON (%d stored)" % (
     first["reportBytes"], first["storedReportBytes"], first["resultJSONBytes"], first["resultStoredBytes"]))
 print()
-print("%-40s %s  %15s  %15s  %17s" % ("phase (ops/s per run)", "".join("%10s" % ("run %d" % r) for r in range(1, runs + 1)),
+print("%-56s %s  %15s  %15s  %17s" % ("phase (ops/s per run)", "".join("%10s" % ("run %d" % r) for r in range(1, runs + 1)),
                                        "ops/s min-max", "µs/op min-max", "CPU µs/op min-max"))
 for i, phase in enumerate(first["phases"]):
     rates = [d["phases"][i]["operationsPerSecond"] for d in docs]
     us = [d["phases"][i]["microsecondsPerOperation"] for d in docs]
     cpu = [d["phases"][i]["cpuMicrosecondsPerOperation"] for d in docs]
-    print("%-40s %s  %15s  %15s  %17s" % (phase["name"], "".join("%10.0f" % r for r in rates),
+    print("%-56s %s  %15s  %15s  %17s" % (phase["name"], "".join("%10.0f" % r for r in rates),
                                            "%.0f-%.0f" % (min(rates), max(rates)), "%.1f-%.1f" % (min(us), max(us)),
                                            "%.1f-%.1f" % (min(cpu), max(cpu))))
 print()

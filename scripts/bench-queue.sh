@@ -8,6 +8,7 @@
 #   BENCH_QUEUE_DEPTH   0 (default): the demo's crash, 7 frames. D > 0: a crash D calls deep
 #                       through D distinct functions (about D + 5 frames with the runtime's).
 #   BENCH_BIN_DIR       where stackline and stackline-worker are (default .build/release).
+#   BENCH_MASTER_ARGS   more options for the master (e.g. --prefetch 1).
 #   BENCH_LOOKUP_RATE   the batch lookup rate (addresses/s) bench.sh measured in the same run:
 #                       the queue's rate is then compared with the lookup-only limit, that
 #                       rate divided by the frames per report (issue 15's queue goal).
@@ -64,7 +65,21 @@ t0=$(now)
 "$bin/stackline" submit "$out/in" >"$out/ids.txt"
 t1=$(now)
 # The master's CPU and its workers' (children it reaps), user + system.
-/usr/bin/time -f "%U %S" -o "$out/cpu" "$bin/stackline" master --once --workers 2 2>"$out/master.log"
+/usr/bin/time -f "%U %S" -o "$out/cpu" "$bin/stackline" master --once --workers 2 ${BENCH_MASTER_ARGS:-} 2>"$out/master.log" &
+timer=$!
+# The master's own CPU (without its workers'): its utime + stime from /proc, sampled until it
+# exits (the last sample is at most 0.1 s old; bash builtins only, so sampling costs little).
+ticks=0
+master_pid=""
+while kill -0 "$timer" 2>/dev/null; do
+  [ -n "$master_pid" ] || master_pid=$(cat "/proc/$timer/task/$timer/children" 2>/dev/null | cut -d' ' -f1 || true)
+  if [ -n "$master_pid" ] && read -r -a stat <"/proc/$master_pid/stat" 2>/dev/null; then
+    ticks=$((stat[13] + stat[14]))
+  fi
+  sleep 0.1
+done
+wait "$timer"
+master_cpu=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {print t / hz}')
 t2=$(now)
 cpu=$(awk '{print $1 + $2}' "$out/cpu")
 
@@ -74,12 +89,13 @@ resolved=$(grep 'job done' "$out/master.log" | grep -o 'symbolicated=[0-9]*' | c
 failed=$("$bin/stackline" status | awk '$1 == "failed" {print $2}')
 
 awk -v n="$n" -v d="$done_jobs" -v f="$frames" -v r="$resolved" -v fail="$failed" -v t0="$t0" -v t1="$t1" -v t2="$t2" \
-    -v cpu="$cpu" -v lookup="${BENCH_LOOKUP_RATE:-}" 'BEGIN {
+    -v cpu="$cpu" -v mcpu="$master_cpu" -v lookup="${BENCH_LOOKUP_RATE:-}" 'BEGIN {
   printf "reports submitted: %d   processed: %d   failed: %d   frames: %d (%d symbolicated, %.1f per report)\n", n, d, fail, f, r, d ? f / d : 0
   printf "submit:      %7.2f s  %8.1f reports/s\n", t1 - t0, n / (t1 - t0)
   printf "process:     %7.2f s  %8.1f reports/s  %9.1f frames/s  (2 workers)\n", t2 - t1, d / (t2 - t1), f / (t2 - t1)
   printf "end to end:  %7.2f s  %8.1f reports/s  %9.1f frames/s\n", t2 - t0, d / (t2 - t0), f / (t2 - t0)
   printf "CPU:         %7.2f ms per report (master and its 2 workers, user + system: %.1f s)\n", d ? cpu * 1000 / d : 0, cpu
+  printf "  master:    %7.2f ms per report (its own, sampled from /proc: %.1f s); workers %.2f ms\n", d ? mcpu * 1000 / d : 0, mcpu, d ? (cpu - mcpu) * 1000 / d : 0
   if (lookup > 0 && d > 0 && f > 0) {
     limit = lookup / (f / d)
     printf "lookup-only limit: %.0f reports/s (batch lookup %.0f addr/s / %.1f frames); processing reached %.1f%% of it (goal: 25%%)\n", limit, lookup, f / d, 100 * (d / (t2 - t1)) / limit

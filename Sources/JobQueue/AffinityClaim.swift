@@ -31,25 +31,30 @@ extension JobDatabase {
     /// claim's cost flat however deep the queue is; a job beyond it is seen once those before it go.
     public static let affinityCandidates = 256
 
-    /// Claims the runnable job that best suits a worker holding `affinity.holds`: the first (in
-    /// claim order, among the first `affinityCandidates`) whose debug files it holds, else the
-    /// first no connected worker holds, else the first held elsewhere that has been runnable for
-    /// `waitMs`. Nil when nothing suits now: the worker asks again. Leases, fencing and
-    /// unreadable stored bytes are handled as by `claim(leaseMs:)`.
-    public func claim(leaseMs: Int64, affinity: AffinityPreference) throws -> (job: ClaimedJob, match: AffinityMatch)? {
+    /// Claims up to `limit` runnable jobs that best suit a worker holding `affinity.holds`, in
+    /// the order one claim at a time would take them: the jobs (in claim order, among the first
+    /// `affinityCandidates`) whose debug files it holds, then those no connected worker holds,
+    /// then those held elsewhere that have been runnable for `waitMs`. One read of the candidate
+    /// window serves the whole batch: taking one job changes no other's class, so the order is
+    /// what `limit` single claims would give (except that a single claim after the first would
+    /// see one row further down the window). Empty when nothing suits now: the worker asks
+    /// again. Leases, fencing and unreadable stored bytes are handled as by `claim(leaseMs:limit:)`.
+    public func claim(
+        leaseMs: Int64, affinity: AffinityPreference, limit: Int
+    ) throws -> [(job: ClaimedJob, match: AffinityMatch)] {
         // Nobody connected holds anything (no store, nothing cached yet): every job is neutral,
         // and the plain claim order is the answer without reading a single build id.
         if affinity.holds.isEmpty && affinity.heldElsewhere.isEmpty {
-            return try claim(leaseMs: leaseMs).map { ($0, .neutral) }
+            return try claim(leaseMs: leaseMs, limit: limit).map { ($0, .neutral) }
         }
-        return try claim(leaseMs: leaseMs) { db, now in
-            try Self.chooseByAffinity(db, now: now, affinity: affinity)
+        return try claim(leaseMs: leaseMs, limit: limit) { db, now, limit in
+            try Self.chooseByAffinity(db, now: now, affinity: affinity, limit: limit)
         }.map { ($0.job, $0.choice) }
     }
 
     private static func chooseByAffinity(
-        _ db: Database, now: Int64, affinity: AffinityPreference
-    ) throws -> (jobId: Int64, choice: AffinityMatch)? {
+        _ db: Database, now: Int64, affinity: AffinityPreference, limit: Int
+    ) throws -> [(jobId: Int64, choice: AffinityMatch)] {
         let candidates = try Row.fetchCursor(
             db.cachedStatement(
                 sql: """
@@ -59,23 +64,22 @@ extension JobDatabase {
                     ORDER BY jobs.priority DESC, jobs.id LIMIT ?
                     """),
             arguments: [now, affinityCandidates])
-        var neutral: Int64?
-        var fallback: Int64?
-        while let row = try candidates.next() {
+        var hits: [(jobId: Int64, choice: AffinityMatch)] = []
+        var neutral: [(jobId: Int64, choice: AffinityMatch)] = []
+        var fallback: [(jobId: Int64, choice: AffinityMatch)] = []
+        while hits.count < limit, let row = try candidates.next() {
             let id: Int64 = row[0]
             switch match(buildIds: row[2], affinity: affinity) {
             case .hit:
-                return (id, .hit)
+                hits.append((id, .hit))
             case .neutral:
-                if neutral == nil { neutral = id }
+                if neutral.count < limit { neutral.append((id, .neutral)) }
             case .fallback:
                 let runAfter: Int64 = row[1]
-                if fallback == nil, now - runAfter >= affinity.waitMs { fallback = id }
+                if fallback.count < limit, now - runAfter >= affinity.waitMs { fallback.append((id, .fallback)) }
             }
         }
-        if let neutral { return (neutral, .neutral) }
-        if let fallback { return (fallback, .fallback) }
-        return nil
+        return Array((hits + neutral + fallback).prefix(limit))
     }
 
     /// How a job with `buildIds` (the stored column) matches: `.fallback` here means only that

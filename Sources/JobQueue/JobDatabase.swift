@@ -125,40 +125,74 @@ public final class JobDatabase: Sendable {
 
     // MARK: Claim, heartbeat, complete, fail
 
-    /// Claims the best runnable job (`priority DESC, id`) in one IMMEDIATE transaction, so two
-    /// claimers can never take the same row. Returns nil when nothing is runnable now.
-    public func claim(leaseMs: Int64) throws -> ClaimedJob? {
-        try claim(leaseMs: leaseMs) { db, now in
-            try Int64.fetchOne(
+    /// Claims up to `limit` runnable jobs in claim order (`priority DESC, id`) in one IMMEDIATE
+    /// transaction, so two claimers can never take the same row; empty when nothing is runnable.
+    /// Each job gets its own lease token. Fewer than `limit` come back when fewer are runnable
+    /// (or some had unreadable stored bytes and were failed instead).
+    public func claim(leaseMs: Int64, limit: Int) throws -> [ClaimedJob] {
+        try claim(leaseMs: leaseMs, limit: limit) { db, now, limit in
+            try Int64.fetchAll(
                 db.cachedStatement(
-                    sql: "SELECT id FROM jobs WHERE state = 'queued' AND run_after <= ? ORDER BY priority DESC, id LIMIT 1"),
-                arguments: [now]
+                    sql: "SELECT id FROM jobs WHERE state = 'queued' AND run_after <= ? ORDER BY priority DESC, id LIMIT ?"),
+                arguments: [now, limit]
             ).map { ($0, ()) }
-        }?.job
+        }.map { $0.job }
     }
 
-    /// Picks the job a claim takes, inside the claim's write transaction (`now` is that
-    /// transaction's clock reading): the job's id and what the caller wants to know about the
-    /// choice, or nil when nothing suits.
-    typealias ClaimChoice<Choice> = (_ db: Database, _ now: Int64) throws -> (jobId: Int64, choice: Choice)?
+    /// The most jobs one claim leases: a bound on the statement's size (and so on the number of
+    /// cached statements, one per batch size) and on the leases one claimer holds at once.
+    public static let maxClaimBatch = 16
 
-    /// Every claim goes through here, whatever picks the job, so leases, fencing tokens and
+    /// Picks the jobs a claim takes, inside the claim's write transaction (`now` is that
+    /// transaction's clock reading), at most `limit`, in the order the claimer gets them: each
+    /// job's id and what the caller wants to know about the choice; empty when nothing suits.
+    typealias ClaimChoice<Choice> = (_ db: Database, _ now: Int64, _ limit: Int) throws -> [(jobId: Int64, choice: Choice)]
+
+    /// Every claim goes through here, whatever picks the jobs, so leases, fencing tokens and
     /// unreadable stored bytes are handled one way.
-    func claim<Choice>(leaseMs: Int64, choosing choose: ClaimChoice<Choice>) throws -> (job: ClaimedJob, choice: Choice)? {
+    func claim<Choice>(
+        leaseMs: Int64, limit: Int, choosing choose: ClaimChoice<Choice>
+    ) throws -> [(job: ClaimedJob, choice: Choice)] {
+        let limit = min(max(limit, 1), Self.maxClaimBatch)
         while true {
-            guard let outcome = try claimOne(leaseMs: leaseMs, choosing: choose) else { return nil }
-            switch outcome {
-            case .success(let claimed):
-                return claimed
-            case .failure(let unreadable):
-                // Unreadable stored bytes stay unreadable: fail the job now instead of
-                // handing the error to the caller on every attempt, and claim the next one.
-                _ = try fail(
-                    jobId: unreadable.jobId, token: unreadable.token, failure: .permanent(unreadable.error.description),
-                    policy: RetryPolicy())
+            let outcomes = try claimBatch(leaseMs: leaseMs, limit: limit, choosing: choose)
+            var claimed: [(job: ClaimedJob, choice: Choice)] = []
+            for outcome in outcomes {
+                switch outcome {
+                case .success(let job):
+                    claimed.append(job)
+                case .failure(let unreadable):
+                    // Unreadable stored bytes stay unreadable: fail the job now instead of
+                    // handing the error to the caller on every attempt, and claim the next one.
+                    _ = try fail(
+                        jobId: unreadable.jobId, token: unreadable.token, failure: .permanent(unreadable.error.description),
+                        policy: RetryPolicy())
+                }
             }
+            // Only a batch that was all unreadable is claimed again: the caller gets what was good.
+            if !claimed.isEmpty || outcomes.isEmpty { return claimed }
         }
     }
+
+    /// The leasing statement for each batch size (index = jobs leased), written once rather
+    /// than on every claim (the statement cache is keyed by this text).
+    private static let leaseSQL: [String] = (0...maxClaimBatch).map { count in
+        """
+        UPDATE jobs
+        SET state = 'running', attempts = attempts + 1, lease_token = chosen.column2,
+            lease_expires_at = ?, updated_at = ?
+        FROM (VALUES \(Array(repeating: "(?, ?)", count: max(count, 1)).joined(separator: ", "))) AS chosen
+        WHERE jobs.id = chosen.column1 AND jobs.state = 'queued'
+        RETURNING id, report_id, attempts, lease_token, lease_expires_at
+        """
+    }
+
+    private static let leaseOneSQL = """
+        UPDATE jobs
+        SET state = 'running', attempts = attempts + 1, lease_token = ?, lease_expires_at = ?, updated_at = ?
+        WHERE id = ? AND state = 'queued'
+        RETURNING id, report_id, attempts, lease_token, lease_expires_at
+        """
 
     private struct UnreadableJob: Error {
         var jobId: Int64
@@ -166,40 +200,56 @@ public final class JobDatabase: Sendable {
         var error: JobQueueError
     }
 
-    private func claimOne<Choice>(
-        leaseMs: Int64, choosing choose: ClaimChoice<Choice>
-    ) throws -> Result<(job: ClaimedJob, choice: Choice), UnreadableJob>? {
-        let token = Int64.random(in: 1...Int64.max)
-        let claimed: (Row, Row, Choice)? = try immediate { db in
+    private func claimBatch<Choice>(
+        leaseMs: Int64, limit: Int, choosing choose: ClaimChoice<Choice>
+    ) throws -> [Result<(job: ClaimedJob, choice: Choice), UnreadableJob>] {
+        // Tokens come from the system's generator, distinct within the batch: one per lease.
+        var tokens: [Int64] = []
+        while tokens.count < limit {
+            let token = Int64.random(in: 1...Int64.max)
+            if !tokens.contains(token) { tokens.append(token) }
+        }
+        let claimed: [(Row, Row, Choice)] = try immediate { db in
             let now = clock()
-            guard let (jobId, choice) = try choose(db, now) else { return nil }
-            guard let job = try Row.fetchOne(
-                db.cachedStatement(
-                    sql: """
-                        UPDATE jobs
-                        SET state = 'running', attempts = attempts + 1, lease_token = ?, lease_expires_at = ?, updated_at = ?
-                        WHERE id = ? AND state = 'queued'
-                        RETURNING id, report_id, attempts, lease_token, lease_expires_at
-                        """),
-                arguments: [token, now + leaseMs, now, jobId])
-            else { return nil }
-            let reportId: Int64 = job["report_id"]
-            guard let report = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT format, raw, raw_size, build_ids FROM reports WHERE id = ?"),
-                arguments: [reportId])
-            else { throw JobQueueError.reportNotFound(reportId) }
-            return (job, report, choice)
+            let chosen = Array(try choose(db, now, limit).prefix(limit))
+            guard !chosen.isEmpty else { return [] }
+            // One statement leases the whole batch, each row with its own token. RETURNING
+            // comes back in no promised order, so rows are matched to the chosen order by id.
+            let leased: [Row]
+            if chosen.count == 1 {
+                // One job (a remote worker asking for one, the last of the queue): the plain
+                // single-row statement, without the join.
+                leased = try Row.fetchAll(
+                    db.cachedStatement(sql: Self.leaseOneSQL), arguments: [tokens[0], now + leaseMs, now, chosen[0].jobId])
+            } else {
+                var arguments: StatementArguments = [now + leaseMs, now]
+                for (i, pick) in chosen.enumerated() { arguments += [pick.jobId, tokens[i]] }
+                leased = try Row.fetchAll(db.cachedStatement(sql: Self.leaseSQL[chosen.count]), arguments: arguments)
+            }
+            let byId = Dictionary(leased.map { (($0["id"] as Int64), $0) }, uniquingKeysWith: { first, _ in first })
+            return try chosen.compactMap { pick -> (Row, Row, Choice)? in
+                guard let job = byId[pick.jobId] else { return nil }
+                let reportId: Int64 = job["report_id"]
+                guard let report = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT format, raw, raw_size, build_ids FROM reports WHERE id = ?"),
+                    arguments: [reportId])
+                else { throw JobQueueError.reportNotFound(reportId) }
+                return (job, report, pick.choice)
+            }
         }
-        guard let (job, report, choice) = claimed else { return nil }
-        let raw: Data
-        do { raw = try inflateStored(reportId: job["report_id"], report) } catch {
-            return .failure(UnreadableJob(jobId: job["id"], token: job["lease_token"], error: error))
+        // Inflating happens after the write lock is released: it is the claim's own CPU.
+        return claimed.map { entry -> Result<(job: ClaimedJob, choice: Choice), UnreadableJob> in
+            let (job, report, choice) = entry
+            let raw: Data
+            do throws(JobQueueError) { raw = try inflateStored(reportId: job["report_id"], report) } catch {
+                return .failure(UnreadableJob(jobId: job["id"], token: job["lease_token"], error: error))
+            }
+            let claimedJob = ClaimedJob(
+                jobId: job["id"], reportId: job["report_id"], attempts: job["attempts"],
+                leaseToken: job["lease_token"], leaseExpiresAt: job["lease_expires_at"],
+                format: report["format"], raw: raw, buildIds: Self.buildIds(stored: report["build_ids"]))
+            return .success((claimedJob, choice))
         }
-        let claimedJob = ClaimedJob(
-            jobId: job["id"], reportId: job["report_id"], attempts: job["attempts"],
-            leaseToken: job["lease_token"], leaseExpiresAt: job["lease_expires_at"],
-            format: report["format"], raw: raw, buildIds: Self.buildIds(stored: report["build_ids"]))
-        return .success((claimedJob, choice))
     }
 
     /// `reports.build_ids` as a list: NULL (stored before v7) and '' both hold none.
@@ -229,41 +279,6 @@ public final class JobDatabase: Sendable {
                 arguments: [expires, clock(), jobId, token])
             guard db.changesCount == 1 else { throw JobQueueError.staleLease(jobId: jobId) }
             return expires
-        }
-    }
-
-    /// Stores the result and marks the job done in one transaction; a stale token changes
-    /// nothing and throws, so a job recovered from a slow worker can never complete twice.
-    public func complete(jobId: Int64, token: Int64, result: JobResult) throws {
-        // Cached statements here and in `GroupLedger`'s per-result path: compiling them again
-        // for every job was about half of a completion's CPU.
-        try immediate { db in
-            let now = clock()
-            guard let reportId = try Int64.fetchOne(
-                db.cachedStatement(sql: """
-                    UPDATE jobs SET state = 'done', lease_token = NULL, lease_expires_at = NULL,
-                        last_error = NULL, updated_at = ?
-                    WHERE id = ? AND lease_token = ? AND state = 'running'
-                    RETURNING report_id
-                    """),
-                arguments: [now, jobId, token])
-            else { throw JobQueueError.staleLease(jobId: jobId) }
-            let previous = try String.fetchOne(
-                db.cachedStatement(sql: "SELECT fingerprint FROM results WHERE report_id = ?"), arguments: [reportId])
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO results (report_id, symbolicated, symbolicated_size, status, fingerprint, completed_at)
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (report_id) DO UPDATE SET
-                        symbolicated = excluded.symbolicated, symbolicated_size = excluded.symbolicated_size,
-                        status = excluded.status, fingerprint = excluded.fingerprint,
-                        completed_at = excluded.completed_at
-                    """
-            ).execute(
-                arguments: [reportId, result.compressedJSON, result.jsonSize, result.status.rawValue,
-                            result.group?.fingerprint, now])
-            try GroupLedger.move(db, reportId: reportId, from: previous, to: result.group)
-            try GroupLedger.recordMissing(db, reportId: reportId, images: result.missingImages)
         }
     }
 

@@ -13,6 +13,9 @@
 /// - `heartbeat`, `complete`, `fail` and `release` match on the job id *and* its current lease
 ///   token (the fencing token) and throw `JobQueueError.staleLease` when it is no longer
 ///   current, having changed nothing.
+/// - A claim of several jobs leases each as above (its own token), in claim order, in one
+///   transaction; completions of several jobs commit in one transaction, each checked against
+///   its own token, so a stale one is refused alone.
 /// - `complete` stores the result, marks the job `done` and moves the report between groups
 ///   (the group ledger: counts exact at every commit) and rewrites its missing debug files,
 ///   all in one transaction.
@@ -25,20 +28,24 @@ public protocol JobLeasing: Sendable {
     /// Current time on the store's clock, in milliseconds since the Unix epoch.
     func now() -> Int64
 
-    /// Claims the best runnable job; nil when nothing is runnable now.
-    func claim(leaseMs: Int64) throws -> ClaimedJob?
+    /// Claims up to `limit` of the best runnable jobs in claim order, each with its own lease
+    /// token, in one statement; empty when nothing is runnable now.
+    func claim(leaseMs: Int64, limit: Int) throws -> [ClaimedJob]
 
-    /// Claims the runnable job that best suits a worker holding `affinity.holds` (symbol
-    /// affinity, remote workers); nil when nothing suits now.
-    func claim(leaseMs: Int64, affinity: AffinityPreference) throws -> (job: ClaimedJob, match: AffinityMatch)?
+    /// Claims up to `limit` runnable jobs that best suit a worker holding `affinity.holds`
+    /// (symbol affinity, remote workers), in the order single claims would take them; empty
+    /// when nothing suits now.
+    func claim(leaseMs: Int64, affinity: AffinityPreference, limit: Int) throws -> [(job: ClaimedJob, match: AffinityMatch)]
 
     /// Extends a running job's lease; returns the new expiry. Throws `staleLease` when the token
     /// is no longer current.
     @discardableResult
     func heartbeat(jobId: Int64, token: Int64, leaseMs: Int64) throws -> Int64
 
-    /// Stores the result, marks the job done and files the report in its group, in one transaction.
-    func complete(jobId: Int64, token: Int64, result: JobResult) throws
+    /// Stores several completions in one transaction, each fenced by its own token: a stale one
+    /// writes nothing and is answered `.stale` while the others commit. Each stored one marks
+    /// its job done, stores its result and files its report in its group in that transaction.
+    func complete(_ batch: [Completion]) throws -> [CompletionOutcome]
 
     /// Records a failed attempt: a retry after backoff, or quarantine as `failed`.
     func fail(jobId: Int64, token: Int64, failure: JobFailure, policy: RetryPolicy) throws -> FailOutcome
@@ -56,6 +63,27 @@ public protocol JobLeasing: Sendable {
 
     /// Jobs still queued or running (`master --once` stops at zero).
     func unfinishedCount() throws -> Int
+}
+
+extension JobLeasing {
+    /// Claims the best runnable job; nil when nothing is runnable now.
+    public func claim(leaseMs: Int64) throws -> ClaimedJob? {
+        try claim(leaseMs: leaseMs, limit: 1).first
+    }
+
+    /// Claims the runnable job that best suits a worker holding `affinity.holds`; nil when
+    /// nothing suits now.
+    public func claim(leaseMs: Int64, affinity: AffinityPreference) throws -> (job: ClaimedJob, match: AffinityMatch)? {
+        try claim(leaseMs: leaseMs, affinity: affinity, limit: 1).first
+    }
+
+    /// Stores one completion in a transaction of its own; throws `staleLease` when the token is
+    /// no longer current, having changed nothing.
+    public func complete(jobId: Int64, token: Int64, result: JobResult) throws {
+        if try complete([Completion(jobId: jobId, token: token, result: result)]) == [.stale] {
+            throw JobQueueError.staleLease(jobId: jobId)
+        }
+    }
 }
 
 /// The remote-worker rows the master writes for `stackline workers`: not a lease call, so a

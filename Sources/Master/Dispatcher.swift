@@ -19,12 +19,16 @@ public final class Dispatcher: @unchecked Sendable {
     public let census = WorkerCensus()
     /// Workers on other machines (`stackline serve` only); their rows are flushed from this loop.
     private let remote: RemoteWorkerPool?
+    /// The one completion writer of this master: local slots and remote workers share its
+    /// transactions (the remote pool's, when there is one).
+    private let completions: CompletionCommitter
 
     public init(db: JobDatabase, config: MasterConfiguration, logger: Logger, remote: RemoteWorkerPool? = nil) {
         self.db = db
         self.config = config
         self.logger = logger
         self.remote = remote
+        completions = remote?.completions ?? CompletionCommitter(store: db)
     }
 
     /// Runs until stopped (or, with `once`, until the queue is drained). Throws the first
@@ -46,7 +50,7 @@ public final class Dispatcher: @unchecked Sendable {
         let errors = ErrorBox()
         let group = DispatchGroup()
         for i in 0..<config.workers {
-            let slot = WorkerSlot(index: i, db: db, config: config, stop: stop, census: census, logger: logger)
+            let slot = WorkerSlot(index: i, db: db, completions: completions, config: config, stop: stop, census: census, logger: logger)
             group.enter()
             let thread = Thread { [stop, logger] in
                 defer { group.leave() }

@@ -38,48 +38,93 @@ enum RecordedOutcome: Sendable, Equatable {
     case stale
 }
 
+/// An outcome being recorded: a completion waiting for its batch to commit, or an outcome
+/// already written. `wait()` gives it; a slot collects it while its worker runs the next job.
+struct PendingOutcome: Sendable {
+    private let ticket: Ticket<RecordedOutcome>?
+    private let recorded: RecordedOutcome?
+
+    init(committing ticket: Ticket<RecordedOutcome>) {
+        self.ticket = ticket
+        recorded = nil
+    }
+
+    init(recorded: RecordedOutcome) {
+        ticket = nil
+        self.recorded = recorded
+    }
+
+    /// The outcome; throws what kept the completion from being written (a database error).
+    func wait() throws -> RecordedOutcome {
+        if let recorded { return recorded }
+        guard let ticket else { return .stale }
+        return try ticket.wait()
+    }
+
+    /// Whether `wait()` would return at once.
+    var isAnswered: Bool { ticket?.isAnswered ?? true }
+}
+
 /// The one place a worker's reply becomes a database outcome, for local slots and remote
 /// workers alike: the same checks, the same retry rules, the same log lines and metrics.
+/// Results go through the master's one `CompletionCommitter`, so completions from every slot
+/// and remote worker share transactions; failures are rare and are written at once.
 struct JobOutcomes: Sendable {
     let db: any JobLeasing
+    let completions: CompletionCommitter
     let retry: RetryPolicy
 
-    /// Records `reply` (already decoded and matched to the job) for `job`.
+    /// Records `reply` (already decoded and matched to the job) for `job` and waits for it.
     func record(_ reply: JobReply, for job: LeasedJob, started: DispatchTime?, _ log: Logger) throws -> RecordedOutcome {
+        try begin(reply, for: job, started: started, log).wait()
+    }
+
+    /// Starts recording `reply` for `job`: a result is queued for the next completion batch
+    /// (its "job done" line and metrics follow its commit); anything else is written now.
+    func begin(_ reply: JobReply, for job: LeasedJob, started: DispatchTime?, _ log: Logger) throws -> PendingOutcome {
         switch reply.kind {
         case .result:
             guard let stored = reply.result, stored.isIntact else {
-                return try fail(job, .retryable(
-                    reply.result == nil ? "worker reply has no report" : "worker reply's report does not inflate to its stated size"), log)
+                return PendingOutcome(recorded: try fail(job, .retryable(
+                    reply.result == nil ? "worker reply has no report" : "worker reply's report does not inflate to its stated size"), log))
             }
             let result = JobResult(
                 compressedJSON: stored.compressed, jsonSize: stored.size, status: stored.status, group: reply.group,
                 missingImages: stored.missing.map { MissingImage(buildId: $0.buildId, name: $0.name) })
-            do {
-                try db.complete(jobId: job.jobId, token: job.leaseToken, result: result)
-            } catch JobQueueError.staleLease {
-                log.warning("lease lost before completion; result discarded")
-                return .stale
-            }
             let counts = stored.counts
-            let nanoseconds = started.map { DispatchTime.now().uptimeNanoseconds - $0.uptimeNanoseconds }
-            JobMetrics.done(nanoseconds: nanoseconds, symbolicated: counts.symbolicated, missing: counts.missing)
-            var metadata: Logger.Metadata = [
-                "frames": "\(counts.frames)", "symbolicated": "\(counts.symbolicated)", "missing": "\(counts.missing)",
-            ]
-            if let format = job.format { metadata["format"] = "\(format)" }
-            if let attempts = job.attempts { metadata["attempt"] = "\(attempts)" }
-            if let nanoseconds { metadata["ms"] = "\(nanoseconds / 1_000_000)" }
-            log.info("job done", metadata: metadata)
-            return .stored
+            let (format, attempts) = (job.format, job.attempts)
+            let recorded = Ticket<RecordedOutcome>()
+            _ = completions.enqueue(Completion(jobId: job.jobId, token: job.leaseToken, result: result)) { committed in
+                switch committed {
+                case .failure(let error):
+                    recorded.fulfil(.failure(error))
+                case .success(.stale):
+                    log.warning("lease lost before completion; result discarded")
+                    recorded.fulfil(.success(.stale))
+                case .success(.stored):
+                    let nanoseconds = started.map { DispatchTime.now().uptimeNanoseconds - $0.uptimeNanoseconds }
+                    JobMetrics.done(nanoseconds: nanoseconds, symbolicated: counts.symbolicated, missing: counts.missing)
+                    var metadata: Logger.Metadata = [
+                        "frames": "\(counts.frames)", "symbolicated": "\(counts.symbolicated)", "missing": "\(counts.missing)",
+                    ]
+                    if let format { metadata["format"] = "\(format)" }
+                    if let attempts { metadata["attempt"] = "\(attempts)" }
+                    if let nanoseconds { metadata["ms"] = "\(nanoseconds / 1_000_000)" }
+                    // Logged on the committer's thread the moment the result is durable, so a
+                    // master killed right after still has a line for every stored result.
+                    log.info("job done", metadata: metadata)
+                    recorded.fulfil(.success(.stored))
+                }
+            }
+            return PendingOutcome(committing: recorded)
         case .inputError:
-            return try fail(job, .permanent("input error: \(reply.message ?? "unparseable report")"), log)
+            return PendingOutcome(recorded: try fail(job, .permanent("input error: \(reply.message ?? "unparseable report")"), log))
         case .internalError:
-            return try fail(job, .retryable("worker error: \(reply.message ?? "unknown")"), log)
+            return PendingOutcome(recorded: try fail(job, .retryable("worker error: \(reply.message ?? "unknown")"), log))
         case .permanentError:
-            return try fail(job, .permanent(reply.message ?? "worker error that cannot be retried"), log)
+            return PendingOutcome(recorded: try fail(job, .permanent(reply.message ?? "worker error that cannot be retried"), log))
         case .workerLost:
-            return try fail(job, .retryable(reply.message ?? "worker lost"), log)
+            return PendingOutcome(recorded: try fail(job, .retryable(reply.message ?? "worker lost"), log))
         }
     }
 

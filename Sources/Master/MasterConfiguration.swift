@@ -24,6 +24,17 @@ public struct MasterConfiguration: Sendable {
     /// Whether the dispatcher installs its own SIGTERM/SIGINT handlers (`stackline master`);
     /// `stackline serve` leaves signals to swift-service-lifecycle and calls `Dispatcher.stop()`.
     public var handlesSignals: Bool
+    /// Jobs a local slot leases per claim (one statement): the one its worker runs next and
+    /// those waiting behind it. Bounded by `JobDatabase.maxClaimBatch`.
+    public var prefetch: Int = MasterConfiguration.defaultPrefetch
+    /// Four: a claim's fixed cost (transaction, statement) is shared four ways, while a slot
+    /// holds at most four jobs that another slot could be running (they are handed back after a
+    /// second behind a slow job).
+    public static let defaultPrefetch = 4
+    /// How long a slot's running job may take before the jobs waiting behind it are handed back
+    /// for other slots: a short job keeps its successors, a slow one (debug files to index, a
+    /// hang) does not make them wait. The remote workers' slot feeder uses the same second.
+    public var handBackSeconds: Double = 1
     /// Nice value given to each worker process (0: the master's own). `stackline serve` lowers
     /// its workers so request handling keeps the CPU under load and the queue takes the backlog.
     public var workerNiceness: Int32 = 0

@@ -12,6 +12,8 @@ public import WorkerProtocol
 /// queue calls and `JobOutcomes` as the local slots, so a remote lease follows the local rules.
 public final class RemoteWorkerPool: @unchecked Sendable {
     private let db: any JobLeasing & WorkerRoster
+    /// The master's completion writer, shared with its local slots (the `Dispatcher`).
+    let completions: CompletionCommitter
     private let config: MasterConfiguration
     private let logger: Logger
     /// How long a job whose debug files another connected worker holds waits for that worker.
@@ -42,11 +44,14 @@ public final class RemoteWorkerPool: @unchecked Sendable {
     private let groupingRules: String?
 
     /// `groupingRulesPath`: the rules file the master's workers use (already validated), if any.
+    /// `completions`: the master's completion writer (a new one when nil); the `Dispatcher`
+    /// given this pool uses the same one, so local and remote completions share transactions.
     public init(
         db: any JobLeasing & WorkerRoster, config: MasterConfiguration, affinityWaitSeconds: Double, groupingRulesPath: String? = nil,
-        logger: Logger
+        completions: CompletionCommitter? = nil, logger: Logger
     ) {
         self.db = db
+        self.completions = completions ?? CompletionCommitter(store: db)
         self.config = config
         self.affinityWaitSeconds = affinityWaitSeconds
         self.logger = logger
@@ -148,8 +153,8 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         lock.unlock()
         var leased: [(JobLease, Data)] = []
         guard limit > 0, try db.hasRunnableJob() else { return leased }
-        for _ in 0..<limit {
-            guard let (job, match) = try db.claim(leaseMs: leaseMs, affinity: preference) else { break }
+        // One claim statement leases the whole batch (one read of the affinity window for all).
+        for (job, match) in try db.claim(leaseMs: leaseMs, affinity: preference, limit: limit) {
             RemoteMetrics.claims(match).increment()
             lock.withLock {
                 inflight[job.jobId] = InFlight(
@@ -234,15 +239,50 @@ public final class RemoteWorkerPool: @unchecked Sendable {
     /// Records a result that came with a claim: its header, and its reply frame as the slot
     /// process wrote it (decoded here, as a local slot's reply is).
     public func complete(workerId: String, _ header: ResultHeader, replyFrame: Data) throws -> ResultAnswer.Outcome? {
+        try begin(workerId: workerId, try Self.remoteResult(header, replyFrame))()
+    }
+
+    /// Records the results that came with one claim, each answered on its own (a refused one
+    /// does not stop the others). All are queued for the master's completion writer before any
+    /// is waited for, so they commit together (and with other workers' and slots').
+    public func complete(
+        workerId: String, results: [(header: ResultHeader, replyFrame: Data)]
+    ) throws -> [Result<ResultAnswer.Outcome?, Refusal>] {
+        var pending: [Result<() throws -> ResultAnswer.Outcome?, Refusal>] = []
+        for (header, frame) in results {
+            do {
+                pending.append(.success(try begin(workerId: workerId, try Self.remoteResult(header, frame))))
+            } catch let refusal as Refusal {
+                pending.append(.failure(refusal))
+            }
+        }
+        var answers: [Result<ResultAnswer.Outcome?, Refusal>] = []
+        for started in pending {
+            switch started {
+            case .success(let collect):
+                answers.append(.success(try collect()))
+            case .failure(let refusal):
+                answers.append(.failure(refusal))
+            }
+        }
+        return answers
+    }
+
+    private static func remoteResult(_ header: ResultHeader, _ replyFrame: Data) throws(Refusal) -> RemoteResult {
         guard let reply = try? JSONDecoder().decode(JobReply.self, from: replyFrame) else {
             throw Refusal.invalid("the reply frame for job \(header.lease.jobId) is not a JobReply")
         }
-        return try complete(workerId: workerId, RemoteResult(lease: header.lease, reportId: header.reportId, reply: reply))
+        return RemoteResult(lease: header.lease, reportId: header.reportId, reply: reply)
     }
 
     /// Records a remote worker's result through the same rules as a local slot's. Accepted from
     /// a worker the master does not know (it restarted): the fencing token decides.
     public func complete(workerId: String, _ result: RemoteResult) throws -> ResultAnswer.Outcome? {
+        try begin(workerId: workerId, result)()
+    }
+
+    /// Starts recording `result`; the returned closure waits for its commit and answers.
+    private func begin(workerId: String, _ result: RemoteResult) throws -> () throws -> ResultAnswer.Outcome? {
         let name = lock.withLock { workers[workerId]?.row.name }
         var log = logger
         log[metadataKey: "worker"] = "\(name ?? workerId)"
@@ -251,24 +291,27 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         guard result.reply.jobId == result.lease.jobId else {
             throw Refusal.invalid("reply is for job \(result.reply.jobId), the lease for job \(result.lease.jobId)")
         }
-        let outcome = try outcomes.record(
+        let pending = try outcomes.begin(
             result.reply, for: LeasedJob(jobId: result.lease.jobId, leaseToken: result.lease.leaseToken, reportId: result.reportId),
             started: nil, log)
-        forget(result.lease)
-        switch outcome {
-        case .stored:
-            RemoteMetrics.results(.stored).increment()
-            lock.withLock {
-                workers[workerId]?.row.jobsDone += 1
-                dirty = true
+        return { [self] in
+            let outcome = try pending.wait()
+            forget(result.lease)
+            switch outcome {
+            case .stored:
+                RemoteMetrics.results(.stored).increment()
+                lock.withLock {
+                    workers[workerId]?.row.jobsDone += 1
+                    dirty = true
+                }
+                return .stored
+            case .failureRecorded:
+                RemoteMetrics.results(.failureRecorded).increment()
+                return .failureRecorded
+            case .stale:
+                RemoteMetrics.staleResults.increment()
+                return nil
             }
-            return .stored
-        case .failureRecorded:
-            RemoteMetrics.results(.failureRecorded).increment()
-            return .failureRecorded
-        case .stale:
-            RemoteMetrics.staleResults.increment()
-            return nil
         }
     }
 
@@ -305,7 +348,7 @@ public final class RemoteWorkerPool: @unchecked Sendable {
 
     // MARK: Internals
 
-    private var outcomes: JobOutcomes { JobOutcomes(db: db, retry: config.retry) }
+    private var outcomes: JobOutcomes { JobOutcomes(db: db, completions: completions, retry: config.retry) }
 
     private func forget(_ lease: LeaseRef) {
         lock.withLock {

@@ -10,11 +10,26 @@ internal import ReportFormats
 internal import ReportModel
 internal import WorkerProtocol
 
-/// One worker process and the thread that owns it: claims a job, hands it over, waits for the
-/// reply while renewing the lease, and writes the outcome. Only this thread touches its worker.
+/// One worker process and the thread that owns it: claims jobs, hands them over one at a time,
+/// waits for each reply while renewing the lease, and records the outcome. Only this thread
+/// touches its worker.
+///
+/// Batching (ARCHITECTURE.md, "Claims and completions in batches"):
+/// - Claims: the slot leases up to `config.prefetch` jobs per claim statement, each with its own
+///   token, and refills while its worker runs the last of them, so the worker never waits for a
+///   claim. Waiting jobs are covered by the slot's heartbeats like the running one, renewed before
+///   they start if half their lease is gone, and handed back (`release`, the attempt not counted)
+///   when the running job takes longer than `config.handBackSeconds` or the master stops: they
+///   are then claimable at once by another slot or master, rather than after their lease
+///   expires. Only a master killed outright leaves them to lease expiry (which counts the attempt).
+/// - Completions: a result goes to the master's `CompletionCommitter` and commits in a batch with
+///   the other slots' and remote workers'; the slot hands its worker the next job meanwhile and
+///   collects the outcome before recording another, so at most one completion per slot is in
+///   flight.
 final class WorkerSlot: @unchecked Sendable {
     let index: Int
     private let db: any JobLeasing
+    private let completions: CompletionCommitter
     private let config: MasterConfiguration
     private let stop: StopFlag
     private var logger: Logger
@@ -30,11 +45,19 @@ final class WorkerSlot: @unchecked Sendable {
         }
     }
     private var lastSpawn = Date.distantPast
-    private var outcomes: JobOutcomes { JobOutcomes(db: db, retry: config.retry) }
+    private var outcomes: JobOutcomes { JobOutcomes(db: db, completions: completions, retry: config.retry) }
+    /// Leased and not yet handed to the worker, in claim order.
+    private var prefetched: [ClaimedJob] = []
+    /// The last result handed to the committer, collected before the next outcome is recorded.
+    private var committing: PendingOutcome?
 
-    init(index: Int, db: any JobLeasing, config: MasterConfiguration, stop: StopFlag, census: WorkerCensus, logger: Logger) {
+    init(
+        index: Int, db: any JobLeasing, completions: CompletionCommitter, config: MasterConfiguration, stop: StopFlag,
+        census: WorkerCensus, logger: Logger
+    ) {
         self.index = index
         self.db = db
+        self.completions = completions
         self.config = config
         self.stop = stop
         self.census = census
@@ -47,14 +70,60 @@ final class WorkerSlot: @unchecked Sendable {
     /// The slot's loop; returns when stopped, or in `--once` mode when no work is left.
     func run() throws {
         defer { shutdownWorker() }
+        // Stopping (or a slot error) must not leave jobs that never started to lease expiry.
+        defer { handBackPrefetched("slot stopping") }
         while !stop.isSet {
             try ensureWorker()
-            if let job = try db.claim(leaseMs: leaseMs) {
-                try handle(job)
+            if prefetched.isEmpty { prefetched = try db.claim(leaseMs: leaseMs, limit: config.prefetch) }
+            if !prefetched.isEmpty {
+                try handle(prefetched.removeFirst())
                 continue
             }
+            // Our own last completion counts as unfinished until it commits.
+            try settle()
             if config.once, try db.unfinishedCount() == 0 { return }
             Thread.sleep(forTimeInterval: config.idlePollSeconds)
+        }
+        try settle()
+    }
+
+    /// Collects the last completion's outcome; a database error that kept it from being written
+    /// stops the slot, as it did when the slot wrote completions itself.
+    private func settle() throws {
+        guard let pending = committing else { return }
+        committing = nil
+        _ = try pending.wait()
+    }
+
+    /// Gives the leases of jobs that never reached the worker back, without counting an attempt.
+    private func handBackPrefetched(_ why: String) {
+        for job in prefetched {
+            do {
+                try db.release(jobId: job.jobId, token: job.leaseToken)
+                logger.debug("job handed back unstarted", metadata: ["job": "\(job.jobId)", "why": "\(why)"])
+            } catch {
+                // Stale (recovered meanwhile) or a database error: the lease expires on its own.
+                logger.debug("job not handed back", metadata: ["job": "\(job.jobId)", "error": "\(error)"])
+            }
+        }
+        prefetched.removeAll()
+    }
+
+    /// Renews the leases of the jobs waiting behind the running one; a job whose lease is no
+    /// longer ours is dropped (someone else runs it).
+    private func renewPrefetched() {
+        prefetched = prefetched.compactMap { job in
+            var job = job
+            do {
+                job.leaseExpiresAt = try db.heartbeat(jobId: job.jobId, token: job.leaseToken, leaseMs: leaseMs)
+                return job
+            } catch JobQueueError.staleLease {
+                logger.warning("lease of a waiting job lost; dropped", metadata: ["job": "\(job.jobId)"])
+                return nil
+            } catch {
+                logger.warning("heartbeat failed", metadata: ["job": "\(job.jobId)", "error": "\(error)"])
+                return job
+            }
         }
     }
 
@@ -96,11 +165,29 @@ final class WorkerSlot: @unchecked Sendable {
     // MARK: One job
 
     private func handle(_ job: ClaimedJob) throws {
-        let started = DispatchTime.now()
         var log = logger
         log[metadataKey: "report"] = "\(job.reportId)"
         log[metadataKey: "job"] = "\(job.jobId)"
-        guard let worker else { return }
+        guard let worker else {
+            // Not started: it waits for the next worker process, still leased and renewed.
+            prefetched.insert(job, at: 0)
+            return
+        }
+        // A job that waited (behind a slow one, or for a worker restart) starts with at least
+        // half a lease, so its lease counts from here rather than from the claim.
+        if job.leaseExpiresAt - db.now() < leaseMs / 2 {
+            do {
+                _ = try db.heartbeat(jobId: job.jobId, token: job.leaseToken, leaseMs: leaseMs)
+            } catch JobQueueError.staleLease {
+                log.warning("lease of a waiting job lost before it started; skipped")
+                return
+            } catch {
+                // As for a running job's heartbeat: at worst the lease expires, and the fencing
+                // token refuses the late completion.
+                log.warning("heartbeat failed", metadata: ["error": "\(error)"])
+            }
+        }
+        let started = DispatchTime.now()
         log.debug("job started", metadata: ["attempt": "\(job.attempts)", "worker": "\(worker.pid)"])
 
         let request = JobRequest(
@@ -122,8 +209,15 @@ final class WorkerSlot: @unchecked Sendable {
             try workerDied(job, log)
             return
         }
+        // The worker has its job: collect the previous completion (committing meanwhile), and
+        // when nothing waits behind this job, claim the next ones while the worker runs it.
+        try settle()
+        if prefetched.isEmpty, !stop.isSet {
+            prefetched = try db.claim(leaseMs: leaseMs, limit: config.prefetch)
+        }
 
-        let jobDeadline = Date().addingTimeInterval(config.jobTimeout)
+        let startedAt = Date()
+        let jobDeadline = startedAt.addingTimeInterval(config.jobTimeout)
         let heartbeatInterval = max(0.1, config.leaseSeconds / 3)
         var nextHeartbeat = Date().addingTimeInterval(heartbeatInterval)
         while true {
@@ -151,6 +245,9 @@ final class WorkerSlot: @unchecked Sendable {
                 return
             }
             let now = Date()
+            if !prefetched.isEmpty, stop.isSet || now.timeIntervalSince(startedAt) >= config.handBackSeconds {
+                handBackPrefetched(stop.isSet ? "master stopping" : "running job is slow")
+            }
             if now >= jobDeadline {
                 _ = killWorker()
                 log.warning("job timed out; worker killed")
@@ -169,6 +266,7 @@ final class WorkerSlot: @unchecked Sendable {
             }
             guard now >= nextHeartbeat else { continue }
             nextHeartbeat = now.addingTimeInterval(heartbeatInterval)
+            renewPrefetched()
             do {
                 try db.heartbeat(jobId: job.jobId, token: job.leaseToken, leaseMs: leaseMs)
             } catch JobQueueError.staleLease {
@@ -199,7 +297,8 @@ final class WorkerSlot: @unchecked Sendable {
             try fail(job, .retryable("worker sent a malformed reply"), log)
             return
         }
-        _ = try outcomes.record(reply, for: LeasedJob(job), started: started, log)
+        // Not waited for here: the slot hands its worker the next job while this one commits.
+        committing = try outcomes.begin(reply, for: LeasedJob(job), started: started, log)
     }
 
     private func fail(_ job: ClaimedJob, _ failure: JobFailure, _ log: Logger) throws {

@@ -94,6 +94,8 @@ public struct StacklineServer: Sendable {
         masterConfig.handlesSignals = false
         masterConfig.once = false
         let masterLogger = Logger(label: "stackline.master")
+        // The pool's completion writer is the dispatcher's too: local and remote completions
+        // share transactions.
         let remote = RemoteWorkerPool(
             db: db, config: masterConfig, affinityWaitSeconds: configuration.affinityWaitSeconds,
             // `--grouping-rules` reaches local workers through this variable (MasterOptions).

@@ -27,6 +27,13 @@ struct MasterOptions: ParsableArguments {
     @Option(help: "Seconds in-flight jobs get after SIGTERM/SIGINT before their leases are released.")
     var drain: Double = 20
 
+    @Option(help: "Jobs each local worker slot leases per claim: the next job and up to N-1 waiting behind it (1 to 16).")
+    var prefetch: Int = MasterConfiguration.defaultPrefetch
+
+    // Tests hold prefetched jobs behind a hung one; not an operator's setting.
+    @Option(help: .hidden)
+    var handBackAfter: Double = 1
+
     @Option(help: "Grouping rules file for the workers (default: $STACKLINE_GROUPING_RULES or the built-in rules).")
     var groupingRules: String?
 
@@ -42,11 +49,14 @@ struct MasterOptions: ParsableArguments {
     /// Checks shared by both commands (`--workers` bounds are each command's own).
     func validate() throws {
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
-        guard jobTimeout > 0, lease > 0, retryDelay >= 0, drain >= 0 else {
+        guard jobTimeout > 0, lease > 0, retryDelay >= 0, drain >= 0, handBackAfter >= 0 else {
             throw ValidationError("--job-timeout and --lease must be positive; --retry-delay and --drain not negative")
         }
         if let retain, retain.duration == nil {
             throw ValidationError("--retain takes a duration such as 90d, not a date")
+        }
+        guard (1...JobDatabase.maxClaimBatch).contains(prefetch) else {
+            throw ValidationError("--prefetch must be between 1 and \(JobDatabase.maxClaimBatch)")
         }
         guard retainInterval > 0 else { throw ValidationError("--retain-interval must be positive") }
         // Workers inherit the limit: a bad value must stop the master, not every worker.
@@ -63,12 +73,14 @@ struct MasterOptions: ParsableArguments {
             }
             setenv(GroupingRules.environmentKey, groupingRules, 1)
         }
-        let config = MasterConfiguration(
+        var config = MasterConfiguration(
             workers: workers ?? ProcessInfo.processInfo.activeProcessorCount, once: once, jobTimeout: jobTimeout,
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelayMs: Int64(retryDelay * 1000)),
             leaseSeconds: lease, drainSeconds: drain,
             workerExecutable: MasterConfiguration.locateWorker(), workerArguments: ["--symbols", store.store.root],
             retainMs: retain?.duration, retentionIntervalSeconds: retainInterval)
+        config.prefetch = prefetch
+        config.handBackSeconds = handBackAfter
         guard FileManager.default.isExecutableFile(atPath: config.workerExecutable) else {
             throw fail("stackline \(command): no worker executable at \(config.workerExecutable) (set STACKLINE_WORKER)")
         }

@@ -19,12 +19,13 @@ struct QueueBenchCommand: ParsableCommand {
             more in transactions of 64; then N claims, each followed by a completion carrying a \
             few-KB compressed result and a group key (so the group ledger runs as it does for a \
             real result); then N affinity claims (two remote workers, each holding 1,000 build ids \
-            of its own, taking turns), each followed by a completion. Prints operations/s and µs \
-            per operation for each phase. Reports are never parsed; results are made up front.
+            of its own, taking turns), each followed by a completion; then both again in batches \
+            (4 and 8 jobs per claim statement, their completions in one transaction). Prints \
+            operations/s and µs per operation for each phase. Reports are never parsed; results are made up front.
             """,
         shouldDisplay: false)
 
-    @Option(help: "Reports per phase (the database ends with twice as many).")
+    @Option(help: "Reports per phase (the database ends with four times as many).")
     var reports: Int = 10_000
 
     @Option(help: "The database to create (must not exist); kept afterwards. Default: a new temporary directory, removed afterwards.")
@@ -81,6 +82,9 @@ private struct QueueStoreBench {
     private static let appIdCount = 4_000
     private static let groupCount = 500
     private static let versions = ["1.0", "1.1", "1.2", "2.0", "2.1"]
+    /// Jobs per batched claim: a local slot's default prefetch, and a remote claim's usual size.
+    private static let localBatch = 4
+    private static let remoteBatch = 8
     /// Lease of every claim: long enough that nothing expires during the run.
     private static let leaseMs: Int64 = 600_000
 
@@ -174,9 +178,66 @@ private struct QueueStoreBench {
         outcome.phases.append(Phase(name: "  of which claim", operations: reports, elapsed: claimTime))
         outcome.phases.append(Phase(name: "  of which complete", operations: reports, elapsed: completeTime))
 
+        // (c) and (d): the same two claims in batches, as the master now makes them: a local
+        // slot leases `localBatch` jobs per claim statement, a remote claim up to `remoteBatch`,
+        // and their completions commit together, one transaction per batch (as the master's
+        // completion writer groups them under load). Their reports are stored untimed.
+        let extra = (2 * reports..<(4 * reports)).map { StorableReport(makeReport($0)) }
+        for start in stride(from: 0, to: extra.count, by: 64) {
+            _ = try store.submit(Array(extra[start..<min(start + 64, extra.count)]))
+        }
+        claimTime = Elapsed()
+        completeTime = Elapsed()
+        t = Stopwatch()
+        done = 0
+        while done < reports {
+            let c0 = Instant()
+            let jobs = try store.claim(leaseMs: Self.leaseMs, limit: min(Self.localBatch, reports - done))
+            let c1 = Instant()
+            guard !jobs.isEmpty else { throw ValidationError("the queue ran dry after \(done) of \(reports) batched claims") }
+            let outcomes = try store.complete(jobs.map {
+                Completion(jobId: $0.jobId, token: $0.leaseToken, result: result(for: $0, results, groups))
+            })
+            guard outcomes.allSatisfy({ $0 == .stored }) else { throw ValidationError("a batched completion was refused") }
+            completeTime.add(from: c1, to: Instant())
+            claimTime.add(from: c0, to: c1)
+            done += jobs.count
+        }
+        outcome.phases.append(t.phase("claim + complete, \(Self.localBatch) per claim and per commit", operations: reports))
+        outcome.phases.append(Phase(name: "  of which claim", operations: reports, elapsed: claimTime))
+        outcome.phases.append(Phase(name: "  of which complete", operations: reports, elapsed: completeTime))
+
+        claimTime = Elapsed()
+        completeTime = Elapsed()
+        t = Stopwatch()
+        done = 0
+        var empty = 0
+        while done < reports {
+            let c0 = Instant()
+            let claimed = try store.claim(
+                leaseMs: Self.leaseMs, affinity: preferences[turn % 2], limit: min(Self.remoteBatch, reports - done))
+            turn += 1
+            let c1 = Instant()
+            claimTime.add(from: c0, to: c1)
+            guard !claimed.isEmpty else {
+                empty += 1
+                if empty > reports { throw ValidationError("batched affinity claims found nothing to take") }
+                continue
+            }
+            let outcomes = try store.complete(claimed.map {
+                Completion(jobId: $0.job.jobId, token: $0.job.leaseToken, result: result(for: $0.job, results, groups))
+            })
+            guard outcomes.allSatisfy({ $0 == .stored }) else { throw ValidationError("a batched completion was refused") }
+            completeTime.add(from: c1, to: Instant())
+            done += claimed.count
+        }
+        outcome.phases.append(t.phase("affinity claim + complete, \(Self.remoteBatch) per claim and per commit", operations: reports))
+        outcome.phases.append(Phase(name: "  of which claim", operations: reports, elapsed: claimTime))
+        outcome.phases.append(Phase(name: "  of which complete", operations: reports, elapsed: completeTime))
+
         let counts = try store.stateCounts()
-        guard counts[.done] == 2 * reports, try store.unfinishedCount() == 0 else {
-            throw ValidationError("expected \(2 * reports) jobs done, found \(counts)")
+        guard counts[.done] == 4 * reports, try store.unfinishedCount() == 0 else {
+            throw ValidationError("expected \(4 * reports) jobs done, found \(counts)")
         }
         return outcome
     }

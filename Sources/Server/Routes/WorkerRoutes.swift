@@ -48,15 +48,18 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         let wait = min(max(claim.waitSeconds, 0), RemoteProtocol.maxClaimWaitSeconds)
         // Results first: they are the previous jobs of the slot that now asks for its next.
         let results = Array(zip(claim.results, frames.dropFirst()))
+        // Recorded together: the results share the master's next completion transaction.
         let delivered: [ClaimAnswer.Delivered] = try await Offload.run {
-            try results.map { header, frame in
-                do {
-                    let outcome = try pool.complete(workerId: id, header, replyFrame: frame)
+            let recorded = try pool.complete(workerId: id, results: results.map { (header: $0.0, replyFrame: $0.1) })
+            return zip(results, recorded).map { (result, recorded) -> ClaimAnswer.Delivered in
+                let jobId = result.0.lease.jobId
+                switch recorded {
+                case .success(let outcome):
                     return ClaimAnswer.Delivered(
-                        jobId: header.lease.jobId, outcome: outcome,
+                        jobId: jobId, outcome: outcome,
                         message: outcome == nil ? "the lease is no longer yours: it expired and was taken over; the result was not stored" : nil)
-                } catch let refusal as RemoteWorkerPool.Refusal {
-                    return ClaimAnswer.Delivered(jobId: header.lease.jobId, outcome: nil, message: refusal.description)
+                case .failure(let refusal):
+                    return ClaimAnswer.Delivered(jobId: jobId, outcome: nil, message: refusal.description)
                 }
             }
         }

@@ -9,7 +9,11 @@
 # Environment: BENCH_ADDRESSES (default 100000), BENCH_EU_ADDRESSES (default 10000; eu-addr2line
 # runs at a few thousand addresses/s, so it is timed on a subset and reported as a rate),
 # BENCH_TARGET (the debug binary to symbolicate; default .build/debug/stackline),
-# STACKLINE (the stackline to time; default .build/release/stackline).
+# STACKLINE (the stackline to time; default .build/release/stackline), BENCH_BATCH_ONLY=1 (only
+# the batch and symbolic sections, for one target: how the C++ library below is timed).
+#
+# Two targets, as issue 15 asks: the Swift debug binary, then a large -O2 C++ library with DWARF
+# (BoringSSL, linked by scripts/bench/boringssl-library.sh from the release build's own objects).
 #
 # For each tool: the first lookup (a 1-address run: process start, file open, index build)
 # and the steady state (batch rate with that first-lookup time taken out); then Sentry's
@@ -62,7 +66,11 @@ n_batch=$(wc -l < "$work/batch"); n_eu=$(wc -l < "$work/eu-batch")
 
 build_id="$("$READELF" -n "$TARGET" 2>/dev/null | awk '/Build ID:/ { print $NF; exit }')"
 [ -n "$build_id" ] || die "$TARGET has no GNU build-id"
+# Storing builds the symcache beside the file: timed, as symbolic's SymCache build is below.
+add_started=$(date +%s.%N)
 "$STACKLINE" symbols add --symbols "$work/store" "$TARGET" > /dev/null
+add_seconds=$(awk -v a="$add_started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+symcache_bytes=$(stat -c %s "$work/store/.build-id/${build_id:0:2}/${build_id:2}.symcache" 2>/dev/null || echo 0)
 
 now() { date +%s.%N; }
 # time_run OUTFILE CMD... < input : prints elapsed seconds; fails loudly if CMD fails.
@@ -83,6 +91,7 @@ eu=(eu_addr2line -e "$TARGET" -i -f -C)
 
 echo "target: $TARGET ($(du -h "$TARGET" | cut -f1), $total instructions in .text, build-id $build_id)"
 echo "batch: $n_batch addresses (eu-addr2line: $n_eu of them)"
+echo "symbols add (store + symcache): $add_seconds s; symcache $(awk -v b="$symcache_bytes" 'BEGIN { printf "%.1f MB", b / 1e6 }')"
 echo
 
 sl_first=$(time_run "$work/sl1" "${sl[@]}" < "$work/one")
@@ -144,6 +153,14 @@ if "$venv/bin/python" -c 'import symbolic' 2>/dev/null; then
     printf "symbolic builds its SymCache in %.3f s; stackline'"'"'s first lookup (process start + index) takes %.3f s\n", v["symcache_build_s"], slf
   }'
 fi
+
+[ "${BENCH_BATCH_ONLY:-0}" = 1 ] && exit 0
+
+echo
+echo "== the same batch over a large -O2 C++ library =="
+library="$(bash "$root/scripts/bench/boringssl-library.sh" "$work/lib")"
+BENCH_BATCH_ONLY=1 BENCH_TARGET="$library" bash "$0"
+echo "== back to $TARGET =="
 
 # Cold: a new process answering 30 addresses of the stored file, CPU per run (median of
 # BENCH_COLD_RUNS, default 1,000), against llvm-symbolizer doing the same (goal: <= 0.5x).

@@ -47,6 +47,18 @@ import Testing
         }
     }
 
+    /// The mapped-bytes overload (a copy when nothing needs escaping) writes what `string(_:)` writes.
+    @Test func mappedStringsEscapeAsStrings() {
+        let ascii = String(decoding: (0..<0x80).map { UInt8($0) }, as: UTF8.self)
+        for text in ["", "main", ascii, "a/b\\c\"d", "tab\there", "Ünïcödé 名前 🧨", "\u{2028}\u{7f}\u{1b}[31m"] {
+            var expected = JSONBytes()
+            expected.string(text)
+            var got = JSONBytes()
+            Array(text.utf8).withUnsafeBytes { got.string(utf8: $0) }
+            #expect(got.bytes == expected.bytes, "\(text)")
+        }
+    }
+
     @Test func decimalSpellsAsString() {
         for v: Int in [0, 1, 9, 10, 99, 100, -1, -10, Int.max, Int.min, 1_234_567] {
             var out: [UInt8] = []

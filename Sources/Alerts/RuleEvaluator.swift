@@ -41,15 +41,11 @@ public struct RuleEvaluator: Sendable {
                     guard here > 0, try facts.resultCount(of: c.fingerprint, version: c.version, after: cursor) == here,
                         let g = try group(c.fingerprint)
                     else { continue }
-                    let earlier = versions.keys.filter { !$0.isEmpty && $0 != c.version && VersionOrder.less($0, c.version) }
-                    guard let previous = earlier.max(by: VersionOrder.less) else { continue }
-                    let gap = try facts.appVersionCounts(app: g.app, kind: g.kind)
-                        .filter { version, n in
-                            !version.isEmpty && n >= minGap && versions[version] == nil
-                                && VersionOrder.less(previous, version) && VersionOrder.less(version, c.version)
-                        }
-                        .keys.sorted(by: VersionOrder.less)
-                    guard !gap.isEmpty else { continue }
+                    guard let found = VersionRegression.find(
+                        in: c.version, groupVersions: versions, appVersions: try facts.appVersionCounts(app: g.app, kind: g.kind),
+                        minGapReports: minGap)
+                    else { continue }
+                    let (previous, gap) = (found.previous, found.versionsWithout)
                     var event = base(rule, g, version: c.version)
                     event.counts.version = here
                     event.previousVersion = previous

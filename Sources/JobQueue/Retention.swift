@@ -55,6 +55,8 @@ public struct PruneOutcome: Sendable, Codable, Equatable {
     public var keptActive = 0
     /// Old reports kept as their group's representative (`keepGroups`).
     public var keptRepresentatives = 0
+    /// Alert events raised before the cutoff, with their deliveries (none still pending).
+    public var alertEventsDeleted = 0
     public var vacuum = VacuumMethod.none
     /// `page_count × page_size` before deleting and after reclaiming.
     public var bytesBefore: Int64 = 0
@@ -63,7 +65,7 @@ public struct PruneOutcome: Sendable, Codable, Equatable {
 
 extension JobDatabase {
     /// Deletes reports received before `request.receivedBefore` with their jobs, results and
-    /// `missing_symbols` rows, moving them out of their groups through `GroupLedger` in the same
+    /// `missing_symbols` rows (and alert events raised before then), moving them out of their groups through `GroupLedger` in the same
     /// transaction, so every group's count, versions, first/last seen and representative stay
     /// exact at every commit. A report with a queued or running job is never deleted. Then
     /// reclaims the freed pages.
@@ -103,6 +105,17 @@ extension JobDatabase {
                 return ids.count < request.batchSize
             }
             if batchDone { break }
+        }
+        // Alert events only keep the rules from sending one twice, and the cursor has passed
+        // everything they were raised for; one still being delivered stays until it is done.
+        outcome.alertEventsDeleted = try immediate { db in
+            let stale = """
+                SELECT e.id FROM alert_events e WHERE e.created_at < ?
+                  AND NOT EXISTS (SELECT 1 FROM alert_deliveries d WHERE d.event_id = e.id AND d.state = 'pending')
+                """
+            try db.execute(sql: "DELETE FROM alert_deliveries WHERE event_id IN (\(stale))", arguments: [request.receivedBefore])
+            try db.execute(sql: "DELETE FROM alert_events WHERE id IN (\(stale))", arguments: [request.receivedBefore])
+            return db.changesCount
         }
         try pool.read { db in
             // Counted at the end, so a group that lost members in one batch and was emptied

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReportModel
 
 /// The few reads the web view needs beyond the CLI's queries: per-day trends, the order an
 /// app's versions appeared in, and a group's first version. Read-only, no schema of their own.
@@ -33,18 +34,10 @@ extension JobDatabase {
         return out
     }
 
-    /// The versions of `app` (every app when nil) in the order their first report arrived,
-    /// "" for reports without a version: the release order the regression flag reads.
-    public func versionOrder(app: String?) throws -> [String] {
-        try pool.read { db in
-            try String.fetchAll(
-                db,
-                sql: """
-                    SELECT COALESCE(version, '') AS v FROM reports WHERE (? IS NULL OR app = ?)
-                    GROUP BY v ORDER BY MIN(received_at), v
-                    """,
-                arguments: [app, app])
-        }
+    /// Reports per version of one app's groups of `kind`, as the regression alert counts them,
+    /// so the page's regression flag and the alert agree.
+    public func appVersionCounts(app: String?, kind: ReportKind) throws -> [String: Int] {
+        try pool.read { db in try AlertFacts(db: db).appVersionCounts(app: app, kind: kind) }
     }
 
     /// The version of the oldest report filed under `fingerprint` ("" when it had none).

@@ -64,6 +64,10 @@ public struct ServerDependencies: Sendable {
     public var worker: WorkerLaunch
     public var metrics: ServerMetrics
     public var logger: Logger
+    /// The server speaks TLS itself (`--tls-cert`): every client reached it over https.
+    public var servesTLS = false
+    /// Builds the symcaches of uploaded debug files, outside this process.
+    public var indexer: SymbolCacheIndexer
 
     public init(
         db: JobDatabase, store: SymbolStoreDirectory, limits: ServerLimits, census: WorkerCensus, remote: RemoteWorkerPool? = nil,
@@ -81,6 +85,7 @@ public struct ServerDependencies: Sendable {
         self.worker = worker
         self.metrics = metrics
         self.logger = logger
+        indexer = SymbolCacheIndexer(executable: SymbolCacheIndexer.currentExecutable, storeRoot: store.root, logger: logger)
     }
 
     /// Applies the ingest rate limit when the request's token is an ingest token (admin

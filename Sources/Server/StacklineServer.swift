@@ -100,10 +100,11 @@ public struct StacklineServer: Sendable {
             groupingRulesPath: ProcessInfo.processInfo.environment["STACKLINE_GROUPING_RULES"].flatMap { $0.isEmpty ? nil : $0 },
             logger: masterLogger)
         let dispatcher = Dispatcher(db: db, config: masterConfig, logger: masterLogger, remote: remote)
-        let deps = ServerDependencies(
+        var deps = ServerDependencies(
             db: db, store: store, limits: configuration.limits, census: dispatcher.census, remote: remote,
             worker: WorkerLaunch(executable: masterConfig.workerExecutable, arguments: masterConfig.workerArguments),
             metrics: metrics, logger: logger)
+        deps.servesTLS = configuration.tls != nil
         let logger = self.logger
         let app = Application(
             router: Self.makeRouter(deps: deps),

@@ -16,7 +16,7 @@ import ReportModel
 /// acceptable price for keeping no session table and no migration), and when the token is
 /// revoked (each request re-reads the token's row). It is sent `HttpOnly` (no script reads it),
 /// `SameSite=Strict` (no other site's page makes the browser send it: the pages need no CSRF
-/// token), `Path=/`, and `Secure` behind an HTTPS proxy. The request log never contains it.
+/// token), `Path=/`, and `Secure` over https (`--tls-cert`, or a TLS proxy). The request log never contains it.
 public struct WebSession: Sendable {
     /// The cookie's name.
     public static let cookieName = "stackline_session"

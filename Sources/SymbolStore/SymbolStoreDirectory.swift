@@ -211,7 +211,7 @@ public struct SymbolStoreDirectory: Sendable {
         guard let entry = entry(buildID: id) else { throw .notFound(buildID: id) }
         let lock = base(id) + ".lock"
         try withLock(lock) { () throws(StoreError) in
-            for suffix in [".json", ".debug", ""] {
+            for suffix in [".json", ".debug", "", "." + SymbolCache.fileExtension] {
                 let path = base(id) + suffix
                 if unlink(path) != 0 && errno != ENOENT {
                     throw .io(path: path, reason: SystemCallError.reason(errno: errno))
@@ -373,6 +373,12 @@ public struct SymbolStoreDirectory: Sendable {
             unlink(from)
             throw .io(path: to, reason: "cannot rename into place: \(reason)")
         }
+    }
+
+    /// Runs `body` holding `id`'s entry lock, the one `add` and `remove` take: whoever builds
+    /// the entry's symcache then sees a settled entry, and two builders take turns.
+    public func withEntryLock<T>(buildID id: BuildID, _ body: () -> T) throws(StoreError) -> T {
+        try withLock(base(id) + ".lock") { () throws(StoreError) in body() }
     }
 
     private func withLock<T>(_ lockPath: String, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {

@@ -35,21 +35,26 @@ public struct ResolvedFrame: Encodable, Sendable, Hashable {
     }
 }
 
-/// Resolves file addresses (or runtime addresses plus a load address) for one debug file.
+/// Resolves file addresses (or runtime addresses plus a load address) for one debug file,
+/// from its symcache or from the file itself: the answers are the same.
 public struct AddressResolver {
-    public let file: DebugFile
+    public let source: LookupSource
     public let names: DemangleCache
 
-    public init(file: DebugFile, names: DemangleCache = DemangleCache(style: .full)) {
-        self.file = file
+    public init(source: LookupSource, names: DemangleCache = DemangleCache(style: .full)) {
+        self.source = source
         self.names = names
+    }
+
+    public init(file: DebugFile, names: DemangleCache = DemangleCache(style: .full)) {
+        self.init(source: .debugFile(file), names: names)
     }
 
     /// The file address for a runtime `address` in an image whose lowest mapping is `loadAddress`.
     /// `preferredBase` is the image's own base (`__TEXT.vmaddr`, first `PT_LOAD` page);
     /// defaults to the debug file's.
     public func fileAddress(runtime address: UInt64, loadAddress: UInt64, preferredBase: UInt64? = nil) -> UInt64 {
-        address &- loadAddress &+ (preferredBase ?? file.preferredBase)
+        address &- loadAddress &+ (preferredBase ?? source.preferredBase)
     }
 
     /// Resolves `address`. For a return address, the lookup happens at `address - 1`, inside the
@@ -57,15 +62,27 @@ public struct AddressResolver {
     /// backtracer does: the frame then names the call, not whatever follows it.
     public func resolve(_ address: UInt64, kind: FrameKind = .pc) -> [ResolvedFrame] {
         let lookup = kind == .returnAddress && address > 0 ? address - 1 : address
-        let frames = file.frames(at: lookup)
-        return frames.enumerated().map { i, f in
-            let outermost = i == frames.count - 1
-            return ResolvedFrame(
-                function: f.symbol.map(names.demangle), symbol: f.symbol,
-                offset: outermost ? f.functionStart.map { lookup &- $0 } : nil,
-                file: f.file, line: f.file == nil && f.line == 0 ? nil : f.line,
-                column: f.file == nil && f.column == 0 ? nil : f.column,
-                inlined: !outermost, noLineInfo: f.fromSymbolTableOnly)
+        switch source {
+        case .debugFile(let file):
+            let frames = file.frames(at: lookup)
+            return frames.enumerated().map { i, f in
+                Self.resolved(f, function: f.symbol.map(names.demangle), lookup: lookup, outermost: i == frames.count - 1)
+            }
+        case .symcache(let cache):
+            // The symcache holds the names demangled already, in both styles.
+            let frames = cache.frames(at: lookup)
+            return frames.enumerated().map { i, f in
+                Self.resolved(f.source, function: f.name(names.style), lookup: lookup, outermost: i == frames.count - 1)
+            }
         }
+    }
+
+    private static func resolved(_ f: SourceFrame, function: String?, lookup: UInt64, outermost: Bool) -> ResolvedFrame {
+        ResolvedFrame(
+            function: function, symbol: f.symbol,
+            offset: outermost ? f.functionStart.map { lookup &- $0 } : nil,
+            file: f.file, line: f.file == nil && f.line == 0 ? nil : f.line,
+            column: f.file == nil && f.column == 0 ? nil : f.column,
+            inlined: !outermost, noLineInfo: f.fromSymbolTableOnly)
     }
 }

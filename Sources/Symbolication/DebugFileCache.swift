@@ -1,4 +1,5 @@
 import DebugInfo
+import Foundation
 import SymbolCache
 import ReportModel
 import SymbolStore
@@ -9,11 +10,14 @@ public enum LookupError: Error, CustomStringConvertible, Equatable {
     case unusableDebugFile(buildID: BuildID, reason: String)
     /// The stored file is not the one stored for this build-id (replaced since): never used.
     case mismatchedDebugFile(buildID: BuildID, found: BuildID?)
+    /// The debug file is usable but its symcache could not be written (`symbols reindex`).
+    case symbolCacheFailed(buildID: BuildID, reason: String)
 
     public var description: String {
         switch self {
         case .missingDebugFile(let id): return "no debug file for build-id \(id) in the store"
         case .unusableDebugFile(let id, let r): return "debug file for build-id \(id) is unusable: \(r)"
+        case .symbolCacheFailed(let id, let reason): return "symcache for build-id \(id) not written: \(reason)"
         case .mismatchedDebugFile(let id, let found):
             return "debug file stored for build-id \(id) has \(found.map { "build-id \($0)" } ?? "no build-id"): it was replaced after it was stored; not used (add the right file again)"
         }
@@ -49,7 +53,22 @@ public enum LookupSource {
     }
 }
 
-/// Opened debug files by build-id, least recently used evicted first.
+/// Why a lookup went on without a symcache.
+public enum SymbolCacheWarning: CustomStringConvertible, Sendable {
+    /// There was one, but it could not be used: answered from the debug file, and rebuilt.
+    case notUsed(buildID: BuildID, reason: String)
+    /// It could not be written: answered from the debug file.
+    case notWritten(buildID: BuildID, reason: String)
+
+    public var description: String {
+        switch self {
+        case .notUsed(let id, let reason): return "symcache for build-id \(id) not used (\(reason)): answering from the debug file and rebuilding it"
+        case .notWritten(let id, let reason): return "symcache for build-id \(id) not written: \(reason)"
+        }
+    }
+}
+
+/// Opened debug files and symcaches by build-id, least recently used evicted first.
 ///
 /// Opening a file and indexing its units is the expensive part of a lookup, so a worker keeps
 /// one cache for its whole life. Misses are not cached: a file may be added at any time (a
@@ -58,47 +77,116 @@ public enum LookupSource {
 /// The stores are searched in order: the first that holds a debug file for a build-id answers,
 /// and the executable companion comes from that same store, so the two halves of an entry
 /// always belong together.
+///
+/// A build id is answered from its symcache (`SymbolCache`, beside the debug file) when one
+/// that was built from the stored debug file is there and checks out. Otherwise the debug file
+/// answers, and the symcache is built (or rebuilt) beside it, so the next process maps it
+/// instead of parsing DWARF: a missing, older-format, stale or damaged symcache costs one build,
+/// never a wrong answer.
 public final class DebugFileCache {
     /// Every store searched, in order (a remote worker: its `--symbols` stores, then its cache).
     public let stores: [SymbolStoreDirectory]
     /// The first store searched.
     public let store: SymbolStoreDirectory
     public let capacity: Int
-    private var files: [BuildID: DebugFile] = [:]
+    /// False: every lookup parses the debug file, and no symcache is read or written.
+    public let usesSymbolCaches: Bool
+    /// Hears why a symcache was not used or not written (the lookup went on without it).
+    public var warn: (SymbolCacheWarning) -> Void
+    private var sources: [BuildID: LookupSource] = [:]
     private var order: [BuildID] = []
 
     /// `stores` must not be empty.
-    public init(stores: [SymbolStoreDirectory], capacity: Int = 32) {
+    public init(
+        stores: [SymbolStoreDirectory], capacity: Int = 32, usesSymbolCaches: Bool = true,
+        warn: @escaping (SymbolCacheWarning) -> Void = { _ in }
+    ) {
         precondition(!stores.isEmpty, "DebugFileCache needs at least one store")
         self.stores = stores
         self.store = stores[0]
         self.capacity = max(1, capacity)
+        self.usesSymbolCaches = usesSymbolCaches
+        self.warn = warn
     }
 
-    public convenience init(store: SymbolStoreDirectory, capacity: Int = 32) {
-        self.init(stores: [store], capacity: capacity)
+    public convenience init(store: SymbolStoreDirectory, capacity: Int = 32, usesSymbolCaches: Bool = true) {
+        self.init(stores: [store], capacity: capacity, usesSymbolCaches: usesSymbolCaches)
     }
 
-    /// The symcache of `id` when one is usable, else its debug file. SKELETON: the debug file only.
+    /// What answers lookups for `id`: its symcache when usable (built now if it has to be),
+    /// else its debug file.
     public func source(buildID id: BuildID) throws(LookupError) -> LookupSource {
-        .debugFile(try file(buildID: id))
-    }
-
-    public func file(buildID id: BuildID) throws(LookupError) -> DebugFile {
-        if let hit = files[id] {
+        if let hit = sources[id] {
             if let i = order.firstIndex(of: id) { order.remove(at: i) }
             order.append(id)
             return hit
         }
-        guard let located = stores.lazy.compactMap({ store in store.debugFilePath(buildID: id).map { (store, $0) } }).first
+        let entry = try locate(id)
+        let source: LookupSource
+        if usesSymbolCaches {
+            source = try symbolCacheOrFile(id, entry)
+        } else {
+            source = .debugFile(try open(id, entry).file)
+        }
+        sources[id] = source
+        order.append(id)
+        if order.count > capacity { sources[order.removeFirst()] = nil }
+        return source
+    }
+
+    /// The debug file of `id` itself, parsed, whatever symcache exists (the reference the
+    /// symcache is checked against).
+    public func file(buildID id: BuildID) throws(LookupError) -> DebugFile {
+        if case .debugFile(let file)? = sources[id] { return file }
+        return try open(id, try locate(id)).file
+    }
+
+    /// Builds `id`'s symcache from its debug file again, whatever is there now
+    /// (`stackline symbols reindex`). Returns the symcache's path.
+    @discardableResult
+    public func rebuildSymbolCache(buildID id: BuildID) throws(LookupError) -> String {
+        let entry = try locate(id)
+        let opened = try open(id, entry)
+        if let i = order.firstIndex(of: id) { order.remove(at: i) }
+        sources[id] = nil
+        let path = entry.store.symbolCachePath(buildID: id)
+        let outcome: Result<Void, SymbolCacheError>
+        do {
+            outcome = try entry.store.withEntryLock(buildID: id) { () -> Result<Void, SymbolCacheError> in
+                Self.write(opened, to: path)
+            }
+        } catch {
+            throw .symbolCacheFailed(buildID: id, reason: error.description)
+        }
+        if case .failure(let error) = outcome { throw .symbolCacheFailed(buildID: id, reason: error.description) }
+        return path
+    }
+
+    /// Where `id`'s entry is: the first store holding its debug file.
+    private struct Entry {
+        let store: SymbolStoreDirectory
+        let debugPath: String
+    }
+
+    private func locate(_ id: BuildID) throws(LookupError) -> Entry {
+        guard let located = stores.lazy.compactMap({ store in store.debugFilePath(buildID: id).map { Entry(store: store, debugPath: $0) } }).first
         else { throw .missingDebugFile(buildID: id) }
-        let (store, path) = located
+        return located
+    }
+
+    /// A debug file opened for lookups, with the descriptor it was read through.
+    private struct Opened {
+        let file: DebugFile
+        let stored: RegularFile
+    }
+
+    private func open(_ id: BuildID, _ entry: Entry) throws(LookupError) -> Opened {
         // The store holds only regular files: a link there was not put there by the store.
         let stored: RegularFile
-        do { stored = try RegularFile(path: path, followingLinks: false) } catch {
+        do { stored = try RegularFile(path: entry.debugPath, followingLinks: false) } catch {
             throw .unusableDebugFile(buildID: id, reason: error.description)
         }
-        let companion = store.executablePath(buildID: id).flatMap { try? RegularFile(path: $0, followingLinks: false) }
+        let companion = entry.store.executablePath(buildID: id).flatMap { try? RegularFile(path: $0, followingLinks: false) }
         let file: DebugFile
         do {
             // The executable supplies symbols when the debug file has none (it is only read then).
@@ -109,9 +197,65 @@ public final class DebugFileCache {
         // Checked on the opened file itself: the path may name another file by now.
         let found = file.machO?.uuid ?? file.elf.buildID
         guard found == id else { throw .mismatchedDebugFile(buildID: id, found: found) }
-        files[id] = file
-        order.append(id)
-        if order.count > capacity { files[order.removeFirst()] = nil }
-        return file
+        return Opened(file: file, stored: stored)
+    }
+
+    /// The symcache beside `entry`, or nil with the reason it cannot be used (nil reason: there is none).
+    private func openSymbolCache(_ id: BuildID, _ entry: Entry) -> (SymbolCache?, reason: String?) {
+        let path = entry.store.symbolCachePath(buildID: id)
+        var info = stat()
+        if lstat(path, &info) != 0 && errno == ENOENT { return (nil, nil) }
+        let stored: RegularFile
+        do { stored = try RegularFile(path: entry.debugPath, followingLinks: false) } catch { return (nil, error.description) }
+        // The executable supplies the symbols of a debug file without any: one added after the
+        // symcache was built is not in it.
+        if let exe = entry.store.executablePath(buildID: id), Self.modified(exe) > Self.modified(path) {
+            return (nil, "an executable was stored after it was built")
+        }
+        do throws(SymbolCacheError) {
+            return (try SymbolCache(path: path, expecting: try SymbolCacheSource(file: stored)), nil)
+        } catch {
+            return (nil, error.description)
+        }
+    }
+
+    private func symbolCacheOrFile(_ id: BuildID, _ entry: Entry) throws(LookupError) -> LookupSource {
+        let (cache, reason) = openSymbolCache(id, entry)
+        if let cache { return .symcache(cache) }
+        if let reason { warn(.notUsed(buildID: id, reason: reason)) }
+        let opened = try open(id, entry)
+        let path = entry.store.symbolCachePath(buildID: id)
+        do {
+            let built = try entry.store.withEntryLock(buildID: id) { () -> Result<SymbolCache, SymbolCacheError> in
+                // Another process may have built it while this one waited for the lock.
+                if let fresh = openSymbolCache(id, entry).0 { return .success(fresh) }
+                if case .failure(let error) = Self.write(opened, to: path) { return .failure(error) }
+                let (cache, reason) = openSymbolCache(id, entry)
+                return cache.map { .success($0) } ?? .failure(.corrupt(path: path, detail: reason ?? "missing after it was written"))
+            }
+            switch built {
+            case .success(let cache): return .symcache(cache)
+            case .failure(let error): warn(.notWritten(buildID: id, reason: error.description))
+            }
+        } catch {
+            warn(.notWritten(buildID: id, reason: error.description))
+        }
+        return .debugFile(opened.file)
+    }
+
+    private static func write(_ opened: Opened, to path: String) -> Result<Void, SymbolCacheError> {
+        do throws(SymbolCacheError) {
+            try SymbolCache.write(from: opened.file, source: try SymbolCacheSource(file: opened.stored), to: path)
+            return .success(())
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// A file's modification time in nanoseconds (0 when it cannot be read).
+    private static func modified(_ path: String) -> Int64 {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return 0 }
+        return Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
     }
 }

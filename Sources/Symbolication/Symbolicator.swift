@@ -17,8 +17,12 @@ public final class Symbolicator {
     public let names: DemangleCache
 
     /// `stores` must not be empty.
-    public init(stores: [SymbolStoreDirectory], cacheCapacity: Int = 32, style: Demangler.Style = .simplified) {
-        self.cache = DebugFileCache(stores: stores, capacity: cacheCapacity)
+    /// `usesSymbolCaches: false` parses every debug file and leaves symcaches alone.
+    public init(
+        stores: [SymbolStoreDirectory], cacheCapacity: Int = 32, style: Demangler.Style = .simplified,
+        usesSymbolCaches: Bool = true
+    ) {
+        self.cache = DebugFileCache(stores: stores, capacity: cacheCapacity, usesSymbolCaches: usesSymbolCaches)
         self.stores = stores
         self.store = cache.store
         self.names = DemangleCache(style: style)
@@ -65,7 +69,7 @@ public final class Symbolicator {
 
     /// Per image: its debug file, or why there is none.
     fileprivate enum ImageState {
-        case loaded(DebugFile)
+        case loaded(LookupSource)
         case missing(String)
         case unusable
         /// The stored file is another build's: counted as missing, with a warning saying why.
@@ -98,7 +102,7 @@ public final class Symbolicator {
             let state: ImageState
             if let id = report.images[index].id, !id.hex.isEmpty {
                 do throws(LookupError) {
-                    state = .loaded(try cache.file(buildID: id))
+                    state = .loaded(try cache.source(buildID: id))
                 } catch {
                     switch error {
                     case .missingDebugFile(let id): state = .missing(id.hex)
@@ -141,8 +145,8 @@ public final class Symbolicator {
                 case .unusable:
                     base.status = .malformed
                     frames.append(deviceNamed(base, raw))
-                case .loaded(let file):
-                    let resolver = AddressResolver(file: file, names: names)
+                case .loaded(let source):
+                    let resolver = AddressResolver(source: source, names: names)
                     let fileAddress = resolver.fileAddress(
                         runtime: address, loadAddress: image.loadAddress.value, preferredBase: image.vmAddress?.value)
                     base.imageOffset = Address(fileAddress)

@@ -6,41 +6,20 @@ import ReportModel
 public struct VersionHistory: Sendable, Equatable {
     /// The version of the group's oldest report.
     public var firstVersion: String?
-    /// A version without the group followed by a later one with it: the group came back.
-    public var regression: Regression?
+    /// The latest version the group came back in (`VersionRegression`, the alert rule's
+    /// definition, with any version that had reports of the app counting as a gap).
+    public var regression: VersionRegression?
 
-    /// The group disappeared in `absentIn` and reappeared in `reappearedIn`.
-    public struct Regression: Sendable, Equatable {
-        public var absentIn: String
-        public var reappearedIn: String
-        public init(absentIn: String, reappearedIn: String) {
-            self.absentIn = absentIn
-            self.reappearedIn = reappearedIn
-        }
-    }
-
-    public init(firstVersion: String?, regression: Regression?) {
+    public init(firstVersion: String?, regression: VersionRegression?) {
         self.firstVersion = firstVersion
         self.regression = regression
     }
 
-    /// `appVersions`: the app's versions in the order they first reported (oldest first);
-    /// `groupVersions`: the group's reports per version. The latest regression is kept: it is
-    /// the one to act on. Versions the app list lacks do not take part (nothing orders them).
-    public static func analyse(groupVersions: [String: Int], appVersions: [String], firstVersion: String?) -> VersionHistory {
-        var seen = false
-        var gap: String?
-        var regression: Regression?
-        for version in appVersions {
-            if (groupVersions[version] ?? 0) > 0 {
-                if seen, let absent = gap { regression = Regression(absentIn: absent, reappearedIn: version) }
-                seen = true
-                gap = nil
-            } else if seen, gap == nil {
-                gap = version
-            }
-        }
-        return VersionHistory(firstVersion: firstVersion, regression: regression)
+    /// `groupVersions`: the group's reports per version; `appVersions`: the app's.
+    public static func analyse(groupVersions: [String: Int], appVersions: [String: Int], firstVersion: String?) -> VersionHistory {
+        VersionHistory(
+            firstVersion: firstVersion,
+            regression: VersionRegression.latest(groupVersions: groupVersions, appVersions: appVersions, minGapReports: 1))
     }
 }
 
@@ -54,7 +33,7 @@ public struct GroupPageModel: Sendable {
     public var representativeReportId: Int64?
     public var representative: SymbolicatedReport?
     public var history: VersionHistory
-    /// The app's versions oldest first (bars follow this order; others after, by count).
+    /// The app's versions in `VersionOrder` (bars follow this order; others after, by count).
     public var appVersions: [String]
 
     public init(detail: GroupDetailJSON, history: VersionHistory, appVersions: [String]) {
@@ -94,8 +73,9 @@ public enum GroupPage {
             facts.append(("First version", "<span data-k=\"first-version\">\(HTML.escape(first.isEmpty ? "(none)" : first))</span>"))
         }
         if let r = m.history.regression {
-            facts.append(("Regression", "<span class=\"badge regression\" data-k=\"regression\">regression</span> absent in "
-                + HTML.escape(r.absentIn) + ", back in " + HTML.escape(r.reappearedIn)))
+            facts.append(("Regression", "<span class=\"badge regression\" data-k=\"regression\">regression</span> seen in "
+                + HTML.escape(r.previous) + ", absent in " + HTML.escape(r.versionsWithout.joined(separator: ", "))
+                + ", back in " + HTML.escape(r.version)))
         }
         body += "<dl class=\"facts\">" + facts.map { "<dt>\($0.0)</dt><dd>\($0.1)</dd>" }.joined() + "</dl>"
 

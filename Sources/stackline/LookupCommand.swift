@@ -64,7 +64,9 @@ struct LookupCommand: ParsableCommand {
             }
             do {
                 // The symcache when a usable one lies beside the debug file, else the file.
-                source = try DebugFileCache(store: options.store, capacity: 1).source(buildID: id)
+                let cache = DebugFileCache(
+                    stores: [options.store], capacity: 1, warn: { printError("stackline lookup: warning: \($0)") })
+                source = try cache.source(buildID: id)
             } catch {
                 throw fail("stackline lookup: \(error)")
             }

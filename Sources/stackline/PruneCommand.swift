@@ -42,6 +42,7 @@ struct PruneCommand: ParsableCommand {
         print("  missing-symbol rows\t\(outcome.missingSymbolsDeleted)")
         print("groups emptied and deleted\t\(outcome.groupsDeleted)")
         print("groups that lost reports\t\(outcome.groupsUpdated)")
+        print("alert events\t\(outcome.alertEventsDeleted)")
         if outcome.keptActive > 0 {
             print("kept (job queued or running)\t\(outcome.keptActive)")
         }
@@ -73,6 +74,7 @@ struct PruneJSON: Encodable {
     var groupsUpdated: Int
     var keptActive: Int
     var keptRepresentatives: Int
+    var alertEventsDeleted: Int
     var vacuum: String
     var bytesBefore: Int64
     var bytesAfter: Int64
@@ -87,6 +89,7 @@ struct PruneJSON: Encodable {
         groupsUpdated = o.groupsUpdated
         keptActive = o.keptActive
         keptRepresentatives = o.keptRepresentatives
+        alertEventsDeleted = o.alertEventsDeleted
         vacuum = o.vacuum.rawValue
         bytesBefore = o.bytesBefore
         bytesAfter = o.bytesAfter

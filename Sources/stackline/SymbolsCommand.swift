@@ -3,13 +3,14 @@ import Foundation
 import Queries
 import ReportModel
 import SymbolStore
+import Symbolication
 
 /// `stackline symbols …`: the debug-file store.
 struct SymbolsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "symbols",
         abstract: "Add, list, show and remove debug files in the store.",
-        subcommands: [Add.self, List.self, Show.self, Remove.self, Missing.self, Upload.self])
+        subcommands: [Add.self, List.self, Show.self, Remove.self, Missing.self, Upload.self, Reindex.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -19,12 +20,16 @@ struct SymbolsCommand: ParsableCommand {
                 zip) are skipped and counted, so a whole build folder can be added. A file named \
                 on the command line must be a debug file. Ends with one summary line; the exit \
                 status is 1 when a file was refused (a damaged ELF or Mach-O file, say). The \
-                summary line is left out when a single file is named.
+                summary line is left out when a single file is named. Each file stored gets its \
+                symcache (the lookup index beside it) unless --no-index is given; workers build \
+                a missing one on first use.
                 """)
         @OptionGroup var options: StoreOptions
         @OptionGroup var database: DatabaseOptions
         @Argument(help: "Files or directories to add.") var paths: [String]
         @Flag(help: "Machine-readable output.") var json = false
+        @Flag(name: .customLong("no-index"), help: "Do not build symcaches now (workers build them when first needed).")
+        var noIndex = false
 
         func run() throws {
             let store = options.store
@@ -47,6 +52,7 @@ struct SymbolsCommand: ParsableCommand {
             }
             report.skipped = skipped
             report.summary.skipped = skipped.count
+            if !noIndex { Reindex.index(store: store, ids: report.buildIds, onlyWhenUnusable: true) }
             report.requeuedReportIds = requeueReports(missing: report.buildIds)
             let requeued = report.requeuedReportIds
             if json {
@@ -136,6 +142,8 @@ struct SymbolsCommand: ParsableCommand {
                 ("source", entry.source), ("debug file", entry.path),
             ]
             if let exe = entry.executablePath { lines.append(("executable", exe)) }
+            let symcache = options.store.symbolCachePath(buildID: entry.buildId)
+            lines.append(("symcache", FileManager.default.fileExists(atPath: symcache) ? symcache : "none (built on first use, or by `symbols reindex`)"))
             for (key, value) in lines { printLine("\(key)\t\(value)") }
         }
     }
@@ -161,6 +169,69 @@ struct SymbolsCommand: ParsableCommand {
 }
 
 extension SymbolsCommand {
+    /// `stackline symbols reindex`: rebuild symcaches.
+    struct Reindex: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Build the symcaches (lookup indexes) of stored debug files again.",
+            discussion: """
+                Every stored debug file, or the ones named. A symcache of another format version, \
+                built from another file, or damaged is rebuilt on its own the first time it is \
+                needed; this does it now. Exit status 1 when one could not be built.
+                """)
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "Build-ids or UUIDs (hex), or unique prefixes; none: every stored file.") var buildIDs: [String] = []
+        @Flag(help: "Print nothing but errors.") var quiet = false
+        @Flag(name: .customLong("only-unusable"), help: "Only those without a usable symcache (missing, stale, damaged, another version).")
+        var onlyUnusable = false
+
+        func run() throws {
+            var ids: [BuildID] = []
+            for text in buildIDs {
+                do throws(StoreError) { ids.append(try options.store.resolve(prefix: text)) } catch {
+                    throw fail("stackline symbols reindex: \(error.description)")
+                }
+            }
+            if buildIDs.isEmpty { ids = options.store.list().map(\.buildId) }
+            if !Self.index(store: options.store, ids: ids.map(\.hex), verbose: !quiet, onlyWhenUnusable: onlyUnusable) { throw ExitCode(1) }
+        }
+
+        /// Builds the symcache of each id in `ids` (`onlyWhenUnusable`: unless a usable one is
+        /// there already); false when one failed (said on stderr).
+        @discardableResult
+        static func index(store: SymbolStoreDirectory, ids: [String], verbose: Bool = false, onlyWhenUnusable: Bool = false) -> Bool {
+            var ok = true
+            let cache = DebugFileCache(
+                stores: [store], capacity: 1,
+                warn: { warning in
+                    // Only a failed build matters here: a stale symcache is the reason for the call.
+                    if case .notWritten = warning {
+                        printError("stackline symbols: \(warning)")
+                        ok = false
+                    }
+                })
+            for text in Set(ids).sorted() {
+                guard let id = try? BuildID(text, lengths: .anyByteCount) else { continue }
+                let start = DispatchTime.now().uptimeNanoseconds
+                do throws(LookupError) {
+                    if onlyWhenUnusable {
+                        _ = try cache.source(buildID: id)
+                        continue
+                    }
+                    let path = try cache.rebuildSymbolCache(buildID: id)
+                    if verbose {
+                        let ms = (DispatchTime.now().uptimeNanoseconds - start) / 1_000_000
+                        let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+                        printLine("indexed  \(id)  \(bytes) bytes  \(ms) ms")
+                    }
+                } catch {
+                    printError("stackline symbols: \(error.description)")
+                    ok = false
+                }
+            }
+            return ok
+        }
+    }
+
     /// `stackline symbols missing`: what a build machine should upload next.
     struct Missing: ParsableCommand {
         static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import Alerts
 import Foundation
+import ReportModel
 import Testing
 
 /// The spike's median, the backoff schedule, the version order and the body renderers.

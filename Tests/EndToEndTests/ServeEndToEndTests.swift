@@ -293,6 +293,10 @@ func gzipped(_ data: Data) throws -> Data {
         let status = try HTTPAnswer.curl("GET", https + "/api/v1/status", token: read, extra: ["--cacert", cert])
         #expect(status.status == 200)
         #expect(status.json?["queued"] as? Int == 0)
+        // Served over TLS itself, the web view's session cookie is Secure without any proxy header.
+        let login = try HTTPAnswer.curl("POST", https + "/login", body: Data("token=\(read)".utf8), extra: ["--cacert", cert])
+        #expect(login.status == 303, "\(login)")
+        #expect(login.headers["set-cookie"]?.contains("; Secure") == true, "\(login.headers)")
         // Without the certificate curl refuses the connection; plain HTTP gets no answer.
         #expect(try HTTPAnswer.curl("GET", https + "/healthz").status == 0)
         #expect(try server.curl("GET", "/healthz").status != 200)

@@ -56,14 +56,62 @@ import Testing
 
         let raw = try CrashFixture.shared.report(symbolicate: "off", cached: false)
         let oracle = try oracleLevels(runtime)
+        let stored = Set(paths.map { ($0 as NSString).lastPathComponent })
+        let symcaches = try storeFiles(h.symbolsPath, ending: ".symcache")
+        #expect(symcaches.count == (try storeFiles(h.symbolsPath, ending: ".json")).count, "symbols add wrote a symcache per entry: \(symcaches)")
         let ids = try h.submit(try h.write([raw]))
         let master = try h.startMaster(["--workers", "2", "--once"])
         #expect(try master.waitForExit() == 0)
-        let out = try h.stackline(["report", "\(ids[0])", "--json"])
-        let report = try JSONDecoder().decode(SymbolicatedReport.self, from: Data(out.stdout.utf8))
-        let crashed = try #require(report.threads.first { $0.crashed })
+        try compare(try h.stackline(["report", "\(ids[0])", "--json"]).stdout, oracle, stored: stored, binary: binary)
+        #expect(!master.log.contains("symcache"), "the symcaches were not used: \(master.log)")
 
-        let stored = Set(paths.map { ($0 as NSString).lastPathComponent })
+        // The same report again, with every symcache damaged: the workers answer from the
+        // debug files, say so, and write the symcaches back.
+        let damaged = try Harness()
+        try FileManager.default.removeItem(atPath: damaged.symbolsPath)
+        try FileManager.default.copyItem(atPath: h.symbolsPath, toPath: damaged.symbolsPath)
+        var damagedBytes: [String: Data] = [:]
+        for relative in symcaches {
+            let path = damaged.symbolsPath + "/" + relative
+            var bytes = try #require(FileManager.default.contents(atPath: path))
+            bytes[bytes.count / 2] ^= 0x40
+            try bytes.write(to: URL(fileURLWithPath: path))
+            damagedBytes[relative] = bytes
+        }
+        let again = try damaged.submit(try damaged.write([raw]))
+        let second = try damaged.startMaster(["--workers", "2", "--once"])
+        #expect(try second.waitForExit() == 0)
+        try compare(try damaged.stackline(["report", "\(again[0])", "--json"]).stdout, oracle, stored: stored, binary: binary)
+        // Only the images the report's frames fall in were needed, so only their symcaches were
+        // found damaged and rebuilt: the program's and the runtime's at least.
+        var rebuilt = 0
+        for relative in symcaches {
+            let parts = relative.split(separator: "/")
+            let id = parts[1] + parts[2].dropLast(".symcache".count)
+            guard second.log.contains("symcache for build-id \(id) not used (") else { continue }
+            rebuilt += 1
+            // Rebuilt: a new process maps it without a word (its header names the copied debug
+            // file, so its bytes differ from the first store's).
+            let looked = try damaged.stackline(["lookup", "--symbols", damaged.symbolsPath, "--build-id", String(id), "0x0"])
+            #expect(looked.status == 0 && looked.stderr.isEmpty, "\(relative) not rebuilt: \(looked.stderr)")
+            #expect(FileManager.default.contents(atPath: damaged.symbolsPath + "/" + relative) != damagedBytes[relative])
+        }
+        #expect(rebuilt >= 2, "the workers warned about \(rebuilt) damaged symcaches: \(second.log)")
+    }
+
+    /// The files below `store`'s `.build-id` whose names end in `suffix`, relative to `store`.
+    func storeFiles(_ store: String, ending suffix: String) throws -> [String] {
+        let root = store + "/.build-id"
+        return try FileManager.default.contentsOfDirectory(atPath: root).flatMap { prefix in
+            try FileManager.default.contentsOfDirectory(atPath: root + "/" + prefix).filter { $0.hasSuffix(suffix) }
+                .map { ".build-id/\(prefix)/\($0)" }
+        }.sorted()
+    }
+
+    /// Stackline's report (`report --json`) against the runtime's own symbolication, frame by frame.
+    func compare(_ json: String, _ oracle: [(image: String?, levels: [Level])], stored: Set<String>, binary: String) throws {
+        let report = try JSONDecoder().decode(SymbolicatedReport.self, from: Data(json.utf8))
+        let crashed = try #require(report.threads.first { $0.crashed })
         var compared: [String: Int] = [:]
         for (index, group) in oracle.enumerated() {
             guard let image = group.image, stored.contains(image) else { continue }

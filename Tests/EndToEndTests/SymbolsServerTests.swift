@@ -48,6 +48,14 @@ import Testing
             .union(try MachOFixtures.uuids(MachOFixtures.dSYMDWARF).values).union([program.buildID])
         #expect(Self.storedIDs(h.symbolsPath) == expected)
         #expect(Self.incomingIsEmpty(h.symbolsPath))
+        // Each stored file gets its symcache from a child process after the answer; a lookup
+        // then maps it without a warning (a damaged or stale one would be named on stderr).
+        for id in expected {
+            let symcache = h.symbolsPath + "/.build-id/\(id.prefix(2))/\(id.dropFirst(2)).symcache"
+            try h.waitUntil("the symcache of \(id)", timeout: 120) { FileManager.default.fileExists(atPath: symcache) }
+            let looked = try h.stackline(["lookup", "--symbols", h.symbolsPath, "--build-id", id, "0x0"])
+            #expect(looked.status == 0 && looked.stderr.isEmpty, "lookup of \(id): \(looked.stderr)")
+        }
         #expect(!server.log.contains(token))
     }
 

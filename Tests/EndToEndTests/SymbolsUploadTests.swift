@@ -45,6 +45,12 @@ import Testing
         #expect(Self.uploadsLogged(server) == 3, "\(server.log)")
         #expect(first.stdout.contains("uploaded 3 files"), "\(first.stdout)")
 
+        // The server builds each stored file's symcache after answering; the second run must
+        // change nothing once those are there.
+        for id in expected {
+            let symcache = h.symbolsPath + "/.build-id/\(id.prefix(2))/\(id.dropFirst(2)).symcache"
+            try h.waitUntil("the symcache of \(id)", timeout: 120) { FileManager.default.fileExists(atPath: symcache) }
+        }
         let before = try Self.storeSnapshot(h.symbolsPath)
         let second = try runProcess(TestPaths.stackline, ["symbols", "upload", "--server", server.baseURL, build], environment: environment, timeout: 300)
         #expect(second.succeeded, "\(second.summary)")

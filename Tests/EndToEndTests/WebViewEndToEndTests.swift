@@ -417,7 +417,10 @@ struct LoadedPage {
         #expect(login.status == 303)
         let cookie = try #require(login.headers["set-cookie"])
         #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/"))
+        #expect(!cookie.contains("Secure"), "plain HTTP: a Secure cookie would never come back")
         #expect(!cookie.contains(read) && !cookie.contains(String(read.suffix(64))))
+        let proxied = try server.curl("POST", "/login", body: Data("token=\(read)".utf8), headers: ["X-Forwarded-Proto: https"])
+        #expect(proxied.headers["set-cookie"]?.contains("; Secure") == true, "behind a TLS proxy the cookie is Secure")
         let session = String(cookie.split(separator: ";")[0])
         // Another site's page cannot sign the browser in or out (Origin names another host).
         let crossSite = try server.curl("POST", "/login", body: Data("token=\(read)".utf8), headers: ["Origin: http://evil.example"])

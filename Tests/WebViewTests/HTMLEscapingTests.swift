@@ -57,7 +57,7 @@ import WebView
             #expect(!groups.contains(name), "raw name in the groups page")
             let group = GroupPage.render(GroupPageModel(
                 group: GroupJSON(summary), frames: [name], latestReportIds: [7], representativeReportId: 7, representative: report,
-                history: VersionHistory(firstVersion: name, regression: .init(absentIn: name, reappearedIn: name)), appVersions: [name]))
+                history: VersionHistory(firstVersion: name, regression: .init(version: name, previous: name, versionsWithout: [name])), appVersions: [name]))
             #expect(!group.contains(name), "raw name in the group page")
         }
     }
@@ -77,16 +77,24 @@ import WebView
     }
 }
 
-/// The regression flag: a group seen, then absent from a version, then seen again.
+/// The regression flag: a group seen, then absent from a version, then seen again, with
+/// versions in `VersionOrder` (not in the order they first reported).
 @Suite struct VersionHistoryTests {
     @Test func flagsAGroupThatCameBack() {
-        let h = VersionHistory.analyse(groupVersions: ["1.0": 3, "1.2": 1], appVersions: ["1.0", "1.1", "1.2"], firstVersion: "1.0")
-        #expect(h.regression == .init(absentIn: "1.1", reappearedIn: "1.2"))
+        let h = VersionHistory.analyse(groupVersions: ["1.0": 3, "1.2": 1], appVersions: ["1.0": 5, "1.1": 2, "1.2": 4], firstVersion: "1.0")
+        #expect(h.regression == VersionRegression(version: "1.2", previous: "1.0", versionsWithout: ["1.1"]))
     }
 
     @Test func aGroupInEveryVersionOrOnlyNewOnesIsNoRegression() {
-        #expect(VersionHistory.analyse(groupVersions: ["1.0": 1, "1.1": 1], appVersions: ["1.0", "1.1"], firstVersion: "1.0").regression == nil)
-        #expect(VersionHistory.analyse(groupVersions: ["1.1": 1], appVersions: ["1.0", "1.1"], firstVersion: "1.1").regression == nil)
-        #expect(VersionHistory.analyse(groupVersions: ["1.0": 1], appVersions: ["1.0", "1.1", "1.2"], firstVersion: "1.0").regression == nil)
+        #expect(VersionHistory.analyse(groupVersions: ["1.0": 1, "1.1": 1], appVersions: ["1.0": 1, "1.1": 1], firstVersion: "1.0").regression == nil)
+        #expect(VersionHistory.analyse(groupVersions: ["1.1": 1], appVersions: ["1.0": 1, "1.1": 1], firstVersion: "1.1").regression == nil)
+        #expect(VersionHistory.analyse(groupVersions: ["1.0": 1], appVersions: ["1.0": 1, "1.1": 1, "1.2": 1], firstVersion: "1.0").regression == nil)
+    }
+
+    /// A hotfix 1.1.1 shipped after 1.2 sits between 1.1 and 1.2, whatever order reports came in.
+    @Test func versionsAreOrderedByNumberNotByArrival() {
+        let h = VersionHistory.analyse(groupVersions: ["1.1": 2, "1.2": 1], appVersions: ["1.1": 2, "1.2": 3, "1.1.1": 6], firstVersion: "1.1")
+        #expect(h.regression == VersionRegression(version: "1.2", previous: "1.1", versionsWithout: ["1.1.1"]))
+        #expect(VersionHistory.analyse(groupVersions: ["1.1": 2, "1.1.1": 1], appVersions: ["1.1": 2, "1.2": 3, "1.1.1": 6], firstVersion: "1.1").regression == nil)
     }
 }

@@ -80,10 +80,12 @@ struct StacklineWorker: ParsableCommand {
             logger.error("\(error.description)")
             throw ExitCode(2)
         }
+        let symbolicator = Symbolicator(
+            stores: symbols.isEmpty ? [SymbolStoreDirectory.resolve(option: nil)] : symbols.map(SymbolStoreDirectory.init(root:)),
+            cacheCapacity: cacheCapacity)
+        symbolicator.cache.warn = { logger.warning("\($0.description)") }
         let worker = JobRunner(
-            symbolicator: Symbolicator(
-                stores: symbols.isEmpty ? [SymbolStoreDirectory.resolve(option: nil)] : symbols.map(SymbolStoreDirectory.init(root:)),
-                cacheCapacity: cacheCapacity),
+            symbolicator: symbolicator,
             grouper: Grouper(rules: rules),
             hooks: TestHooks(environment: ProcessInfo.processInfo.environment, logger: logger))
         exitWithParent()

@@ -33,19 +33,13 @@ func addConfigRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
             // Only `namespaces configure` writes it, after the same validation.
             throw APIError(.internalServerError, "the stored configuration of '\(namespace)' does not validate: \(error)")
         }
-        let document = configuration.served(namespace: namespace, defaultURL: defaultIngestURL(request))
+        let document = configuration.served(namespace: namespace, defaultURL: defaultIngestURL(request, servesTLS: deps.servesTLS))
         return JSONResponse.bytes(document, contentType: JSONResponse.jsonType)
     }
 }
 
-/// This server's ingest URL as the client reached it, for configurations that name no `url`:
-/// the `Host` it used, `https` when a TLS proxy says so with `X-Forwarded-Proto`.
-private func defaultIngestURL(_ request: Request) -> String {
+/// This server's ingest URL as the client reached it, for configurations that name no `url`.
+private func defaultIngestURL(_ request: Request, servesTLS: Bool) -> String {
     let path = "/api/v1/ingest"
-    guard let authority = request.head.authority,
-        !authority.isEmpty,
-        authority.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || ".-:[]".unicodeScalars.contains($0)) })
-    else { return path }
-    let forwarded = HTTPField.Name("X-Forwarded-Proto").flatMap { request.headers[$0] }?.lowercased()
-    return "\(forwarded == "https" ? "https" : "http")://\(authority)\(path)"
+    return ClientURL.base(request, servesTLS: servesTLS).map { $0 + path } ?? path
 }

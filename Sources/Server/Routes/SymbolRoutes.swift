@@ -40,6 +40,7 @@ func addSymbolRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
             for (path, result) in deps.store.addReceived(file, skipped: &skipped) { report.record(path: path, result: result) }
             report.skipped = skipped
             report.summary.skipped = skipped.count
+            deps.indexer.index(report.buildIds)
             // As `symbols add` does: reports that lacked these build-ids go back on the queue.
             do { report.requeuedReportIds = try deps.db.requeueReports(missing: report.buildIds) } catch {
                 deps.logger.error("stored debug files, but could not requeue reports", metadata: ["error": "\(error)"])

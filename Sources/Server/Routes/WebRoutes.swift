@@ -37,14 +37,14 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         }
         var response = WebPage.redirect(next ?? "/")
         response.headers[values: .setCookie].append(
-            WebPage.cookie(sessions.value(for: token, now: deps.db.now()), maxAge: Int(WebSession.lifetimeMs / 1000), request: request))
+            WebPage.cookie(sessions.value(for: token, now: deps.db.now()), maxAge: Int(WebSession.lifetimeMs / 1000), request: request, servesTLS: deps.servesTLS))
         return response
     }
 
     web.post("/logout") { request, _ -> Response in
         try WebPage.requireSameOrigin(request)
         var response = WebPage.redirect("/login")
-        response.headers[values: .setCookie].append(WebPage.cookie("", maxAge: 0, request: request))
+        response.headers[values: .setCookie].append(WebPage.cookie("", maxAge: 0, request: request, servesTLS: deps.servesTLS))
         return response
     }
 
@@ -100,12 +100,13 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         }
         let representative = try detail.summary.representativeReportId.flatMap { try db.result(reportId: $0) }
             .map { try ReportPrinter.decode($0) }
-        let appVersions = try db.versionOrder(app: detail.summary.app)
+        let appVersions = try db.appVersionCounts(app: detail.summary.app, kind: detail.summary.kind)
         let history = VersionHistory.analyse(
             groupVersions: detail.summary.versions, appVersions: appVersions,
             firstVersion: try db.firstVersion(fingerprint: detail.summary.fingerprint))
         return WebPage.html(GroupPage.render(GroupPageModel(
-            detail: GroupDetailJSON(detail, representative: representative), history: history, appVersions: appVersions)))
+            detail: GroupDetailJSON(detail, representative: representative), history: history,
+            appVersions: appVersions.keys.sorted(by: VersionOrder.less))))
     }
 
     pages.get("/reports/{id}") { request, context -> Response in
@@ -115,7 +116,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         let model = ReportPageModel(
             id: id, report: try ReportPrinter.decode(result), groupFingerprint: group?.fingerprint, groupTitle: group?.title,
             keyFrames: group?.frames ?? [], missing: result.missingImages.map { MissingFile(buildId: $0.buildId, imageName: $0.name) },
-            serverURL: WebPage.serverURL(request))
+            serverURL: WebPage.serverURL(request, servesTLS: deps.servesTLS))
         return WebPage.html(ReportPage.render(model))
     }
 
@@ -140,7 +141,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
     }
 
     pages.get("/symbols") { request, _ -> Response in
-        WebPage.html(SymbolsPage.render(try missingDebugFiles(db: db, store: deps.store), serverURL: WebPage.serverURL(request)))
+        WebPage.html(SymbolsPage.render(try missingDebugFiles(db: db, store: deps.store), serverURL: WebPage.serverURL(request, servesTLS: deps.servesTLS)))
     }
 
     pages.get("/workers") { _, _ -> Response in
@@ -263,9 +264,9 @@ enum WebPage {
     }
 
     /// The session cookie's `Set-Cookie` value (an empty value with max-age 0 signs out).
-    static func cookie(_ value: String, maxAge: Int, request: Request) -> String {
+    static func cookie(_ value: String, maxAge: Int, request: Request, servesTLS: Bool) -> String {
         var cookie = "\(WebSession.cookieName)=\(value); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=Strict"
-        if forwardedHTTPS(request) { cookie += "; Secure" }
+        if ClientURL.isHTTPS(request, servesTLS: servesTLS) { cookie += "; Secure" }
         return cookie
     }
 
@@ -290,16 +291,9 @@ enum WebPage {
         }
     }
 
-    static func forwardedHTTPS(_ request: Request) -> Bool {
-        HTTPField.Name("X-Forwarded-Proto").flatMap { request.headers[$0] }?.lowercased() == "https"
-    }
-
     /// This server's URL as the browser reached it (for the upload command shown on pages).
-    static func serverURL(_ request: Request) -> String {
-        guard let authority = request.head.authority, !authority.isEmpty,
-            authority.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || ".-:[]".unicodeScalars.contains($0)) })
-        else { return "https://stackline.example" }
-        return "\(forwardedHTTPS(request) ? "https" : "http")://\(authority)"
+    static func serverURL(_ request: Request, servesTLS: Bool) -> String {
+        ClientURL.base(request, servesTLS: servesTLS) ?? "https://stackline.example"
     }
 }
 

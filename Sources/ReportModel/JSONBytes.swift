@@ -49,6 +49,19 @@ public struct JSONBytes {
         string(utf8: text.utf8)
     }
 
+    /// `string(utf8:)` for mapped bytes (a symcache's strings): nearly every name and path needs
+    /// no escape, and those are copied whole (the byte-by-byte loop through a generic sequence
+    /// was half of a `lookup --json` batch from a symcache).
+    public mutating func string(utf8 text: UnsafeRawBufferPointer) {
+        guard text.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: text)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
+        string(utf8: Array(text))
+    }
+
     /// `string(_:)` for UTF-8 bytes held elsewhere (a symcache's mapped strings), without
     /// making a `String` of them.
     public mutating func string<Bytes: Sequence<UInt8>>(utf8: Bytes) {

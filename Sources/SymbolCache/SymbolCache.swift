@@ -33,6 +33,8 @@ public final class SymbolCache {
     private let bytes: UnsafeRawBufferPointer
     private let layout: SymbolCacheLayout
     private let segmentBase: UInt64
+    /// Every `sampleStride`-th segment start, read at open (see `chain(at:)`).
+    private var sampledStarts: [UInt64] = []
 
     /// Builds the index of `file` and writes it atomically to `path` (a temporary name in the
     /// same directory, then rename), recording `source`.
@@ -116,6 +118,7 @@ public final class SymbolCache {
         segmentBase = header[O.segmentBase]
         isMachO = flags & SymbolCacheLayout.Flag.machO != 0
         if let problem = SymbolCacheValidation.problem(bytes, layout) { throw .corrupt(path: path, detail: problem) }
+        sampledStarts = stride(from: 0, to: layout.segmentCount, by: Self.sampleStride).map(start)
     }
 
     /// What is at `address`, innermost inline level first: exactly `DebugFile.frames(at:)`'s
@@ -163,30 +166,45 @@ public final class SymbolCache {
     }
 
     /// The chain answering `address`: the segment with the greatest start at or below it.
+    ///
+    /// Two steps: the in-memory sample of every 256th start (small enough to stay in cache)
+    /// picks the block, then a binary search inside that block touches one kilobyte or two of
+    /// the mapping instead of ~20 cache lines spread over the whole table.
     private func chain(at address: UInt64) -> UInt32 {
         let n = layout.segmentCount
         guard n > 0, address >= segmentBase else { return SymbolCacheLayout.none }
-        let offset = address - segmentBase
-        var lo = 0
-        var hi = n
-        let starts = bytes.baseAddress! + layout.startsOffset
+        let key: UInt64
         if layout.wideStarts {
-            while lo < hi {
-                let mid = (lo + hi) >> 1
-                if UInt64(littleEndian: starts.load(fromByteOffset: mid * 8, as: UInt64.self)) <= address { lo = mid + 1 } else { hi = mid }
-            }
-        } else if offset > UInt64(UInt32.max) {
+            key = address
+        } else if address - segmentBase > UInt64(UInt32.max) {
             // Every start is below 2^32 past the base: the last segment answers.
-            lo = n
+            return u32(layout.chainOfSegmentOffset + (n - 1) * 4)
         } else {
-            let key = UInt32(offset)
-            while lo < hi {
-                let mid = (lo + hi) >> 1
-                if UInt32(littleEndian: starts.load(fromByteOffset: mid * 4, as: UInt32.self)) <= key { lo = mid + 1 } else { hi = mid }
-            }
+            key = address - segmentBase
+        }
+        var lo = 0
+        var hi = sampledStarts.count
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if sampledStarts[mid] <= key { lo = mid + 1 } else { hi = mid }
         }
         guard lo > 0 else { return SymbolCacheLayout.none }
+        // starts[block] <= key; the answer is the last start <= key in this block.
+        let block = (lo - 1) * Self.sampleStride
+        lo = block + 1
+        hi = min(block + Self.sampleStride, n)
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if start(mid) <= key { lo = mid + 1 } else { hi = mid }
+        }
         return u32(layout.chainOfSegmentOffset + (lo - 1) * 4)
+    }
+
+    private static let sampleStride = 256
+
+    /// Segment `i`'s start: an absolute address with wide starts, else an offset from the base.
+    private func start(_ i: Int) -> UInt64 {
+        layout.wideStarts ? u64(layout.startsOffset + i * 8) : UInt64(u32(layout.startsOffset + i * 4))
     }
 
     private func string(_ id: UInt32) -> CachedString? {

@@ -1,0 +1,72 @@
+import DebugInfo
+import Demangling
+import Foundation
+import ReportModel
+import SymbolCache
+import Symbolication
+import TestSupport
+import Testing
+
+/// `lookup --json` written from a symcache's mapped bytes is byte for byte what the DWARF path's
+/// `AddressResolver` frames give through `LookupJSON`, whose bytes `LookupJSONTests` holds to
+/// JSONEncoder: every byte of code of the Mach-O fixtures, both name styles, plain and return
+/// addresses (the offset is measured from the looked-up address).
+@Suite struct SymbolCacheLookupJSONTests {
+    @Test(arguments: [MachOFixtures.dSYMDWARF, MachOFixtures.dylibDWARF, MachOFixtures.executable])
+    func symcacheEntriesMatchTheDWARFPath(path: String) throws {
+        let scratch = try TempDirectory("stackline-symcache-json")
+        defer { scratch.remove() }
+        for slice in try MachOFile(path: path).slices {
+            let cachePath = scratch.file("\(slice.arch).symcache")
+            let source = try SymbolCacheSource(file: RegularFile(path: path))
+            try SymbolCache.write(from: DebugFile(machO: path, arch: slice.arch), source: source, to: cachePath)
+            let cache = try SymbolCache(path: cachePath, expecting: source)
+            let file = try DebugFile(machO: path, arch: slice.arch)
+            let code = slice.sections.filter { $0.flags & 0x8000_0400 != 0 }
+            #expect(!code.isEmpty)
+            for style in Demangler.Style.allCases {
+                let resolver = AddressResolver(file: file, names: DemangleCache(style: style))
+                var mismatches = 0
+                for section in code {
+                    for address in section.address...(section.address + section.size) {
+                        for kind in [FrameKind.pc, .returnAddress] {
+                            var expected = JSONBytes()
+                            LookupJSON.appendEntry(address: address, frames: resolver.resolve(address, kind: kind), to: &expected)
+                            var got = JSONBytes()
+                            let lookup = kind == .returnAddress ? address - 1 : address
+                            LookupJSON.appendEntry(address: address, lookup: lookup, cache: cache, style: style, to: &got)
+                            if got.bytes != expected.bytes {
+                                mismatches += 1
+                                if mismatches < 4 { Issue.record("\(slice.arch) \(style) 0x\(String(address, radix: 16)): \(String(decoding: got.bytes, as: UTF8.self)) vs \(String(decoding: expected.bytes, as: UTF8.self))") }
+                            }
+                        }
+                    }
+                }
+                #expect(mismatches == 0, "\(path) \(slice.arch) \(style)")
+            }
+        }
+    }
+
+    /// The mapped-bytes overload (a copy when nothing needs escaping) writes what `string(_:)` writes.
+    @Test func mappedStringsEscapeAsStrings() {
+        let ascii = String(decoding: (0..<0x80).map { UInt8($0) }, as: UTF8.self)
+        for text in ["", "main", ascii, "a/b\\c\"d", "tab\there", "Ünïcödé 名前 🧨", "\u{2028}\u{7f}\u{1b}[31m"] {
+            var expected = JSONBytes()
+            expected.string(text)
+            var got = JSONBytes()
+            Array(text.utf8).withUnsafeBytes { got.string(utf8: $0) }
+            #expect(got.bytes == expected.bytes, "\(text)")
+        }
+    }
+
+    @Test func decimalSpellsAsString() {
+        for v: Int in [0, 1, 9, 10, 99, 100, -1, -10, Int.max, Int.min, 1_234_567] {
+            var out: [UInt8] = []
+            LookupJSON.decimal(v, to: &out)
+            #expect(String(decoding: out, as: UTF8.self) == String(v))
+        }
+        var out: [UInt8] = []
+        LookupJSON.decimal(UInt64.max, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == String(UInt64.max))
+    }
+}

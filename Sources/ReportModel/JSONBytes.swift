@@ -31,6 +31,37 @@ public struct JSONBytes {
         bytes.append(contentsOf: String(value).utf8)
     }
 
+    // Concrete overloads for the widths reports and lookups write (lines, columns, offsets,
+    // counts): a generic `BinaryInteger` called from another module goes through witness
+    // tables, which was most of the 10% a lookup batch spent writing numbers.
+    public mutating func integer(_ value: Int) { Self.decimal(value, to: &bytes) }
+    public mutating func integer(_ value: UInt64) { Self.decimal(value, to: &bytes) }
+
+    /// `value` in decimal, as `String(value)` spells it, appended without making the `String`.
+    public static func decimal(_ value: Int, to out: inout [UInt8]) {
+        if value < 0 {
+            out.append(UInt8(ascii: "-"))
+            // The magnitude of Int.min does not fit in Int.
+            decimal(UInt64(value.magnitude), to: &out)
+        } else {
+            decimal(UInt64(value), to: &out)
+        }
+    }
+
+    public static func decimal(_ value: UInt64, to out: inout [UInt8]) {
+        var v = value
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: 20 digits fit.
+        var n = 0
+        withUnsafeMutableBytes(of: &digits) { buf in
+            repeat {
+                buf[23 - n] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: v % 10)
+                v /= 10
+                n += 1
+            } while v > 0
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buf[(24 - n)...]))
+        }
+    }
+
     public mutating func bool(_ value: Bool) {
         value ? raw("true") : raw("false")
     }

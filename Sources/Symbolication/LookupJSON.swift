@@ -30,13 +30,13 @@ public enum LookupJSON {
             var first = true
             out.raw("{")
             // Line and column are left out only where the resolver makes them nil: no file and 0.
-            if f.file != nil || f.column != 0 { out.key("column", first: &first); decimal(f.column, to: &out.bytes) }
+            if f.file != nil || f.column != 0 { out.key("column", first: &first); out.integer(f.column) }
             if let file = f.file { out.key("file", first: &first); out.string(utf8: file.bytes) }
             if let function = f.name(style) { out.key("function", first: &first); out.string(utf8: function.bytes) }
             out.key("inlined", first: &first); out.bool(!f.isOutermost)
-            if f.file != nil || f.line != 0 { out.key("line", first: &first); decimal(f.line, to: &out.bytes) }
+            if f.file != nil || f.line != 0 { out.key("line", first: &first); out.integer(f.line) }
             if f.isOutermost, let start = f.functionStart {
-                out.key("offset", first: &first); decimal(lookup &- start, to: &out.bytes)
+                out.key("offset", first: &first); out.integer(lookup &- start)
             }
             if let symbol = f.symbol { out.key("symbol", first: &first); out.string(utf8: symbol.bytes) }
             out.raw("}")
@@ -56,26 +56,5 @@ public enum LookupJSON {
         if let offset = f.offset { out.key("offset", first: &first); out.integer(offset) }
         if let symbol = f.symbol { out.key("symbol", first: &first); out.string(symbol) }
         out.raw("}")
-    }
-
-    /// `value` in decimal, as `String(value)` spells it, without making the `String`.
-    public static func decimal(_ value: some BinaryInteger, to out: inout [UInt8]) {
-        if value < 0 {
-            out.append(UInt8(ascii: "-"))
-            // The magnitude of Int.min does not fit in Int; go through UInt64.
-            decimal(UInt64(value.magnitude), to: &out)
-            return
-        }
-        var v = UInt64(value)
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: 20 digits fit.
-        var n = 0
-        withUnsafeMutableBytes(of: &digits) { buf in
-            repeat {
-                buf[23 - n] = UInt8(ascii: "0") + UInt8(v % 10)
-                v /= 10
-                n += 1
-            } while v > 0
-            out.append(contentsOf: buf[(24 - n)...])
-        }
     }
 }

@@ -213,9 +213,9 @@ struct LookupOutput {
                 out.bytes.append(UInt8(ascii: "\n"))
                 Self.appendEscaped(f.file, to: &out.bytes)
                 out.bytes.append(UInt8(ascii: ":"))
-                LookupJSON.decimal(f.line, to: &out.bytes)
+                JSONBytes.decimal(f.line, to: &out.bytes)
                 out.bytes.append(UInt8(ascii: ":"))
-                LookupJSON.decimal(f.column, to: &out.bytes)
+                JSONBytes.decimal(f.column, to: &out.bytes)
                 out.bytes.append(UInt8(ascii: "\n"))
             }
             if count == 0 { out.bytes.append(contentsOf: "??\n??:0:0\n".utf8) }

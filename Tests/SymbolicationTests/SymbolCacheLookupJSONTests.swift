@@ -62,11 +62,11 @@ import Testing
     @Test func decimalSpellsAsString() {
         for v: Int in [0, 1, 9, 10, 99, 100, -1, -10, Int.max, Int.min, 1_234_567] {
             var out: [UInt8] = []
-            LookupJSON.decimal(v, to: &out)
+            JSONBytes.decimal(v, to: &out)
             #expect(String(decoding: out, as: UTF8.self) == String(v))
         }
         var out: [UInt8] = []
-        LookupJSON.decimal(UInt64.max, to: &out)
+        JSONBytes.decimal(UInt64.max, to: &out)
         #expect(String(decoding: out, as: UTF8.self) == String(UInt64.max))
     }
 }

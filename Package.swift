@@ -71,7 +71,7 @@ let package = Package(
         .target(name: "SymbolStore", dependencies: ["DebugInfo", "SymbolCache", "SystemCalls", .product(name: "ZIPFoundation", package: "ZIPFoundation")]),
         .target(
             name: "Symbolication",
-            dependencies: ["DebugInfo", "SymbolCache", "SymbolStore", "ReportModel", "Demangling"]
+            dependencies: ["DebugInfo", "SymbolCache", "SymbolStore", "ReportModel", "Demangling", "SystemCalls"]
         ),
         // Parsers only: raw report bytes in, RawReport out.
         .target(name: "ReportFormats", dependencies: ["ReportModel"]),

@@ -27,7 +27,7 @@ public struct SymbolCacheSource: Sendable, Equatable {
             throw .unreadable(path: file.path, reason: error.reason)
         }
         size = UInt64(st.st_size)
-        modifiedNanoseconds = Int64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(st.st_mtim.tv_nsec)
+        modifiedNanoseconds = st.modifiedNanoseconds
         inode = UInt64(st.st_ino)
     }
 }

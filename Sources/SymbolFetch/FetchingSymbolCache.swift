@@ -133,7 +133,7 @@ public final class FetchingSymbolCache: @unchecked Sendable {
             let sidecar = store.sidecarPath(buildID: entry.buildId)
             var info = stat()
             do { try SystemCall.check("lstat", path: sidecar) { lstat(sidecar, &info) } } catch { continue }
-            let used = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+            let used = info.modifiedNanoseconds
             let bytes = store.storedBytes(buildID: entry.buildId)
             entries[entry.buildId] = Entry(bytes: bytes, lastUsed: used)
             total += bytes

@@ -3,6 +3,7 @@ import Foundation
 import SymbolCache
 import ReportModel
 import SymbolStore
+import SystemCalls
 
 /// Why a build-id could not be resolved.
 public enum LookupError: Error, CustomStringConvertible, Equatable {
@@ -254,8 +255,6 @@ public final class DebugFileCache {
 
     /// A file's modification time in nanoseconds (0 when it cannot be read).
     private static func modified(_ path: String) -> Int64 {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return 0 }
-        return Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        (try? SystemCall.status(ofPath: path))?.modifiedNanoseconds ?? 0
     }
 }

@@ -54,6 +54,13 @@ public enum SystemCall {
         return info
     }
 
+    /// The `stat` of what `path` names (a link followed).
+    public static func status(ofPath path: String) throws(SystemCallError) -> stat {
+        var info = stat()
+        try check("stat", path: path) { stat(path, &info) }
+        return info
+    }
+
     /// Sets the nice value of a process. Best effort by design: a process that cannot be
     /// lowered still works, it only competes harder for the CPU, so failure is reported as false
     /// rather than thrown.
@@ -61,4 +68,10 @@ public enum SystemCall {
     public static func setNiceness(_ value: Int32, of process: Int32) -> Bool {
         setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(process), value) == 0
     }
+}
+
+extension stat {
+    /// The modification time in nanoseconds since the epoch: the one spelling of it, for the
+    /// symcache's source identity, its staleness check and the fetch cache's last use.
+    public var modifiedNanoseconds: Int64 { Int64(st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(st_mtim.tv_nsec) }
 }

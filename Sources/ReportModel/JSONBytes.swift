@@ -77,7 +77,11 @@ public struct JSONBytes {
     /// A JSON string as JSONEncoder escapes it: quote, backslash and controls below 0x20 (the
     /// short forms where JSON has them), everything else as UTF-8, slashes unescaped.
     public mutating func string(_ text: String) {
-        string(utf8: text.utf8)
+        // Through the contiguous bytes, so a name that needs no escape is copied whole: the
+        // byte-by-byte loop over `String.UTF8View` was 10% of a worker's CPU writing
+        // 30-frame reports (perf under scripts/bench-queue.sh).
+        var text = text
+        text.withUTF8 { string(utf8: UnsafeRawBufferPointer($0)) }
     }
 
     /// `string(utf8:)` for mapped bytes (a symcache's strings): nearly every name and path needs

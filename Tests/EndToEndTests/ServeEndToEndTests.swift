@@ -70,6 +70,16 @@ func gzipped(_ data: Data) throws -> Data {
         #expect(again.status == 202)
         #expect(again.json?["duplicate"] as? Bool == true)
         #expect(again.json?["id"] as? Int == a.json?["id"] as? Int)
+        // The answer is written by hand; its bytes are Foundation's JSONEncoder's, in the style
+        // of every JSON answer (pretty-printed, sorted keys).
+        struct Accepted: Encodable { var id: Int; var duplicate: Bool }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        for answer in [a, b, again] {
+            let expected = try encoder.encode(
+                Accepted(id: try #require(answer.json?["id"] as? Int), duplicate: try #require(answer.json?["duplicate"] as? Bool)))
+            #expect(answer.text == String(decoding: expected, as: UTF8.self))
+        }
 
         // The rows, by plain SQL: each id holds the digest of the bytes we sent, once.
         for (answer, bytes) in [(a, plain), (b, gz)] {

@@ -22,7 +22,11 @@ func addReportRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
             ServerMetrics.reportRefused(reason: "malformed")
             throw APIError.badRequest(error.description)
         }
-        return try JSONResponse.encode(ReportAcceptedJSON(outcomes, namespace: token.namespace), status: .accepted)
+        let answer = ReportAcceptedJSON(outcomes, namespace: token.namespace)
+        if let single = answer.singleReportJSON() {
+            return JSONResponse.bytes(single, status: .accepted, contentType: JSONResponse.jsonType)
+        }
+        return try JSONResponse.encode(answer, status: .accepted)
     }
 }
 
@@ -55,5 +59,13 @@ struct ReportAcceptedJSON: Encodable {
         id = first?.id
         duplicate = first?.duplicate
         reports = parts.count > 1 ? parts : nil
+    }
+
+    /// The answer for one stored report, byte for byte what `JSONOutput.encoder` writes for it
+    /// (pretty-printed, sorted keys), without JSONEncoder: it is the answer to nearly every
+    /// upload, and the encoder's generic containers were 1.5% of the endpoint's CPU.
+    func singleReportJSON() -> Data? {
+        guard reports == nil, let id, let duplicate else { return nil }
+        return Data("{\n  \"duplicate\" : \(duplicate),\n  \"id\" : \(id)\n}".utf8)
     }
 }

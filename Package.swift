@@ -60,9 +60,11 @@ let package = Package(
         .target(name: "ReportModel"),
         .target(name: "Hashing", dependencies: ["ReportModel", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "Grouping", dependencies: ["ReportModel", "Hashing"]),
+        // glibc's malloc.h (mallopt), which the Glibc module leaves out; used by SystemCalls only.
+        .systemLibrary(name: "StacklineMalloc", path: "Sources/CMalloc"),
         // errno-checked system calls, file locks and the directory walk: the one place that calls
         // strerror or flock (Tests/DebugInfoTests/SystemCallsTests).
-        .target(name: "SystemCalls"),
+        .target(name: "SystemCalls", dependencies: ["StacklineMalloc"]),
         .target(name: "DebugInfo", dependencies: ["CElfUtils", "ReportModel", "SystemCalls"]),
         // Mangled names to readable ones, through the Swift runtime's and the C++ ABI's demanglers.
         .target(name: "Demangling", dependencies: ["CDemangle"]),

@@ -65,7 +65,14 @@ enum JSONText {
         while start <= last {
             guard let hit = memchr(base + start + anchor, Int32(pattern[anchor]), last - start + 1) else { return false }
             let candidate = UnsafeRawPointer(hit) - anchor
-            if memcmp(candidate, key, pattern.count) == 0 { return true }
+            // The ends first, inline: most anchor hits are some other word, and a memcmp call
+            // for each was 1.9% of the ingest endpoint's CPU on `.ips` uploads.
+            if candidate.load(as: UInt8.self) == pattern[0],
+                candidate.load(fromByteOffset: pattern.count - 1, as: UInt8.self) == pattern[pattern.count - 1],
+                memcmp(candidate, key, pattern.count) == 0
+            {
+                return true
+            }
             start = candidate - base + 1
         }
         return false

@@ -6,6 +6,7 @@ import Logging
 import Master
 import Queries
 import StacklineLogging
+import SystemCalls
 
 /// `stackline master`: supervise workers and drain the queue.
 struct MasterCommand: ParsableCommand {
@@ -30,6 +31,7 @@ struct MasterCommand: ParsableCommand {
     }
 
     func run() throws {
+        SystemCall.keepFreedMemoryForReuse()
         let level = logLevel
         LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0, level: level) }
         let logger = Logger(label: "stackline.master")

@@ -6,6 +6,7 @@ import Logging
 import Master
 import Server
 import StacklineLogging
+import SystemCalls
 
 /// `stackline serve`: the HTTP API and the master in one process.
 struct ServeCommand: AsyncParsableCommand {
@@ -79,6 +80,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        SystemCall.keepFreedMemoryForReuse()
         let level = logLevel
         LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0, level: level) }
         let metrics = ServerMetrics.bootstrap()

@@ -63,9 +63,9 @@ import Testing
         #expect(worker.products.isDisjoint(with: Self.forbiddenProducts), "worker reaches \(worker.products.intersection(Self.forbiddenProducts).sorted())")
         // It does speak the protocol and symbolicate: the walk found its real dependencies.
         #expect(worker.targets.isSuperset(of: ["WorkerProtocol", "ReportModel", "Symbolication"]))
-        // SystemCalls (no dependencies of its own) gives frame I/O errors their errno text;
+        // SystemCalls (with only glibc's malloc.h beside it) gives frame I/O errors their errno text;
         // Compression (zlib, libdeflate) makes results in the form the database stores them.
-        #expect(try Self.closure(of: "WorkerProtocol").targets == ["ReportModel", "SystemCalls", "Compression", "StacklineZlib", "StacklineDeflate"])
+        #expect(try Self.closure(of: "WorkerProtocol").targets == ["ReportModel", "SystemCalls", "StacklineMalloc", "Compression", "StacklineZlib", "StacklineDeflate"])
     }
 
     /// The same walk from the CLI finds both, so the check above is not vacuous.

@@ -11,6 +11,7 @@ import ReportFormats
 import ReportModel
 import SymbolStore
 import Symbolication
+import SystemCalls
 
 /// A stateless symbolication worker. Started by `stackline master` (or by a remote worker's
 /// connection, for each of its slots), it reads job frames on stdin and writes reply frames on
@@ -62,6 +63,7 @@ struct StacklineWorker: ParsableCommand {
     }
 
     func run() throws {
+        SystemCall.keepFreedMemoryForReuse()
         LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0) }
         var logger = Logger(label: "stackline.worker")
         logger[metadataKey: "pid"] = "\(getpid())"

@@ -30,7 +30,7 @@ public enum Zlib {
         data.count >= 2 && data[data.startIndex] == 0x1f && data[data.startIndex + 1] == 0x8b
     }
 
-    /// Compresses `data` in the zlib format (level 6 through libdeflate, about twice zlib's
+    /// Compresses `data` in the zlib format (level 1 through libdeflate, about twice zlib's
     /// speed: a worker compresses every result, and zlib's deflate was 17% of its CPU on
     /// 30-frame crashes). Any zlib reads the output.
     public static func compress(_ data: Data) -> Data {
@@ -212,8 +212,11 @@ public enum Zlib {
 /// report. Workers compress on one thread, the server on a few; a handful stay idle at most.
 private final class CompressorPool: @unchecked Sendable {
     static let shared = CompressorPool()
-    /// zlib's default level, as the stored data always had.
-    static let level: Int32 = 6
+    /// Level 1. Level 6 (zlib's default, used until now) cost a worker about 80 µs per 10 KB
+    /// symbolicated report, a fifth of its CPU on 30-frame crashes (perf under
+    /// scripts/bench-queue.sh; libdeflate resets larger match-finder tables for every buffer);
+    /// level 1 takes a quarter of that for output about 9% larger. Any level inflates alike.
+    static let level: Int32 = 1
     private let lock = NSLock()
     private var idle: [OpaquePointer] = []
 

@@ -34,6 +34,9 @@ struct MasterOptions: ParsableArguments {
     @Option(help: .hidden)
     var handBackAfter: Double = 1
 
+    @Option(help: "Nice value of the local workers (0-19). Above 0, the master (and serve's request handling) gets the CPU as soon as it needs it: a worker never waits for its next job behind another worker, and a burst of uploads is answered first while the queue absorbs the backlog.")
+    var workerNice: Int32 = 10
+
     @Option(help: "Grouping rules file for the workers (default: $STACKLINE_GROUPING_RULES or the built-in rules).")
     var groupingRules: String?
 
@@ -59,6 +62,7 @@ struct MasterOptions: ParsableArguments {
             throw ValidationError("--prefetch must be between 1 and \(JobDatabase.maxClaimBatch)")
         }
         guard retainInterval > 0 else { throw ValidationError("--retain-interval must be positive") }
+        guard (0...19).contains(workerNice) else { throw ValidationError("--worker-nice must be between 0 and 19") }
         // Workers inherit the limit: a bad value must stop the master, not every worker.
         do { _ = try Framing.configuredMaxFrame() } catch { throw ValidationError(error.description) }
     }
@@ -81,6 +85,7 @@ struct MasterOptions: ParsableArguments {
             retainMs: retain?.duration, retentionIntervalSeconds: retainInterval)
         config.prefetch = prefetch
         config.handBackSeconds = handBackAfter
+        config.workerNiceness = workerNice
         guard FileManager.default.isExecutableFile(atPath: config.workerExecutable) else {
             throw fail("stackline \(command): no worker executable at \(config.workerExecutable) (set STACKLINE_WORKER)")
         }

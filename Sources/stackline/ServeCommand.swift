@@ -46,9 +46,6 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds in-flight requests get after SIGTERM/SIGINT.")
     var requestDrain: Double = 10
 
-    @Option(help: "Nice value of the local workers (0-19): above 0, a burst of uploads takes the CPU first and the queue absorbs the backlog.")
-    var workerNice: Int32 = 10
-
     @Option(help: "PEM certificate chain: serve HTTPS (with --tls-key).")
     var tlsCert: String?
 
@@ -72,7 +69,6 @@ struct ServeCommand: AsyncParsableCommand {
         guard ingestRate >= 0, ingestBurst >= 1 else {
             throw ValidationError("--ingest-rate must not be negative and --ingest-burst must be at least 1")
         }
-        guard (0...19).contains(workerNice) else { throw ValidationError("--worker-nice must be between 0 and 19") }
         guard affinityWait >= 0 else { throw ValidationError("--affinity-wait must not be negative") }
         guard symbolicateTimeout > 0, requestDrain >= 0 else {
             throw ValidationError("--symbolicate-timeout must be positive and --request-drain not negative")
@@ -90,8 +86,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let alerts {
             do { rules = try AlertRulesParser.load(path: alerts) } catch { throw fail("stackline serve: \(error.description)") }
         }
-        var masterConfig = try master.configuration(command: "serve")
-        masterConfig.workerNiceness = workerNice
+        let masterConfig = try master.configuration(command: "serve")
         let db = try database.openOrCreate()
         let services = rules.map { [AlertService(db: db, configuration: $0, logger: Logger(label: "stackline.alerts"))] } ?? []
         let config = ServerConfiguration(

@@ -23,7 +23,9 @@ import Testing
         func maybe<T>(_ value: @autoclosure () -> T) -> T? { Bool.random(using: &rng) ? value() : nil }
         func name() -> String { names.randomElement(using: &rng)! }
         func int() -> Int { [0, 1, -1, 42, Int.max, Int.min, Int(Int32.max)].randomElement(using: &rng)! }
-        func address() -> Address { Address([0, 1, 0x1000, UInt64.max, 0xffff_8000_0000_0000].randomElement(using: &rng)!) }
+        func address() -> Address {
+            Address([0, 1, 0xf, 0x10, 0xabc, 0x1000, 0x1_0000_0000, 0x0fed_cba9_8765_4321, UInt64.max, 0xffff_8000_0000_0000].randomElement(using: &rng)!)
+        }
         func double() -> Double {
             [0, -0.0, 0.1, 1, 12.5, 1e15, 1e16, 1e20, 1e-7, 2.5e-5, 123456789.125, Double.leastNonzeroMagnitude, Double.greatestFiniteMagnitude]
                 .randomElement(using: &rng)!

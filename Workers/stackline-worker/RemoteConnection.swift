@@ -374,6 +374,11 @@ final class RemoteConnection: @unchecked Sendable {
                 case 409:
                     log.warning("result refused: the lease was taken over", metadata: ["reason": "\(response.errorMessage)"])
                     return
+                case 400:
+                    // The master cannot read this result (a malformed reply frame) and never will:
+                    // as for one refused with a claim, the lease is let go and the job runs again.
+                    log.warning("result refused", metadata: ["reason": "\(response.errorMessage)"])
+                    return
                 default:
                     let error = ServiceClientError(.status(response.status), "\(response.status) \(response.errorMessage)")
                     if recordFatal(error) { return }

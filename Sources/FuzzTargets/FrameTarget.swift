@@ -2,8 +2,9 @@ import Foundation
 import WorkerProtocol
 import ReportFormats
 
-/// The worker's side of the master→worker pipe: `FrameReader` on the input bytes, and each
-/// frame decoded as a `JobRequest` and its report parsed, as `stackline-worker` handles a job.
+/// Both ends of the pipe: `FrameReader` on the input bytes, then each frame read as a
+/// `JobRequest` (and its report parsed, as `stackline-worker` handles a job) or, when it is a
+/// reply frame, as a `JobReply` (and its result checked, as the master does).
 enum FrameTarget {
     static func decode(_ data: Data) throws(FuzzFailure) -> String {
         let path = try Scratch.shared.write(data, name: "input.frames")
@@ -14,10 +15,12 @@ enum FrameTarget {
         let bytes = [UInt8](data)
         var offset = 0
         var outcomes: [String] = []
+        var frames: [Data] = []
         while true {
             let frame: Data?
             do { frame = try reader.read() } catch {
                 try checkEnd(error, bytes: bytes, offset: offset)
+                try checkBundle(data, read: frames, readerEnded: offset == bytes.count ? nil : error)
                 return (outcomes + ["\(error)"]).joined(separator: "; ")
             }
             guard let frame else { throw FuzzFailure("read() without a timeout returned no frame") }
@@ -28,21 +31,73 @@ enum FrameTarget {
                 throw FuzzFailure("frame at byte \(offset) is not the \(length) bytes its header declares")
             }
             offset += 4 + length
-            let request: JobRequest
-            do { request = try JSONDecoder().decode(JobRequest.self, from: frame) } catch {
-                outcomes.append("\(length)-byte frame: not a job")
-                continue
-            }
-            if FuzzTarget.validUTF8Only, !FuzzTarget.isValidUTF8(request.raw) {
-                outcomes.append("job \(request.jobId): skipped: not valid UTF-8")
-                continue
-            }
-            do {
-                let report = try FormatRegistry.standard.parse(request.raw, format: request.format)
-                outcomes.append("job \(request.jobId): \(report.format), \(report.threads.count) threads")
-            } catch {
-                outcomes.append("job \(request.jobId): refused: \(error.description)")
-            }
+            frames.append(frame)
+            outcomes.append(try decodeJob(frame))
+        }
+    }
+
+    /// A frame decodes to a value that encodes to the same bytes (the layout spells each value
+    /// one way) and decodes back to an equal value, or is refused with a description.
+    private static func decodeJob(_ frame: Data) throws(FuzzFailure) -> String {
+        let request: JobRequest
+        do { request = try JobRequest(frame: frame) } catch .wrongKind {
+            return try decodeReply(frame)
+        } catch {
+            guard !error.description.isEmpty else { throw FuzzFailure("a job frame refused without a description") }
+            return "\(frame.count)-byte frame: not a job: \(error)"
+        }
+        try checkRoundTrip(request, frame, encode: { v throws(FrameError) in try v.encodedFrame() }, decode: JobRequest.init(frame:))
+        if FuzzTarget.validUTF8Only, !FuzzTarget.isValidUTF8(request.raw) {
+            return "job \(request.jobId): skipped: not valid UTF-8"
+        }
+        do {
+            let report = try FormatRegistry.standard.parse(request.raw, format: request.format)
+            return "job \(request.jobId): \(report.format), \(report.threads.count) threads"
+        } catch {
+            return "job \(request.jobId): refused: \(error.description)"
+        }
+    }
+
+    private static func decodeReply(_ frame: Data) throws(FuzzFailure) -> String {
+        let reply: JobReply
+        do { reply = try JobReply(frame: frame) } catch {
+            guard !error.description.isEmpty else { throw FuzzFailure("a reply frame refused without a description") }
+            return "\(frame.count)-byte frame: not a reply: \(error)"
+        }
+        try checkRoundTrip(reply, frame, encode: { v throws(FrameError) in try v.encodedFrame() }, decode: JobReply.init(frame:))
+        guard let result = reply.result else { return "reply for job \(reply.jobId): \(reply.kind.rawValue)" }
+        // What the master checks before storing a result it does not otherwise read.
+        return "reply for job \(reply.jobId): \(reply.kind.rawValue), \(result.compressed.count) bytes, \(result.isIntact ? "intact" : "not intact")"
+    }
+
+    private static func checkRoundTrip<Value: Equatable>(
+        _ value: Value, _ frame: Data, encode: (Value) throws(FrameError) -> Data, decode: (Data) throws(JobFrameError) -> Value
+    ) throws(FuzzFailure) {
+        let again: Data
+        do { again = try encode(value) } catch { throw FuzzFailure("a decoded frame does not encode again: \(error)") }
+        guard again == frame else { throw FuzzFailure("a decoded \(frame.count)-byte frame encodes to other bytes (\(again.count))") }
+        let back: Value
+        do { back = try decode(again) } catch { throw FuzzFailure("an encoded frame does not decode: \(error)") }
+        guard back == value else { throw FuzzFailure("a frame decodes to another value after a round trip") }
+    }
+
+    /// The remote transport's reader (`Framing.unbundle`, whose frames are slices of the body)
+    /// agrees with the pipe's: the same frames, decoded alike, or refused where the pipe's
+    /// reader stopped before the end of the input.
+    private static func checkBundle(_ data: Data, read frames: [Data], readerEnded: FrameError?) throws(FuzzFailure) {
+        // A slice that does not start at index 0, as a frame inside an HTTP body does.
+        let body = (Data([0xff]) + data).dropFirst()
+        let bundled: [Data]
+        do { bundled = try Framing.unbundle(body) } catch {
+            guard readerEnded != nil else { throw FuzzFailure("unbundle refuses what the frame reader read whole: \(error)") }
+            return
+        }
+        if let readerEnded { throw FuzzFailure("unbundle accepts what the frame reader stopped in: \(readerEnded)") }
+        guard bundled.map({ Data($0) }) == frames else { throw FuzzFailure("unbundle and the frame reader split the input differently") }
+        for (slice, frame) in zip(bundled, frames) {
+            guard (try? JobRequest(frame: slice)) == (try? JobRequest(frame: frame)),
+                (try? JobReply(frame: slice)) == (try? JobReply(frame: frame))
+            else { throw FuzzFailure("a frame decodes differently as a slice of a body") }
         }
     }
 

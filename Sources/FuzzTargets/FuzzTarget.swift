@@ -62,7 +62,7 @@ public struct FuzzTarget: Sendable {
             FuzzTarget(name: "symcache", summary: "SymbolCache(path:expecting:) as is and resealed (checksums recomputed), then lookups and the zero-copy visitor") { data throws(FuzzFailure) in
                 try SymbolCacheTarget.openAndLookUp(data)
             },
-            FuzzTarget(name: "frame", summary: "the worker's FrameReader on its input, each frame decoded as a JobRequest and parsed") { data throws(FuzzFailure) in
+            FuzzTarget(name: "frame", summary: "FrameReader and Framing.unbundle on the input, each frame decoded as a JobRequest (and parsed) or a JobReply, and encoded again") { data throws(FuzzFailure) in
                 try FrameTarget.decode(data)
             },
         ]

@@ -33,9 +33,12 @@ public enum OneShotWorker {
             _ = worker.wait(upTo: 2)
         }
         let request = JobRequest(jobId: 0, reportId: 0, attempt: 1, format: format, raw: raw)
-        let payload: Data
-        do { payload = try JSONEncoder().encode(request) } catch { return .workerFailed("cannot encode job frame: \(error)") }
-        do { try worker.send(payload) } catch {
+        do {
+            try worker.send(try request.encodedFrame())
+        } catch .tooLarge(let size) {
+            return .workerFailed(
+                "report is \(size) bytes as a job frame, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))")
+        } catch {
             return .workerFailed(worker.poll().map { "\($0)" } ?? "cannot send the report to the worker: \(error)")
         }
         let deadline = Date().addingTimeInterval(timeout)
@@ -47,9 +50,10 @@ public enum OneShotWorker {
                 return .workerFailed("\(worker.wait(upTo: 2))")
             }
             if let frame {
-                guard let reply = try? JSONDecoder().decode(JobReply.self, from: frame) else {
+                let reply: JobReply
+                do { reply = try JobReply(frame: frame) } catch {
                     worker.kill()
-                    return .workerFailed("worker sent a malformed reply")
+                    return .workerFailed("worker sent a malformed reply: \(error)")
                 }
                 switch reply.kind {
                 case .result:

@@ -170,11 +170,18 @@ public final class RemoteWorkerPool: @unchecked Sendable {
             let lease = LeaseRef(jobId: job.jobId, leaseToken: job.leaseToken)
             let frame: Data
             do {
-                frame = try JSONEncoder().encode(
-                    JobRequest(jobId: job.jobId, reportId: job.reportId, attempt: job.attempts, format: job.format, raw: job.raw))
+                frame = try JobRequest(
+                    jobId: job.jobId, reportId: job.reportId, attempt: job.attempts, format: job.format, raw: job.raw
+                ).encodedFrame()
             } catch {
-                _ = try outcomes.fail(
-                    LeasedJob(job), .retryable("cannot encode job frame: \(error)"), logger)
+                // As a local slot fails it: the same report makes the same frame on every attempt.
+                let failure: JobFailure = if case .tooLarge(let size) = error {
+                    .permanent(
+                        "report is \(size) bytes as a job frame, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))")
+                } else {
+                    .retryable("cannot encode job frame: \(error)")
+                }
+                _ = try outcomes.fail(LeasedJob(job), failure, logger)
                 forget(lease)
                 continue
             }
@@ -239,7 +246,8 @@ public final class RemoteWorkerPool: @unchecked Sendable {
     /// Records a result that came with a claim: its header, and its reply frame as the slot
     /// process wrote it (decoded here, as a local slot's reply is).
     public func complete(workerId: String, _ header: ResultHeader, replyFrame: Data) throws -> ResultAnswer.Outcome? {
-        try begin(workerId: workerId, try Self.remoteResult(header, replyFrame))()
+        let reply = try Self.reply(replyFrame, for: header.lease)
+        return try begin(workerId: workerId, lease: header.lease, reportId: header.reportId, reply: reply)()
     }
 
     /// Records the results that came with one claim, each answered on its own (a refused one
@@ -251,7 +259,8 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         var pending: [Result<() throws -> ResultAnswer.Outcome?, Refusal>] = []
         for (header, frame) in results {
             do {
-                pending.append(.success(try begin(workerId: workerId, try Self.remoteResult(header, frame))))
+                let reply = try Self.reply(frame, for: header.lease)
+                pending.append(.success(try begin(workerId: workerId, lease: header.lease, reportId: header.reportId, reply: reply)))
             } catch let refusal as Refusal {
                 pending.append(.failure(refusal))
             }
@@ -268,35 +277,39 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         return answers
     }
 
-    private static func remoteResult(_ header: ResultHeader, _ replyFrame: Data) throws(Refusal) -> RemoteResult {
-        guard let reply = try? JSONDecoder().decode(JobReply.self, from: replyFrame) else {
-            throw Refusal.invalid("the reply frame for job \(header.lease.jobId) is not a JobReply")
+    /// A remote worker's reply frame, read as a local slot's is; one that cannot be read is
+    /// refused, as its JSON was when it could not be decoded.
+    private static func reply(_ frame: Data, for lease: LeaseRef) throws(Refusal) -> JobReply {
+        do { return try JobReply(frame: frame) } catch {
+            throw Refusal.invalid("the reply frame for job \(lease.jobId) is not a JobReply: \(error)")
         }
-        return RemoteResult(lease: header.lease, reportId: header.reportId, reply: reply)
     }
 
     /// Records a remote worker's result through the same rules as a local slot's. Accepted from
     /// a worker the master does not know (it restarted): the fencing token decides.
     public func complete(workerId: String, _ result: RemoteResult) throws -> ResultAnswer.Outcome? {
-        try begin(workerId: workerId, result)()
+        let reply = try Self.reply(result.reply, for: result.lease)
+        return try begin(workerId: workerId, lease: result.lease, reportId: result.reportId, reply: reply)()
     }
 
-    /// Starts recording `result`; the returned closure waits for its commit and answers.
-    private func begin(workerId: String, _ result: RemoteResult) throws -> () throws -> ResultAnswer.Outcome? {
+    /// Starts recording `reply`; the returned closure waits for its commit and answers.
+    private func begin(
+        workerId: String, lease: LeaseRef, reportId: Int64, reply: JobReply
+    ) throws -> () throws -> ResultAnswer.Outcome? {
         let name = lock.withLock { workers[workerId]?.row.name }
         var log = logger
         log[metadataKey: "worker"] = "\(name ?? workerId)"
-        log[metadataKey: "job"] = "\(result.lease.jobId)"
-        log[metadataKey: "report"] = "\(result.reportId)"
-        guard result.reply.jobId == result.lease.jobId else {
-            throw Refusal.invalid("reply is for job \(result.reply.jobId), the lease for job \(result.lease.jobId)")
+        log[metadataKey: "job"] = "\(lease.jobId)"
+        log[metadataKey: "report"] = "\(reportId)"
+        guard reply.jobId == lease.jobId else {
+            throw Refusal.invalid("reply is for job \(reply.jobId), the lease for job \(lease.jobId)")
         }
         let pending = try outcomes.begin(
-            result.reply, for: LeasedJob(jobId: result.lease.jobId, leaseToken: result.lease.leaseToken, reportId: result.reportId),
+            reply, for: LeasedJob(jobId: lease.jobId, leaseToken: lease.leaseToken, reportId: reportId),
             started: nil, log)
         return { [self] in
             let outcome = try pending.wait()
-            forget(result.lease)
+            forget(lease)
             switch outcome {
             case .stored:
                 RemoteMetrics.results(.stored).increment()

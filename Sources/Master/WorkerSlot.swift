@@ -192,13 +192,8 @@ final class WorkerSlot: @unchecked Sendable {
 
         let request = JobRequest(
             jobId: job.jobId, reportId: job.reportId, attempt: job.attempts, format: job.format, raw: job.raw)
-        let payload: Data
-        do { payload = try JSONEncoder().encode(request) } catch {
-            try fail(job, .retryable("cannot encode job frame: \(error)"), log)
-            return
-        }
         do {
-            try worker.send(payload)
+            try worker.send(try request.encodedFrame())
         } catch .tooLarge(let size) {
             // Checked before a byte is written, so the worker's stream is still in sync. The
             // same report makes the same frame on every attempt: fail once.
@@ -291,10 +286,14 @@ final class WorkerSlot: @unchecked Sendable {
     }
 
     private func finish(_ job: ClaimedJob, reply frame: Data, started: DispatchTime, _ log: Logger) throws {
-        guard let reply = try? JSONDecoder().decode(JobReply.self, from: frame), reply.jobId == job.jobId else {
+        let reply: JobReply
+        do {
+            reply = try JobReply(frame: frame)
+            guard reply.jobId == job.jobId else { throw WrongJob(replyJobId: reply.jobId) }
+        } catch {
             // The worker's stream can no longer be trusted to be in sync.
             _ = killWorker()
-            try fail(job, .retryable("worker sent a malformed reply"), log)
+            try fail(job, .retryable("worker sent a malformed reply: \(error)"), log)
             return
         }
         // Not waited for here: the slot hands its worker the next job while this one commits.
@@ -304,6 +303,12 @@ final class WorkerSlot: @unchecked Sendable {
     private func fail(_ job: ClaimedJob, _ failure: JobFailure, _ log: Logger) throws {
         try outcomes.fail(LeasedJob(job), failure, log)
     }
+}
+
+/// A reply that reads well but answers another job than the one the worker was given.
+private struct WrongJob: Error, CustomStringConvertible {
+    let replyJobId: Int64
+    var description: String { "the reply is for job \(replyJobId)" }
 }
 
 func formatSeconds(_ s: Double) -> String {

@@ -31,9 +31,11 @@ public struct FrameLimitError: Error, CustomStringConvertible {
     }
 }
 
-/// Frames are a 4-byte big-endian length followed by that many bytes of JSON.
+/// Frames are a 4-byte big-endian length followed by that many bytes: a job or reply frame
+/// (`JobFrameCodec.swift`), or a remote worker's JSON envelope.
 public enum Framing {
-    /// Raw reports are capped at 64 MiB decompressed; base64 and the envelope fit in 128 MiB.
+    /// Raw reports are capped at 64 MiB decompressed, and travel as they are; the room above
+    /// that is for a symbolicated report's JSON, which the limit bounds too.
     public static let defaultMaxFrame = 128 << 20
     /// Environment variable that overrides the frame limit. The master and its workers must
     /// agree on it; workers inherit the master's environment, so setting it there is enough.

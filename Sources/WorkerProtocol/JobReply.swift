@@ -2,9 +2,9 @@ import Compression
 import Foundation
 import ReportModel
 
-/// Worker → master: the outcome of one job.
-public struct JobReply: Codable, Sendable {
-    public enum Kind: String, Codable, Sendable {
+/// Worker → master: the outcome of one job (`JobFrameCodec.swift` writes and reads it).
+public struct JobReply: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
         /// `result` holds the symbolicated report.
         case result
         /// The report cannot be parsed: deterministic, never retried.
@@ -42,7 +42,7 @@ public struct JobReply: Codable, Sendable {
 /// it comes. Decoding the whole report from the reply, encoding it again and compressing it
 /// was about 1 ms of the master's CPU per job, several times the cost of symbolicating it
 /// (perf under scripts/bench-serve.sh), and it ran in the process that also answers ingest.
-public struct CompressedResult: Codable, Sendable {
+public struct CompressedResult: Sendable, Equatable {
     /// zlib of the report's JSON (`SymbolicatedReportJSON`), as `results.symbolicated` holds it.
     public var compressed: Data
     /// The JSON's size before compression (`results.symbolicated_size`, the bound for inflating it).
@@ -53,9 +53,23 @@ public struct CompressedResult: Codable, Sendable {
     public var missing: [MissingBuild]
 
     /// A build id a report needed and the store lacked.
-    public struct MissingBuild: Codable, Sendable, Equatable {
+    public struct MissingBuild: Sendable, Equatable {
         public var buildId: String
         public var name: String?
+
+        public init(buildId: String, name: String?) {
+            self.buildId = buildId
+            self.name = name
+        }
+    }
+
+    /// A result read back from a reply frame, or made by a test.
+    public init(compressed: Data, size: Int, status: ReportStatus, counts: ReportCounts, missing: [MissingBuild]) {
+        self.compressed = compressed
+        self.size = size
+        self.status = status
+        self.counts = counts
+        self.missing = missing
     }
 
     public init(_ report: SymbolicatedReport) throws {
@@ -71,9 +85,11 @@ public struct CompressedResult: Codable, Sendable {
 
     /// True when `compressed` inflates to exactly `size` bytes: what the master checks before
     /// storing bytes it does not otherwise read (inflating is a few tens of µs, decoding the
-    /// report was a millisecond).
+    /// report was a millisecond). A size over the frame limit is refused before inflating: no
+    /// worker sends one (it replies `permanentError`), and a remote peer's claim must not
+    /// decide how much the master inflates.
     public var isIntact: Bool {
-        guard size >= 0, let json = try? Zlib.inflate(compressed, limit: max(size, 1)) else { return false }
+        guard size >= 0, size <= Framing.maxFrame, let json = try? Zlib.inflate(compressed, limit: max(size, 1)) else { return false }
         return json.count == size
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import ReportModel
 
 // The network transport of the worker protocol. A local worker gets `JobRequest` frames on a
 // pipe and answers `JobReply` frames; a remote worker gets and sends the very same frames over
@@ -10,11 +11,14 @@ import Foundation
 // connection hands those frames to its slot processes and back without decoding them. What
 // the network adds is the lease: the worker holds the job's fencing token and sends it back
 // with every heartbeat and result, so each message stands alone and a reconnect needs no
-// session state. Paths are under /api/v1/workers (scope `worker`).
+// session state. Paths are under /api/v1/workers (scope `worker`). The envelopes are JSON (one
+// per claim, heartbeat or connect); the per-job frames are binary (`JobFrameCodec.swift`).
 
 /// The version of these messages; a master refuses a worker that speaks another.
 public enum RemoteProtocol {
-    public static let version = 1
+    /// 2: job and reply frames are binary (`JobFrameCodec.swift`), no longer JSON; a worker of
+    /// version 1 would misread them, so it is refused at connect.
+    public static let version = 2
     /// Longest a claim is held open by the master when nothing is runnable.
     public static let maxClaimWaitSeconds = 25.0
     /// A claim's request and answer bodies: an envelope frame, then the frames it announces.
@@ -214,12 +218,31 @@ public struct RemoteResult: Codable, Sendable {
     public var lease: LeaseRef
     /// The job's report, echoed from its request for the master's log; the token decides what is written.
     public var reportId: Int64
-    public var reply: JobReply
+    /// The job's reply frame as the slot process wrote it (`JobReply(frame:)` reads it); base64 in the JSON.
+    public var reply: Data
 
-    public init(lease: LeaseRef, reportId: Int64, reply: JobReply) {
+    public init(lease: LeaseRef, reportId: Int64, reply: Data) {
         self.lease = lease
         self.reportId = reportId
         self.reply = reply
+    }
+
+    /// The message's JSON, as JSONEncoder (`.sortedKeys`) writes it: a worker delivering a result
+    /// this way passes its reply frame along, and encodes nothing else per job.
+    public func encodedJSON() -> Data {
+        var out = JSONBytes(reservingCapacity: 96 + reply.count * 4 / 3)
+        var first = true
+        out.raw("{")
+        out.key("lease", first: &first)
+        var inner = true
+        out.raw("{")
+        out.key("jobId", first: &inner); out.integer(Int(lease.jobId))
+        out.key("leaseToken", first: &inner); out.integer(Int(lease.leaseToken))
+        out.raw("}")
+        out.key("reply", first: &first); out.string(reply.base64EncodedString())
+        out.key("reportId", first: &first); out.integer(Int(reportId))
+        out.raw("}")
+        return Data(out.bytes)
     }
 }
 

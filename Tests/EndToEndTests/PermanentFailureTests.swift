@@ -46,8 +46,8 @@ import Testing
         let (reference, done) = try runOnce(raw, symbols: symbols)
         #expect(done.state == .done)
         let resultBytes = try #require(try reference.database().result(reportId: done.reportId)).symbolicatedJSON.count
-        // The job frame carries the report in base64 plus a small envelope.
-        let jobFrameBytes = (raw.count + 2) / 3 * 4 + 200
+        // The job frame carries the report as it is, plus a small header.
+        let jobFrameBytes = raw.count + 200
         try #require(resultBytes > jobFrameBytes + 2048, "the reply must be larger than the job (\(resultBytes) vs \(jobFrameBytes))")
         let limit = (resultBytes + jobFrameBytes) / 2
 
@@ -71,7 +71,9 @@ import Testing
         let message = try #require(status.lastError)
         #expect(message.hasPrefix("report is "), "\(message)")
         #expect(message.hasSuffix(" bytes as a job frame, over the frame limit of 1024 bytes"), "\(message)")
-        #expect(try #require(reportedSize(message)) >= (raw.count + 2) / 3 * 4)
+        // The binary frame's size (JobFrameCodec.swift): tag and header length (5), attachment
+        // length, job, report and attempt (4 + 3 × 8), the format as a counted string, the report.
+        #expect(try #require(reportedSize(message)) == 5 + 28 + 4 + "swift-backtrace-json".utf8.count + raw.count)
     }
 
     @Test func anUnusableFrameLimitStopsTheMasterAtStart() throws {

@@ -346,7 +346,7 @@ final class RemoteConnection: @unchecked Sendable {
     fileprivate func ensureDebugFiles(for job: RemoteJob) -> FetchPin {
         var ids = job.buildIds.compactMap { try? BuildID($0, lengths: .anyByteCount) }
         // A report stored before the queue kept build ids: read them from the report itself.
-        if ids.isEmpty, let request = try? JSONDecoder().decode(JobRequest.self, from: job.frame),
+        if ids.isEmpty, let request = try? JobRequest(frame: job.frame),
             let raw = try? registry.parse(request.raw, format: request.format)
         {
             ids = raw.referencedBuildIds
@@ -359,14 +359,8 @@ final class RemoteConnection: @unchecked Sendable {
     /// outlasts the lease.
     func deliver(_ frame: Data, for job: RemoteJob, log: Logger) {
         let lease = job.lease
-        let body: Data
-        do {
-            let reply = try JSONDecoder().decode(JobReply.self, from: frame)
-            body = try JSONEncoder().encode(RemoteResult(lease: lease, reportId: job.reportId, reply: reply))
-        } catch {
-            log.error("cannot encode the result", metadata: ["error": "\(error)"])
-            return
-        }
+        // The frame goes as the slot process wrote it; the master reads it.
+        let body = RemoteResult(lease: lease, reportId: job.reportId, reply: frame).encodedJSON()
         var backoff = Backoff()
         let leaseSeconds = lock.withLock { welcome?.leaseSeconds ?? 30 }
         var lastFailure = Date()
@@ -379,6 +373,11 @@ final class RemoteConnection: @unchecked Sendable {
                     return
                 case 409:
                     log.warning("result refused: the lease was taken over", metadata: ["reason": "\(response.errorMessage)"])
+                    return
+                case 400:
+                    // The master cannot read this result (a malformed reply frame) and never will:
+                    // as for one refused with a claim, the lease is let go and the job runs again.
+                    log.warning("result refused", metadata: ["reason": "\(response.errorMessage)"])
                     return
                 default:
                     let error = ServiceClientError(.status(response.status), "\(response.status) \(response.errorMessage)")
@@ -530,7 +529,7 @@ private struct RemoteSlot {
         defer { pin.release() }
         let jobId = job.lease.jobId
         func reply(_ kind: JobReply.Kind, _ message: String) -> Data {
-            JobReply(kind: kind, jobId: jobId, message: message).encodedJSON()
+            JobReply.failureFrame(kind, jobId: jobId, message: message)
         }
         do {
             try worker.send(job.frame)

@@ -179,21 +179,23 @@ final class JobRunner {
     /// the same reply (and a worker that cannot send it would only exit and be retried).
     func replyFrame(for frame: Data) -> Data {
         let reply = handle(frame)
-        let encoded = reply.encodedJSON()
         // The report travels compressed, but the limit holds for its JSON: that is what the
         // master's readers inflate, so a result is as large as it always was, whatever it compresses to.
-        let size = max(encoded.count, reply.result?.size ?? 0)
-        guard size > Framing.maxFrame else { return encoded }
+        var size = reply.result?.size ?? 0
+        if size <= Framing.maxFrame {
+            do { return try reply.encodedFrame() } catch {
+                if case .tooLarge(let frameSize) = error { size = frameSize }
+            }
+        }
         let what = reply.kind == .result ? "symbolicated report" : "reply"
-        return JobReply(
-            kind: .permanentError, jobId: reply.jobId,
-            message: "\(what) is \(size) bytes, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"
-        ).encodedJSON()
+        return JobReply.failureFrame(
+            .permanentError, jobId: reply.jobId,
+            message: "\(what) is \(size) bytes, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))")
     }
 
     func handle(_ frame: Data) -> JobReply {
         let request: JobRequest
-        do { request = try JSONDecoder().decode(JobRequest.self, from: frame) } catch {
+        do { request = try JobRequest(frame: frame) } catch {
             return JobReply(kind: .internalError, jobId: -1, message: "malformed job frame: \(error)")
         }
         hooks.apply(to: request)

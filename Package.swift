@@ -94,7 +94,7 @@ let package = Package(
         // The escaping log handler every Stackline process logs through, master and worker alike.
         .target(
             name: "StacklineLogging",
-            dependencies: ["ReportModel", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["ReportModel", "SystemCalls", .product(name: "Logging", package: "swift-log")]
         ),
         // The reporting SDK's wire format: batch records, payload decoding (base64, AES-CBC, gunzip),
         // monitor types, remote configuration. Pure: no database, no HTTP.

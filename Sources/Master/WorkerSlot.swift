@@ -24,8 +24,12 @@ internal import WorkerProtocol
 ///   expires. Only a master killed outright leaves them to lease expiry (which counts the attempt).
 /// - Completions: a result goes to the master's `CompletionCommitter` and commits in a batch with
 ///   the other slots' and remote workers'; the slot hands its worker the next job meanwhile and
-///   collects the outcome before recording another, so at most one completion per slot is in
-///   flight.
+///   collects outcomes as they commit, waiting only when `maxCommitting` are in flight (and for
+///   all of them before it idles or stops), so the committer gets several per transaction.
+/// - Hand-over: when a reply arrives and a job waits, the worker gets that job first and the
+///   reply's outcome is recorded after, so a worker waits for nothing but a pipe write. The job
+///   is then in flight like any other (it runs through a drain); nothing is sent ahead of a reply,
+///   so no job ever waits inside a worker behind a slow one.
 final class WorkerSlot: @unchecked Sendable {
     let index: Int
     private let db: any JobLeasing
@@ -48,8 +52,17 @@ final class WorkerSlot: @unchecked Sendable {
     private var outcomes: JobOutcomes { JobOutcomes(db: db, completions: completions, retry: config.retry) }
     /// Leased and not yet handed to the worker, in claim order.
     private var prefetched: [ClaimedJob] = []
-    /// The last result handed to the committer, collected before the next outcome is recorded.
-    private var committing: PendingOutcome?
+    /// Results handed to the committer and not yet collected, oldest first.
+    private var committing: [PendingOutcome] = []
+    /// How many results a slot may have committing at once. One (collect the last before
+    /// recording the next) made a slot wait on every commit, and a worker on its slot: with the
+    /// committer's transactions holding one or two results each, the committer was the busiest
+    /// thread and two cores were a third idle on 30-frame reports. A few in flight let the
+    /// committer batch them; each still commits or fails alone behind its own fencing token.
+    static let maxCommitting = 8
+    /// A job already written to the worker: handed over the moment the previous reply arrived,
+    /// before that reply's outcome is recorded (see `finish`).
+    private var handedOver: (job: ClaimedJob, started: DispatchTime)?
 
     init(
         index: Int, db: any JobLeasing, completions: CompletionCommitter, config: MasterConfiguration, stop: StopFlag,
@@ -72,7 +85,14 @@ final class WorkerSlot: @unchecked Sendable {
         defer { shutdownWorker() }
         // Stopping (or a slot error) must not leave jobs that never started to lease expiry.
         defer { handBackPrefetched("slot stopping") }
-        while !stop.isSet {
+        while true {
+            // A job the worker already has is in flight: it runs even if the master is stopping.
+            if let next = handedOver {
+                handedOver = nil
+                try handle(next.job, handedOverAt: next.started)
+                continue
+            }
+            guard !stop.isSet else { break }
             try ensureWorker()
             if prefetched.isEmpty { prefetched = try db.claim(leaseMs: leaseMs, limit: config.prefetch) }
             if !prefetched.isEmpty {
@@ -89,10 +109,12 @@ final class WorkerSlot: @unchecked Sendable {
 
     /// Collects the last completion's outcome; a database error that kept it from being written
     /// stops the slot, as it did when the slot wrote completions itself.
-    private func settle() throws {
-        guard let pending = committing else { return }
-        committing = nil
-        _ = try pending.wait()
+    private func settle(keepingAtMost limit: Int = 0) throws {
+        // Answered ones are collected without waiting, so an error surfaces early.
+        while let oldest = committing.first, committing.count > limit || oldest.isAnswered {
+            committing.removeFirst()
+            _ = try oldest.wait()
+        }
     }
 
     /// Gives the leases of jobs that never reached the worker back, without counting an attempt.
@@ -164,49 +186,64 @@ final class WorkerSlot: @unchecked Sendable {
 
     // MARK: One job
 
-    private func handle(_ job: ClaimedJob) throws {
+    /// Renews the lease of a job about to start if half of it is gone: a job that waited (behind
+    /// a slow one, or for a worker restart) starts with at least half a lease, counted from here
+    /// rather than from the claim. False when the lease is no longer ours (the job is skipped).
+    private func readyToStart(_ job: ClaimedJob, _ log: Logger) -> Bool {
+        guard job.leaseExpiresAt - db.now() < leaseMs / 2 else { return true }
+        do {
+            _ = try db.heartbeat(jobId: job.jobId, token: job.leaseToken, leaseMs: leaseMs)
+        } catch JobQueueError.staleLease {
+            log.warning("lease of a waiting job lost before it started; skipped")
+            return false
+        } catch {
+            // As for a running job's heartbeat: at worst the lease expires, and the fencing
+            // token refuses the late completion.
+            log.warning("heartbeat failed", metadata: ["error": "\(error)"])
+        }
+        return true
+    }
+
+    private func jobLogger(_ job: ClaimedJob) -> Logger {
         var log = logger
         log[metadataKey: "report"] = "\(job.reportId)"
         log[metadataKey: "job"] = "\(job.jobId)"
+        return log
+    }
+
+    /// Runs `job` on the worker: hands it over (unless `handedOverAt` says that was done when the
+    /// previous reply arrived), then waits for its reply while renewing the leases.
+    private func handle(_ job: ClaimedJob, handedOverAt: DispatchTime? = nil) throws {
+        let log = jobLogger(job)
         guard let worker else {
             // Not started: it waits for the next worker process, still leased and renewed.
             prefetched.insert(job, at: 0)
             return
         }
-        // A job that waited (behind a slow one, or for a worker restart) starts with at least
-        // half a lease, so its lease counts from here rather than from the claim.
-        if job.leaseExpiresAt - db.now() < leaseMs / 2 {
+        let started: DispatchTime
+        if let handedOverAt {
+            started = handedOverAt
+        } else {
+            guard readyToStart(job, log) else { return }
+            started = DispatchTime.now()
+            log.debug("job started", metadata: ["attempt": "\(job.attempts)", "worker": "\(worker.pid)"])
             do {
-                _ = try db.heartbeat(jobId: job.jobId, token: job.leaseToken, leaseMs: leaseMs)
-            } catch JobQueueError.staleLease {
-                log.warning("lease of a waiting job lost before it started; skipped")
+                try worker.send(try Self.frame(for: job))
+            } catch .tooLarge(let size) {
+                // Checked before a byte is written, so the worker's stream is still in sync. The
+                // same report makes the same frame on every attempt: fail once.
+                try fail(job, .permanent(
+                    "report is \(size) bytes as a job frame, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"), log)
                 return
             } catch {
-                // As for a running job's heartbeat: at worst the lease expires, and the fencing
-                // token refuses the late completion.
-                log.warning("heartbeat failed", metadata: ["error": "\(error)"])
+                try workerDied(job, log)
+                return
             }
         }
-        let started = DispatchTime.now()
-        log.debug("job started", metadata: ["attempt": "\(job.attempts)", "worker": "\(worker.pid)"])
-
-        let request = JobRequest(
-            jobId: job.jobId, reportId: job.reportId, attempt: job.attempts, format: job.format, raw: job.raw)
-        do {
-            try worker.send(try request.encodedFrame())
-        } catch .tooLarge(let size) {
-            // Checked before a byte is written, so the worker's stream is still in sync. The
-            // same report makes the same frame on every attempt: fail once.
-            try fail(job, .permanent(
-                "report is \(size) bytes as a job frame, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"), log)
-            return
-        } catch {
-            try workerDied(job, log)
-            return
-        }
-        // The worker has its job: collect the previous completion (committing meanwhile), and
-        // when nothing waits behind this job, claim the next ones while the worker runs it.
-        try settle()
+        // The worker has its job: collect the completions that have committed (waiting only if
+        // too many are in flight), and when nothing waits behind this job, claim the next ones
+        // while the worker runs it.
+        try settle(keepingAtMost: Self.maxCommitting - 1)
         if prefetched.isEmpty, !stop.isSet {
             prefetched = try db.claim(leaseMs: leaseMs, limit: config.prefetch)
         }
@@ -296,8 +333,45 @@ final class WorkerSlot: @unchecked Sendable {
             try fail(job, .retryable("worker sent a malformed reply: \(error)"), log)
             return
         }
+        // The worker gets its next job before this reply's outcome is recorded (the committer's
+        // queue, the "job done" line): between a reply and the next job, a worker waited on all
+        // the slot's bookkeeping, a third of two cores idle on 30-frame reports
+        // (scripts/bench-queue.sh: 1.3 of 2 cores busy).
+        handOverNext()
         // Not waited for here: the slot hands its worker the next job while this one commits.
-        committing = try outcomes.begin(reply, for: LeasedJob(job), started: started, log)
+        committing.append(try outcomes.begin(reply, for: LeasedJob(job), started: started, log))
+    }
+
+    /// Writes the first waiting job to the worker, which has just replied and so reads it at
+    /// once. Anything unusual (the master stopping, a lease to renew that is gone, a frame over
+    /// the limit, a worker that cannot take it) is left to `handle`'s usual path: the job goes
+    /// back to the front of the waiting ones.
+    private func handOverNext() {
+        guard !stop.isSet, handedOver == nil, let worker, let next = prefetched.first else { return }
+        let log = jobLogger(next)
+        guard readyToStart(next, log) else {
+            prefetched.removeFirst()
+            return
+        }
+        guard let frame = try? Self.frame(for: next) else { return }
+        let started = DispatchTime.now()
+        do {
+            try worker.send(frame)
+        } catch {
+            // Perhaps part of the frame was written: the stream is out of sync. The job stays
+            // first in line, unstarted, for the next worker process.
+            _ = killWorker()
+            log.warning("worker lost while taking its next job; restarting it", metadata: ["error": "\(error)"])
+            return
+        }
+        prefetched.removeFirst()
+        handedOver = (next, started)
+        log.debug("job started", metadata: ["attempt": "\(next.attempts)", "worker": "\(worker.pid)"])
+    }
+
+    private static func frame(for job: ClaimedJob) throws(FrameError) -> Data {
+        try JobRequest(jobId: job.jobId, reportId: job.reportId, attempt: job.attempts, format: job.format, raw: job.raw)
+            .encodedFrame()
     }
 
     private func fail(_ job: ClaimedJob, _ failure: JobFailure, _ log: Logger) throws {

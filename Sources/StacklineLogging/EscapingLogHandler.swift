@@ -11,7 +11,7 @@ public struct EscapingLogHandler: LogHandler {
 
     /// The standard-error handler every Stackline process logs through.
     public static func standardError(label: String, level: Logger.Level = .info) -> EscapingLogHandler {
-        var handler = StreamLogHandler.standardError(label: label)
+        var handler = LineLogHandler(label: label)
         handler.logLevel = level
         return EscapingLogHandler(handler)
     }

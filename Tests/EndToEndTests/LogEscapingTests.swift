@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import StacklineLogging
 import Testing
@@ -35,5 +36,51 @@ import Testing
         #expect(line.hasPrefix("job failed\\nFORGED fake line "))
         #expect(line.contains("image=lib\\u{1b}[31mred"))
         #expect(line.contains("\\u{1b}]52;c;cGF5bG9hZA==\\u{7}"))
+    }
+}
+
+/// `LineLogHandler` writes what swift-log's `StreamLogHandler` writes (the oracle), cheaper.
+@Suite struct LineLogHandlerTests {
+    final class Lines: @unchecked Sendable, TextOutputStream {
+        private let lock = NSLock()
+        private var stored: [String] = []
+        var all: [String] { lock.withLock { stored } }
+        func write(_ string: String) { lock.withLock { stored.append(string) } }
+    }
+
+    struct Stream: TextOutputStream, @unchecked Sendable {
+        let lines: Lines
+        mutating func write(_ string: String) { lines.write(string) }
+    }
+
+    @Test func linesAreStreamLogHandlersLines() throws {
+        let ours = Lines(), theirs = Lines()
+        var mine = Logger(label: "stackline.master") { label in LineLogHandler(label: label) { ours.write($0) } }
+        var reference = Logger(label: "stackline.master") { label in
+            StreamLogHandler(label: label, stream: Stream(lines: theirs), metadataProvider: nil)
+        }
+        for level in [Logger.Level.info, .warning, .error, .notice] {
+            for set in [[:], ["slot": "0"], ["slot": "1", "report": "42", "a": "b c"]] as [Logger.Metadata] {
+                for (key, value) in set {
+                    mine[metadataKey: key] = value
+                    reference[metadataKey: key] = value
+                }
+                let explicit: [Logger.Metadata?] = [nil, [:], ["frames": "30", "slot": "override"], ["list": ["x", "y"], "map": ["k": "v"]]]
+                for metadata in explicit {
+                    mine.log(level: level, "job done", metadata: metadata, source: "Master")
+                    reference.log(level: level, "job done", metadata: metadata, source: "Master")
+                }
+            }
+        }
+        let (a, b) = (ours.all, theirs.all)
+        #expect(a.count == b.count && a.count == 48)
+        for (line, expected) in zip(a, b) {
+            // The same second almost always; a line that straddles one compares from the level on.
+            let drop: (String) -> Substring = { $0.drop { $0 != " " } }
+            #expect(drop(line) == drop(expected), "\(line) vs \(expected)")
+            #expect(line.split(separator: " ").first?.count == expected.split(separator: " ").first?.count)
+        }
+        let stamp = try #require(a.first?.split(separator: " ").first)
+        #expect(stamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}/) != nil, "\(stamp)")
     }
 }

@@ -27,8 +27,7 @@ public struct LagKeyMaker: Sendable {
                 kind: .lag, title: "Main-thread hang (no stack)", rulesVersion: rules.version, app: report.app?.name,
                 frames: ["<no frames>"])
         }
-        let signatures = stack.frames.compactMap(FrameSignature.init)
-        let decisive = FrameSelection.decide(signatures, maxFrames: rules.maxFrames)
+        let decisive = FrameSelection.decide(stack.frames, maxFrames: rules.maxFrames)
         guard let top = decisive.first else {
             return GroupKey(
                 kind: .lag, title: "Main-thread hang (no stack)", rulesVersion: rules.version, app: report.app?.name,

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Reduces a demangled function name to what identifies the function across builds:
 /// no parameters, return types, template or generic arguments, compiler clone suffixes or
 /// specialisation prefixes. Hand-written because no library normalises names for grouping;
@@ -11,46 +9,53 @@ public enum FunctionNormalizer {
     }
 
     public static func language(symbol: String?, function: String) -> Language {
-        if function.hasPrefix("-[") || function.hasPrefix("+[") { return .objectiveC }
-        if let symbol {
+        // Every prefix below starts with one of these bytes; a name starting with any other
+        // cannot have one, and most names (C symbols, Swift's own names) are decided here.
+        if let first = function.utf8.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") {
+            if function.hasPrefix("-[") || function.hasPrefix("+[") { return .objectiveC }
+        }
+        if let symbol, let first = symbol.utf8.first, first == UInt8(ascii: "_") || first == UInt8(ascii: "$") {
             if symbol.hasPrefix("_Z") || symbol.hasPrefix("__Z") { return .cxx }
-            for prefix in ["$s", "_$s", "$S", "_$S", "$e", "_$e", "_T0", "__T0"] where symbol.hasPrefix(prefix) {
+            for prefix in swiftPrefixes where symbol.hasPrefix(prefix) {
                 return .swift
             }
         }
         return .c
     }
 
-    public static func normalize(_ function: String, symbol: String? = nil) -> String {
-        let key = CacheKey(function: function, symbol: symbol)
-        if let known = cache.withLock({ $0[key] }) { return known }
-        let normalized = uncachedNormalize(function, symbol: symbol)
-        cache.withLock { entries in
-            // Bounded, so hostile names cannot grow a long-lived worker without limit; emptied
-            // rather than evicted one by one, since a worker's hot names come straight back.
-            if entries.count >= cacheLimit { entries.removeAll(keepingCapacity: true) }
-            entries[key] = normalized
-        }
-        return normalized
-    }
+    private static let swiftPrefixes = ["$s", "_$s", "$S", "_$S", "$e", "_$e", "_T0", "__T0"]
 
-    private struct CacheKey: Hashable {
+    /// What a normalised name depends on: the name and the language its linkage name was
+    /// mangled in, not the linkage name itself, so a lookup hashes one string, not two.
+    struct Name: Hashable, Sendable {
         var function: String
-        var symbol: String?
+        var language: Language
+
+        init(_ function: String, symbol: String?) {
+            self.function = function
+            language = FunctionNormalizer.language(symbol: symbol, function: function)
+        }
     }
 
-    /// Normalised names per unique symbol, for the life of the process: a worker sees the same
+    public static func normalize(_ function: String, symbol: String? = nil) -> String {
+        normalize(Name(function, symbol: symbol))
+    }
+
+    static func normalize(_ name: Name) -> String {
+        cache.value(for: name, compute: uncachedNormalize)
+    }
+
+    /// Normalised names per unique name, for the life of the process: a worker sees the same
     /// system and app frames in report after report, and normalising was 43% of its CPU on
     /// 30-frame reports (about 28 µs a frame, 5–6× the cost of resolving the frame).
-    private static let cache = Mutex<[CacheKey: String]>([:])
-    private static let cacheLimit = 50_000
+    private static let cache = BoundedMemo<Name, String>(limit: 50_000)
 
-    private static func uncachedNormalize(_ function: String, symbol: String?) -> String {
-        switch language(symbol: symbol, function: function) {
-        case .objectiveC: return function
-        case .swift: return swift(function)
-        case .cxx: return cxx(function)
-        case .c: return stripCloneSuffixes(function)
+    private static func uncachedNormalize(_ name: Name) -> String {
+        switch name.language {
+        case .objectiveC: return name.function
+        case .swift: return swift(name.function)
+        case .cxx: return cxx(name.function)
+        case .c: return stripCloneSuffixes(name.function)
         }
     }
 

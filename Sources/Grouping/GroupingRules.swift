@@ -87,9 +87,17 @@ public enum GroupingRulesError: Error, CustomStringConvertible, Equatable {
 
 /// fnmatch(3) globs: `*`, `?`, `[…]`, the same syntax as shell patterns.
 struct GlobList: Sendable {
-    let patterns: [String]
+    /// NUL-terminated once here: passing Swift strings made a C string of the pattern and of the
+    /// text for every pattern tried (perf: `String.utf8CString` under every match).
+    private let patterns: [[CChar]]
+
+    init(patterns: [String]) {
+        self.patterns = patterns.map { Array($0.utf8CString) }
+    }
 
     func matches(_ text: String) -> Bool {
-        patterns.contains { fnmatch($0, text, 0) == 0 }
+        text.withCString { text in
+            patterns.contains { fnmatch($0, text, 0) == 0 }
+        }
     }
 }

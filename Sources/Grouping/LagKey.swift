@@ -27,8 +27,7 @@ public struct LagKeyMaker: Sendable {
                 kind: .lag, title: "Main-thread hang (no stack)", rulesVersion: rules.version, app: report.app?.name,
                 frames: ["<no frames>"])
         }
-        let signatures = stack.frames.compactMap(FrameSignature.init)
-        let decisive = FrameSelection.decide(signatures, maxFrames: rules.maxFrames)
+        let decisive = FrameSelection.decide(stack.frames, maxFrames: rules.maxFrames)
         guard let top = decisive.first else {
             return GroupKey(
                 kind: .lag, title: "Main-thread hang (no stack)", rulesVersion: rules.version, app: report.app?.name,
@@ -57,24 +56,40 @@ public struct LagKeyMaker: Sendable {
     /// with the winning pair is returned.
     static func dominantSample(_ samples: [SymbolicatedSample]) -> [SymbolicatedFrame]? {
         struct Pair: Hashable { var top: UInt64; var depth: Int }
-        var counts: [Pair: Int] = [:]
+        struct Tally { var count: Int; var latest: Int }
+        var tallies: [Pair: Tally] = [:]
         var order: [Pair] = []
-        var latest: [Pair: Int] = [:]
         for (i, sample) in samples.enumerated() {
             guard let top = sample.frames.first else { continue }
-            // Depth counts raw frames: inline levels share one address.
-            let depth = Set(sample.frames.map(\.index)).count
-            let pair = Pair(top: top.address.value, depth: depth)
-            if counts[pair] == nil { order.append(pair) }
-            counts[pair, default: 0] += 1
-            latest[pair] = i
+            let pair = Pair(top: top.address.value, depth: rawFrameCount(sample.frames))
+            if let tally = tallies[pair] {
+                tallies[pair] = Tally(count: tally.count + 1, latest: i)
+            } else {
+                order.append(pair)
+                tallies[pair] = Tally(count: 1, latest: i)
+            }
         }
-        var best: Pair?
-        for pair in order where best == nil || counts[pair, default: 0] > counts[best!, default: 0] {
-            best = pair
+        var best: Tally?
+        for pair in order {
+            // Every count is at least 1, so the first pair always takes the lead.
+            if let tally = tallies[pair], tally.count > best?.count ?? 0 { best = tally }
         }
-        guard let best, let index = latest[best] else { return nil }
-        return samples[index].frames
+        guard let best else { return nil }
+        return samples[best.latest].frames
+    }
+
+    /// Depth counts raw frames, not inline levels: the distinct frame indices. A raw frame's
+    /// levels are adjacent and indices ascend, so runs are counted without building a Set for
+    /// every sample; any other order is counted with one.
+    static func rawFrameCount(_ frames: [SymbolicatedFrame]) -> Int {
+        var runs = 0
+        var previous: Int?
+        for frame in frames {
+            if let previous, frame.index < previous { return Set(frames.map(\.index)).count }
+            if frame.index != previous { runs += 1 }
+            previous = frame.index
+        }
+        return runs
     }
 
     // MARK: Thread-profile tree
@@ -98,9 +113,11 @@ public struct LagKeyMaker: Sendable {
     static func dropSubtrees(
         _ nodes: [SymbolicatedProfileNode], where drop: (SymbolicatedProfileNode) -> Bool
     ) -> [SymbolicatedProfileNode] {
-        var out: [SymbolicatedProfileNode] = []
+        // Nothing to drop is the common case (a tree within the SDK's limits): no copy of it then.
+        guard let firstDropped = nodes.firstIndex(where: drop) else { return nodes }
+        var out = Array(nodes[..<firstDropped])
         var droppingBelow: Int?
-        for node in nodes {
+        for node in nodes[firstDropped...] {
             if let depth = droppingBelow {
                 if node.node.depth > depth { continue }
                 droppingBelow = nil
@@ -124,23 +141,28 @@ public struct LagKeyMaker: Sendable {
         var parent = [Int?](repeating: nil, count: tree.count)
         var stack: [Int] = []
         var atDepth: [Int: Int] = [:]
-        for (i, node) in tree.enumerated() {
-            while let last = stack.last, tree[last].node.depth >= node.node.depth { stack.removeLast() }
+        // By index, reading only `node`: enumerating copied every node with its frames (perf:
+        // retain and release were most of this function).
+        for i in tree.indices {
+            let depth = tree[i].node.depth
+            while let last = stack.last, tree[last].node.depth >= depth { stack.removeLast() }
             parent[i] = stack.last
             stack.append(i)
-            atDepth[node.node.depth, default: 0] += 1
+            atDepth[depth, default: 0] += 1
         }
-        let rootCost = tree.indices.filter { parent[$0] == nil }.map { tree[$0].node.costTime }.reduce(0, +)
+        var rootCost = 0.0
+        for i in tree.indices where parent[i] == nil { rootCost += tree[i].node.costTime }
         var best: Int?
-        for (i, node) in tree.enumerated() {
+        for i in tree.indices {
+            let node = tree[i].node
             let parentCost = parent[i].map { tree[$0].node.costTime } ?? rootCost
-            let n = Double(atDepth[node.node.depth] ?? 1)
-            let cost = node.node.costTime
+            let n = Double(atDepth[node.depth] ?? 1)
+            let cost = node.costTime
             guard cost > parentCost * 1.1 / n && cost > parentCost * 0.2 else { continue }
-            guard node.frames.contains(where: { $0.inApp == true }) else { continue }
+            guard tree[i].frames.contains(where: { $0.inApp == true }) else { continue }
             if let b = best {
                 let current = tree[b].node
-                if node.node.depth < current.depth || (node.node.depth == current.depth && cost <= current.costTime) { continue }
+                if node.depth < current.depth || (node.depth == current.depth && cost <= current.costTime) { continue }
             }
             best = i
         }

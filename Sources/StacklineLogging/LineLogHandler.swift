@@ -33,8 +33,8 @@ public struct LineLogHandler: LogHandler {
         file: String, function: String, line: UInt
     ) {
         // The line's own metadata wins over the logger's, as StreamLogHandler merges them.
-        var all = metadata
-        if let explicit { all.merge(explicit) { $1 } }
+        // Under EscapingLogHandler the logger's is always empty (it passes the merged set).
+        let all = metadata.isEmpty ? explicit ?? [:] : metadata.merging(explicit ?? [:]) { $1 }
         var text = Self.timestamp()
         text += " \(level)"
         if !label.isEmpty { text += " " + label }

@@ -31,6 +31,18 @@ public struct FrameLimitError: Error, CustomStringConvertible {
     }
 }
 
+/// The one reading and writing of a big-endian u32: the frame length prefix and the job
+/// frames' header fields (`JobFrameCodec`).
+enum BigEndian {
+    static func u32<Bytes: RandomAccessCollection<UInt8>>(in bytes: Bytes, at i: Int) -> Int where Bytes.Index == Int {
+        Int(bytes[i]) << 24 | Int(bytes[i + 1]) << 16 | Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
+    }
+
+    static func bytes(_ n: UInt32) -> [UInt8] {
+        [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)]
+    }
+}
+
 /// Frames are a 4-byte big-endian length followed by that many bytes: a job or reply frame
 /// (`JobFrameCodec.swift`), or a remote worker's JSON envelope.
 public enum Framing {
@@ -83,7 +95,7 @@ extension Framing {
         for payload in frames {
             guard payload.count <= maxFrame else { throw .tooLarge(payload.count) }
             let n = UInt32(payload.count)
-            out.append(contentsOf: [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)])
+            out.append(contentsOf: BigEndian.bytes(n))
             out.append(payload)
         }
         return out
@@ -95,7 +107,7 @@ extension Framing {
         var offset = data.startIndex
         while offset < data.endIndex {
             guard data.endIndex - offset >= 4 else { throw .endOfStream }
-            let length = Int(data[offset]) << 24 | Int(data[offset + 1]) << 16 | Int(data[offset + 2]) << 8 | Int(data[offset + 3])
+            let length = BigEndian.u32(in: data, at: offset)
             guard length <= maxFrame else { throw .tooLarge(length) }
             let start = offset + 4
             guard data.endIndex - start >= length else { throw .endOfStream }
@@ -145,7 +157,7 @@ public final class FrameReader {
 
     private func takeFrame() throws(FrameError) -> Data? {
         guard buffer.count >= 4 else { return nil }
-        let length = Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3])
+        let length = BigEndian.u32(in: buffer, at: 0)
         guard length <= Framing.maxFrame else { throw .tooLarge(length) }
         guard buffer.count >= 4 + length else { return nil }
         let frame = Data(buffer[4..<(4 + length)])

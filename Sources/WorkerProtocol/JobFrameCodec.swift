@@ -106,7 +106,7 @@ enum JobFrame {
         guard let found = kindName(tag >> 4) else { throw .unknownTag(tag) }
         guard tag & 0x0f == layoutVersion else { throw .unsupportedVersion(kind: found, version: tag & 0x0f) }
         guard tag >> 4 == kind else { throw .wrongKind(expected: kindName(kind) ?? "?", found: found) }
-        let declared = Int(frame[start + 1]) << 24 | Int(frame[start + 2]) << 16 | Int(frame[start + 3]) << 8 | Int(frame[start + 4])
+        let declared = BigEndian.u32(in: frame, at: start + 1)
         let available = frame.count - envelopeBytes
         guard declared <= available else { throw .headerPastEnd(declared: declared, available: available) }
         let headerStart = start + envelopeBytes
@@ -128,7 +128,7 @@ struct HeaderWriter {
 
     mutating func u32(_ value: Int) {
         let n = UInt32(clamping: value)
-        bytes.append(contentsOf: [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)])
+        bytes.append(contentsOf: BigEndian.bytes(n))
     }
 
     mutating func i64(_ value: Int64) {
@@ -165,7 +165,7 @@ struct HeaderReader {
 
     mutating func u32(_ field: String) throws(JobFrameError) -> Int {
         let at = try take(4, field)
-        return Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+        return BigEndian.u32(in: bytes, at: at)
     }
 
     mutating func i64(_ field: String) throws(JobFrameError) -> Int64 {

@@ -141,7 +141,7 @@ public final class JobDatabase: Sendable {
 
     /// The most jobs one claim leases: a bound on the statement's size (and so on the number of
     /// cached statements, one per batch size) and on the leases one claimer holds at once.
-    public static let maxClaimBatch = 16
+    public static let maxClaimBatch = 64
 
     /// Picks the jobs a claim takes, inside the claim's write transaction (`now` is that
     /// transaction's clock reading), at most `limit`, in the order the claimer gets them: each
@@ -247,7 +247,7 @@ public final class JobDatabase: Sendable {
             let claimedJob = ClaimedJob(
                 jobId: job["id"], reportId: job["report_id"], attempts: job["attempts"],
                 leaseToken: job["lease_token"], leaseExpiresAt: job["lease_expires_at"],
-                format: report["format"], raw: raw, buildIds: Self.buildIds(stored: report["build_ids"]))
+                format: report["format"], raw: raw, storedBuildIds: report["build_ids"])
             return .success((claimedJob, choice))
         }
     }

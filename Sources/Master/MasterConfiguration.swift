@@ -24,21 +24,23 @@ public struct MasterConfiguration: Sendable {
     /// Whether the dispatcher installs its own SIGTERM/SIGINT handlers (`stackline master`);
     /// `stackline serve` leaves signals to swift-service-lifecycle and calls `Dispatcher.stop()`.
     public var handlesSignals: Bool
-    /// Jobs a local slot leases per claim (one statement): the one its worker runs next and
-    /// those waiting behind it. Bounded by `JobDatabase.maxClaimBatch`.
+    /// The most jobs a local slot holds at once (running, sent ahead to its worker, waiting),
+    /// and so the most one claim statement leases. Within it the slot holds what its worker
+    /// runs in `JobPace.budgetSeconds` at its recent pace. Bounded by `JobDatabase.maxClaimBatch`.
     public var prefetch: Int = MasterConfiguration.defaultPrefetch
-    /// Four: a claim's fixed cost (transaction, statement) is shared four ways, while a slot
-    /// holds at most four jobs that another slot could be running (they are handed back after a
-    /// second behind a slow job).
-    public static let defaultPrefetch = 4
+    /// 64: on 30-frame reports (about 0.12 ms each) a slot then holds about 8 ms of work, which
+    /// outlasts the committer's batches a claim waits behind (fewer held left a worker idle
+    /// behind every one); slower jobs are held fewer at a time by the pace, and are handed
+    /// back after a second behind a slow job.
+    public static let defaultPrefetch = 64
     /// How long a slot's running job may take before the jobs waiting behind it are handed back
     /// for other slots: a short job keeps its successors, a slow one (debug files to index, a
     /// hang) does not make them wait. The remote workers' slot feeder uses the same second.
     public var handBackSeconds: Double = 1
-    /// Nice value given to each worker process (0: the master's own). The commands lower their
-    /// workers (`--worker-nice`, 10): a slot thread woken by a reply then runs at once rather than
-    /// after another worker's time slice (10% more reports/s on 2 cores), and `serve`'s request
-    /// handling keeps the CPU under load while the queue takes the backlog.
+    /// Nice value given to each worker process (0: the master's own). `stackline serve` lowers
+    /// its workers (`--worker-nice`, default 10 there) so request handling keeps the CPU under
+    /// load while the queue takes the backlog; `stackline master` has nothing to put first and
+    /// leaves them at 0.
     public var workerNiceness: Int32 = 0
 
     public init(

@@ -16,8 +16,9 @@ internal import WorkerProtocol
 ///
 /// Batching (ARCHITECTURE.md, "Claims and completions in batches"):
 /// - Claims: the slot leases up to `config.prefetch` jobs per claim statement, each with its own
-///   token, and refills while its worker runs the last of them, so the worker never waits for a
-///   claim. Waiting jobs are covered by the slot's heartbeats like the running one, renewed before
+///   token. The next claim runs on another thread (`ClaimAhead`) once half of them are gone,
+///   while the slot goes on feeding its worker, so neither waits for the write lock a claim
+///   needs. Waiting jobs are covered by the slot's heartbeats like the running one, renewed before
 ///   they start if half their lease is gone, and handed back (`release`, the attempt not counted)
 ///   when the running job takes longer than `config.handBackSeconds` or the master stops: they
 ///   are then claimable at once by another slot or master, rather than after their lease
@@ -26,10 +27,13 @@ internal import WorkerProtocol
 ///   the other slots' and remote workers'; the slot hands its worker the next job meanwhile and
 ///   collects outcomes as they commit, waiting only when `maxCommitting` are in flight (and for
 ///   all of them before it idles or stops), so the committer gets several per transaction.
-/// - Hand-over: when a reply arrives and a job waits, the worker gets that job first and the
-///   reply's outcome is recorded after, so a worker waits for nothing but a pipe write. The job
-///   is then in flight like any other (it runs through a drain); nothing is sent ahead of a reply,
-///   so no job ever waits inside a worker behind a slow one.
+/// - Hand-over: the worker gets its next job while it runs the current one (sent ahead), so it
+///   starts the next the moment it has replied and never waits for its slot; a job too large to
+///   send ahead (`WorkerProcess.sendAheadLimit`) goes the moment the reply arrives, before the
+///   reply's outcome is recorded. A job handed over is in flight like any other (it runs through
+///   a drain). At most one job waits inside a worker, behind the one it runs: if the worker
+///   dies, is killed or is lost before it replied to the running one, the job behind never
+///   started and goes back to the front of the line, its attempt not counted.
 final class WorkerSlot: @unchecked Sendable {
     let index: Int
     private let db: any JobLeasing
@@ -41,7 +45,15 @@ final class WorkerSlot: @unchecked Sendable {
     private var everStarted = false
     private var worker: WorkerProcess? {
         didSet {
-            if oldValue != nil, worker == nil { census.stopped() }
+            if oldValue != nil, worker == nil {
+                census.stopped()
+                // The job behind the one that ended this worker never started: it goes first to
+                // the next worker, under the same lease.
+                if let next = handedOver {
+                    prefetched.insert(next.job, at: 0)
+                    handedOver = nil
+                }
+            }
             if oldValue == nil, worker != nil {
                 census.started(isRestart: everStarted)
                 everStarted = true
@@ -52,17 +64,24 @@ final class WorkerSlot: @unchecked Sendable {
     private var outcomes: JobOutcomes { JobOutcomes(db: db, completions: completions, retry: config.retry) }
     /// Leased and not yet handed to the worker, in claim order.
     private var prefetched: [ClaimedJob] = []
+    /// The next claim, started before `prefetched` runs out.
+    private var claims = ClaimAhead()
+    /// How long this slot's jobs take, which sizes its claims.
+    private var pace = JobPace()
     /// Results handed to the committer and not yet collected, oldest first.
     private var committing: [PendingOutcome] = []
     /// How many results a slot may have committing at once. One (collect the last before
     /// recording the next) made a slot wait on every commit, and a worker on its slot: with the
     /// committer's transactions holding one or two results each, the committer was the busiest
-    /// thread and two cores were a third idle on 30-frame reports. A few in flight let the
+    /// thread and two cores were a third idle on 30-frame reports. Several in flight let the
     /// committer batch them; each still commits or fails alone behind its own fencing token.
-    static let maxCommitting = 8
-    /// A job already written to the worker: handed over the moment the previous reply arrived,
-    /// before that reply's outcome is recorded (see `finish`).
-    private var handedOver: (job: ClaimedJob, started: DispatchTime)?
+    /// 64 rather than 8: with eight, a slot waited on the committer's batch (several
+    /// milliseconds under load) while its worker ran dry (6,100 against 6,600 reports/s).
+    static let maxCommitting = 64
+    /// A job already written to the worker, next after the one it runs (sent ahead) or after
+    /// the reply just read: `run` hands it to `handle` without sending it again. `started` is
+    /// when the worker could begin it: when the reply before it arrived.
+    private var handedOver: (job: ClaimedJob, started: DispatchTime, log: Logger)?
 
     init(
         index: Int, db: any JobLeasing, completions: CompletionCommitter, config: MasterConfiguration, stop: StopFlag,
@@ -84,17 +103,20 @@ final class WorkerSlot: @unchecked Sendable {
     func run() throws {
         defer { shutdownWorker() }
         // Stopping (or a slot error) must not leave jobs that never started to lease expiry.
-        defer { handBackPrefetched("slot stopping") }
+        defer { handBackPrefetched("slot stopping", includingHandedOver: true) }
         while true {
             // A job the worker already has is in flight: it runs even if the master is stopping.
             if let next = handedOver {
                 handedOver = nil
-                try handle(next.job, handedOverAt: next.started)
+                try handle(next.job, handedOverAt: (next.started, next.log))
                 continue
             }
             guard !stop.isSet else { break }
             try ensureWorker()
-            if prefetched.isEmpty { prefetched = try db.claim(leaseMs: leaseMs, limit: config.prefetch) }
+            if prefetched.isEmpty {
+                prefetched = try claims.take(waiting: true)
+                    ?? db.claim(leaseMs: leaseMs, limit: pace.target(limit: config.prefetch))
+            }
             if !prefetched.isEmpty {
                 try handle(prefetched.removeFirst())
                 continue
@@ -117,8 +139,16 @@ final class WorkerSlot: @unchecked Sendable {
         }
     }
 
-    /// Gives the leases of jobs that never reached the worker back, without counting an attempt.
-    private func handBackPrefetched(_ why: String) {
+    /// Gives the leases of jobs that never reached the worker back, without counting an attempt:
+    /// those waiting, those a claim under way leases, and one sent ahead to a worker that will
+    /// not be asked for its reply (the slot is leaving).
+    private func handBackPrefetched(_ why: String, includingHandedOver: Bool = false) {
+        // A claim that failed leased nothing; the error itself surfaces on the slot's next claim.
+        if let claimed = try? claims.take(waiting: true) { prefetched += claimed }
+        if includingHandedOver, let next = handedOver {
+            prefetched.insert(next.job, at: 0)
+            handedOver = nil
+        }
         for job in prefetched {
             do {
                 try db.release(jobId: job.jobId, token: job.leaseToken)
@@ -132,8 +162,16 @@ final class WorkerSlot: @unchecked Sendable {
     }
 
     /// Renews the leases of the jobs waiting behind the running one; a job whose lease is no
-    /// longer ours is dropped (someone else runs it).
+    /// longer ours is dropped (someone else runs it). One already sent ahead cannot be taken
+    /// back: if its lease is lost, the fencing token refuses its result.
     private func renewPrefetched() {
+        if let next = handedOver {
+            do {
+                _ = try db.heartbeat(jobId: next.job.jobId, token: next.job.leaseToken, leaseMs: leaseMs)
+            } catch {
+                logger.warning("heartbeat of the job sent ahead failed", metadata: ["job": "\(next.job.jobId)", "error": "\(error)"])
+            }
+        }
         prefetched = prefetched.compactMap { job in
             var job = job
             do {
@@ -213,8 +251,8 @@ final class WorkerSlot: @unchecked Sendable {
 
     /// Runs `job` on the worker: hands it over (unless `handedOverAt` says that was done when the
     /// previous reply arrived), then waits for its reply while renewing the leases.
-    private func handle(_ job: ClaimedJob, handedOverAt: DispatchTime? = nil) throws {
-        let log = jobLogger(job)
+    private func handle(_ job: ClaimedJob, handedOverAt: (started: DispatchTime, log: Logger)? = nil) throws {
+        let log = handedOverAt?.log ?? jobLogger(job)
         guard let worker else {
             // Not started: it waits for the next worker process, still leased and renewed.
             prefetched.insert(job, at: 0)
@@ -222,7 +260,7 @@ final class WorkerSlot: @unchecked Sendable {
         }
         let started: DispatchTime
         if let handedOverAt {
-            started = handedOverAt
+            started = handedOverAt.started
         } else {
             guard readyToStart(job, log) else { return }
             started = DispatchTime.now()
@@ -240,13 +278,18 @@ final class WorkerSlot: @unchecked Sendable {
                 return
             }
         }
-        // The worker has its job: collect the completions that have committed (waiting only if
-        // too many are in flight), and when nothing waits behind this job, claim the next ones
-        // while the worker runs it.
-        try settle(keepingAtMost: Self.maxCommitting - 1)
-        if prefetched.isEmpty, !stop.isSet {
-            prefetched = try db.claim(leaseMs: leaseMs, limit: config.prefetch)
+        // The worker has its job: give it the next one to start when it replies, take in the
+        // jobs of a claim that has been answered and start the next claim when few are left,
+        // and collect the completions that have committed (waiting only if too many are in
+        // flight), all while the worker runs this one.
+        handOverNext(ahead: true)
+        if let claimed = try claims.take(waiting: false) { prefetched += claimed }
+        let held = 1 + prefetched.count + (handedOver == nil ? 0 : 1)
+        let target = pace.target(limit: config.prefetch)
+        if held <= target / 2, !stop.isSet {
+            claims.start(db, leaseMs: leaseMs, limit: target - held)
         }
+        try settle(keepingAtMost: Self.maxCommitting - 1)
 
         let startedAt = Date()
         let jobDeadline = startedAt.addingTimeInterval(config.jobTimeout)
@@ -333,27 +376,32 @@ final class WorkerSlot: @unchecked Sendable {
             try fail(job, .retryable("worker sent a malformed reply: \(error)"), log)
             return
         }
-        // The worker gets its next job before this reply's outcome is recorded (the committer's
-        // queue, the "job done" line): between a reply and the next job, a worker waited on all
-        // the slot's bookkeeping, a third of two cores idle on 30-frame reports
-        // (scripts/bench-queue.sh: 1.3 of 2 cores busy).
-        handOverNext()
+        // The worker has started the job sent ahead, if there is one; otherwise it gets its next
+        // job now, before this reply's outcome is recorded (the committer's queue, the "job
+        // done" line): between a reply and the next job, a worker waited on all the slot's
+        // bookkeeping, a third of two cores idle on 30-frame reports (scripts/bench-queue.sh:
+        // 1.3 of 2 cores busy).
+        let replied = DispatchTime.now()
+        pace.record(seconds: Double(replied.uptimeNanoseconds &- min(started.uptimeNanoseconds, replied.uptimeNanoseconds)) / 1e9)
+        if let next = handedOver { handedOver = (next.job, replied, next.log) }
+        handOverNext(ahead: false)
         // Not waited for here: the slot hands its worker the next job while this one commits.
         committing.append(try outcomes.begin(reply, for: LeasedJob(job), started: started, log))
     }
 
-    /// Writes the first waiting job to the worker, which has just replied and so reads it at
-    /// once. Anything unusual (the master stopping, a lease to renew that is gone, a frame over
-    /// the limit, a worker that cannot take it) is left to `handle`'s usual path: the job goes
-    /// back to the front of the waiting ones.
-    private func handOverNext() {
+    /// Writes the first waiting job to the worker: `ahead` while the worker still runs a job
+    /// (only a frame within `sendAheadLimit`, which never blocks), otherwise right after its
+    /// reply, when it reads at once. Anything unusual (the master stopping, a lease to renew
+    /// that is gone, a frame over the limit, a worker that cannot take it) is left to
+    /// `handle`'s usual path: the job goes back to the front of the waiting ones.
+    private func handOverNext(ahead: Bool) {
         guard !stop.isSet, handedOver == nil, let worker, let next = prefetched.first else { return }
         let log = jobLogger(next)
         guard readyToStart(next, log) else {
             prefetched.removeFirst()
             return
         }
-        guard let frame = try? Self.frame(for: next) else { return }
+        guard let frame = try? Self.frame(for: next), !ahead || frame.count + 4 <= worker.sendAheadLimit else { return }
         let started = DispatchTime.now()
         do {
             try worker.send(frame)
@@ -365,8 +413,8 @@ final class WorkerSlot: @unchecked Sendable {
             return
         }
         prefetched.removeFirst()
-        handedOver = (next, started)
-        log.debug("job started", metadata: ["attempt": "\(next.attempts)", "worker": "\(worker.pid)"])
+        handedOver = (next, started, log)
+        log.debug("job started", metadata: ["sentAhead": "\(ahead)", "attempt": "\(next.attempts)", "worker": "\(worker.pid)"])
     }
 
     private static func frame(for job: ClaimedJob) throws(FrameError) -> Data {

@@ -70,6 +70,19 @@ public enum SystemCall {
         setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(process), value) == 0
     }
 
+    /// How many bytes the pipe `fd` buffers (F_GETPIPE_SZ), or nil when it cannot say (not a
+    /// pipe). A writer that never puts more than this in an empty pipe never blocks on it.
+    public static func pipeCapacity(_ fd: Int32) -> Int? {
+        #if canImport(Glibc)
+        // F_GETPIPE_SZ (linux/fcntl.h: F_LINUX_SPECIFIC_BASE + 8) is not visible through Glibc.
+        let getPipeSize: Int32 = 1024 + 8
+        let size = fcntl(fd, getPipeSize)
+        return size > 0 ? Int(size) : nil
+        #else
+        return nil
+        #endif
+    }
+
     /// Lets glibc's malloc keep freed memory for reuse instead of returning it to the kernel
     /// after every job. By default buffers over 128 KiB (job frames, reports) are mapped and
     /// unmapped each time, and a thread arena is trimmed whenever it shrinks, so each job paid

@@ -61,6 +61,12 @@ public final class WorkerProcess {
     private let stdoutFD: Int32
     public let reader: FrameReader
     public private(set) var exit: WorkerExit?
+    /// The largest job frame the master may send while the worker is still busy with the one
+    /// before: half of what its stdin pipe buffers. The worker reads each frame whole before it
+    /// starts on it, so a frame this small always fits in the pipe and the write returns
+    /// without waiting for the worker; a larger one could block the master while the worker
+    /// blocks on a reply the master is not reading. Zero when the capacity is unknown.
+    public let sendAheadLimit: Int
 
     /// pipe2 is not visible from Swift on glibc, so pipes are made close-on-exec with fcntl;
     /// spawning under one lock keeps another thread's spawn from inheriting them in between.
@@ -104,6 +110,7 @@ public final class WorkerProcess {
         stdinFD = toChild[1]
         stdoutFD = fromChild[0]
         reader = FrameReader(fd: stdoutFD)
+        sendAheadLimit = (SystemCall.pipeCapacity(toChild[1]) ?? 0) / 2
     }
 
     deinit {

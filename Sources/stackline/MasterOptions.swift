@@ -27,15 +27,15 @@ struct MasterOptions: ParsableArguments {
     @Option(help: "Seconds in-flight jobs get after SIGTERM/SIGINT before their leases are released.")
     var drain: Double = 20
 
-    @Option(help: "Jobs each local worker slot leases per claim: the next job and up to N-1 waiting behind it (1 to 16).")
+    @Option(help: "The most jobs each local worker slot holds at once: the running one, the next (already sent to the worker) and those waiting (1 to 64; within it, as many as its worker runs in about 20 ms).")
     var prefetch: Int = MasterConfiguration.defaultPrefetch
 
     // Tests hold prefetched jobs behind a hung one; not an operator's setting.
     @Option(help: .hidden)
     var handBackAfter: Double = 1
 
-    @Option(help: "Nice value of the local workers (0-19). Above 0, the master (and serve's request handling) gets the CPU as soon as it needs it: a worker never waits for its next job behind another worker, and a burst of uploads is answered first while the queue absorbs the backlog.")
-    var workerNice: Int32 = 10
+    @Option(help: "Nice value of the local workers (0-19; default 0 for master, 10 for serve). Above 0, the master (and serve's request handling) gets the CPU as soon as it needs it: a burst of uploads is answered first while the queue absorbs the backlog.")
+    var workerNice: Int32?
 
     @Option(help: "Grouping rules file for the workers (default: $STACKLINE_GROUPING_RULES or the built-in rules).")
     var groupingRules: String?
@@ -62,7 +62,7 @@ struct MasterOptions: ParsableArguments {
             throw ValidationError("--prefetch must be between 1 and \(JobDatabase.maxClaimBatch)")
         }
         guard retainInterval > 0 else { throw ValidationError("--retain-interval must be positive") }
-        guard (0...19).contains(workerNice) else { throw ValidationError("--worker-nice must be between 0 and 19") }
+        guard (0...19).contains(workerNice ?? 0) else { throw ValidationError("--worker-nice must be between 0 and 19") }
         // Workers inherit the limit: a bad value must stop the master, not every worker.
         do { _ = try Framing.configuredMaxFrame() } catch { throw ValidationError(error.description) }
     }
@@ -85,7 +85,10 @@ struct MasterOptions: ParsableArguments {
             retainMs: retain?.duration, retentionIntervalSeconds: retainInterval)
         config.prefetch = prefetch
         config.handBackSeconds = handBackAfter
-        config.workerNiceness = workerNice
+        // serve puts request handling first; a standalone master has nothing to put first, and
+        // its workers at 10 waited behind the committer and the slots (scripts/bench-queue.sh,
+        // 30-frame reports: 7,900 against 8,500 reports/s).
+        config.workerNiceness = workerNice ?? (command == "serve" ? 10 : 0)
         guard FileManager.default.isExecutableFile(atPath: config.workerExecutable) else {
             throw fail("stackline \(command): no worker executable at \(config.workerExecutable) (set STACKLINE_WORKER)")
         }

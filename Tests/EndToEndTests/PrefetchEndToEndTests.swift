@@ -17,8 +17,9 @@ import Testing
         return try h.submit(try h.write(reports))
     }
 
-    /// One slot, four jobs per claim, and the jobs kept behind the sleeper (no hand-back): they
-    /// are held by the slot when its worker is killed.
+    /// One slot holding four jobs, and the jobs kept behind the sleeper (no hand-back): they are
+    /// held by the slot when its worker is killed, the first of them already sent ahead to the
+    /// worker (in its stdin pipe, never started).
     let oneSlotHoldingFour = ["--workers", "1", "--prefetch", "4", "--hand-back-after", "600"]
 
     @Test func aKilledWorkersPrefetchedJobsAreDoneExactlyOnce() throws {

@@ -34,7 +34,7 @@ print(zlib.crc32(data), len(data))
 PY
 )
 token=$("$STACKLINE" tokens create --scope ingest --name bench 2>/dev/null)
-serve_start "$STACKLINE" --workers "${BENCH_SERVE_WORKERS:-2}" --ingest-rate 0 --log-level warning
+serve_start "$STACKLINE" --workers "${BENCH_SERVE_WORKERS:-2}" --ingest-rate 0 --log-level warning ${BENCH_SERVE_ARGS:-}
 url="$base/api/v1/reports"
 
 workers=${BENCH_SERVE_WORKERS:-2}

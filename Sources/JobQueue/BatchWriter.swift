@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 
 /// Group commit: the one mechanism that lets independent callers share write transactions.
 /// Callers queue an item and wait (by `async`, by blocking, or by a callback); one writer
@@ -20,8 +21,9 @@ final class BatchWriter<Item: Sendable, Outcome: Sendable>: Sendable {
 
     /// `maxBatch` bounds one transaction, so a burst never holds the write lock for long.
     /// `writeBatch` must return one outcome per item, in order.
+    /// `niceness` above 0 lowers the writer thread's priority (see `CompletionCommitter`).
     init(
-        name: String, maxBatch: Int,
+        name: String, maxBatch: Int, niceness: Int32 = 0,
         writeBatch: @escaping @Sendable ([Item]) throws -> [Outcome],
         writeOne: @escaping @Sendable (Item) throws -> Outcome
     ) {
@@ -30,7 +32,10 @@ final class BatchWriter<Item: Sendable, Outcome: Sendable>: Sendable {
         let limit = max(1, maxBatch)
         // The thread holds the queue, not this object: when the owner goes, `deinit` closes the
         // queue and the thread ends once what was queued is written.
-        let thread = Thread { queue.run(maxBatch: limit, writeBatch: writeBatch, writeOne: writeOne) }
+        let thread = Thread {
+            if niceness > 0 { SystemCall.setThreadNiceness(niceness) }
+            queue.run(maxBatch: limit, writeBatch: writeBatch, writeOne: writeOne)
+        }
         thread.name = name
         thread.start()
     }

@@ -33,11 +33,16 @@ extension JobDatabase {
         guard !batch.isEmpty else { return [] }
         return try immediate { db in
             let now = clock()
-            return try batch.map { try store($0, db, now: now) }
+            var joins = GroupLedger.PendingJoins()
+            let outcomes = try batch.map { try store($0, db, now: now, joins: &joins) }
+            try joins.apply(db)
+            return outcomes
         }
     }
 
-    private func store(_ completion: Completion, _ db: Database, now: Int64) throws -> CompletionOutcome {
+    private func store(
+        _ completion: Completion, _ db: Database, now: Int64, joins: inout GroupLedger.PendingJoins
+    ) throws -> CompletionOutcome {
         // The fencing check comes first and writes only when the token is current, so a stale
         // completion leaves nothing behind to roll back and needs no savepoint of its own.
         // Cached statements here and in `GroupLedger`'s per-result path: compiling them again
@@ -66,7 +71,7 @@ extension JobDatabase {
         ).execute(
             arguments: [reportId, result.compressedJSON, result.jsonSize, result.status.rawValue,
                         result.group?.fingerprint, now])
-        try GroupLedger.move(db, reportId: reportId, from: previous, to: result.group)
+        try GroupLedger.move(db, reportId: reportId, from: previous, to: result.group, joins: &joins)
         try GroupLedger.recordMissing(db, reportId: reportId, images: result.missingImages)
         return .stored
     }

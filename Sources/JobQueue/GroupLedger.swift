@@ -7,52 +7,115 @@ import ReportModel
 /// when reprocessing moves it from one group to another.
 enum GroupLedger {
     /// Moves report `reportId` from group `old` (its previous result's fingerprint) to `new`.
-    static func move(_ db: Database, reportId: Int64, from old: String?, to new: GroupKey?) throws {
+    /// A report's first result (`old` nil) only joins: the join is added to `joins`, which the
+    /// caller applies (`PendingJoins.apply`) before anything else touches the groups, so the
+    /// joins of a whole batch cost one update per group instead of two statements per report.
+    static func move(
+        _ db: Database, reportId: Int64, from old: String?, to new: GroupKey?, joins: inout PendingJoins
+    ) throws {
         guard old != new?.fingerprint else {
             // Same group: counts stand; refresh what the newer rules say about it.
-            if let new { try refreshTitle(db, new) }
+            if let new {
+                try joins.apply(db)
+                try refreshTitle(db, new)
+            }
             return
         }
         let member = try Row.fetchOne(
             db.cachedStatement(sql: "SELECT app, COALESCE(version, '') AS version, received_at FROM reports WHERE id = ?"),
             arguments: [reportId])
-        let version: String = member?["version"] ?? ""
-        let seen: Int64 = member?["received_at"] ?? 0
-        if let old { try leave(db, fingerprint: old, versions: [version: 1]) }
-        if let new { try join(db, reportId: reportId, group: new, app: member?["app"], version: version, seen: seen) }
+        // By position (app, version, received_at): by name, GRDB lowercases and compares each
+        // column name on every read.
+        let version: String = member?[1] ?? ""
+        let seen: Int64 = member?[2] ?? 0
+        if let old {
+            // A move between groups reads and recomputes them from the result rows: the joins
+            // queued so far go in first, so it sees exactly what one-by-one would have.
+            try joins.apply(db)
+            try leave(db, fingerprint: old, versions: [version: 1])
+        }
+        if let new { joins.add(reportId: reportId, group: new, app: member?[0], version: version, seen: seen) }
+        if old != nil { try joins.apply(db) }
     }
 
-    private static func join(
-        _ db: Database, reportId: Int64, group: GroupKey, app: String?, version: String, seen: Int64
-    ) throws {
-        // Most results join a group that exists: update it, and encode the frames for a new
-        // row only when there is none (this runs in the writer's transaction, so no one else
-        // can add it in between).
-        try db.cachedStatement(
-            sql: """
-                UPDATE groups SET
-                    count = count + 1, first_seen = MIN(first_seen, ?), last_seen = MAX(last_seen, ?), title = ?,
-                    representative_report_id = COALESCE(representative_report_id, ?)
-                WHERE fingerprint = ?
-                """
-        ).execute(arguments: [seen, seen, group.title, reportId, group.fingerprint])
-        if db.changesCount == 0 {
-            let frames = String(decoding: try JSONEncoder().encode(group.frames), as: UTF8.self)
-            try db.execute(
-                sql: """
-                    INSERT INTO groups (fingerprint, kind, title, rules_version, frames, app, count, first_seen, last_seen,
-                                        representative_report_id)
-                    VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
-                    """,
-                arguments: [group.fingerprint, group.kind.rawValue, group.title, group.rulesVersion, frames, app, seen, seen,
-                            reportId])
+    /// Reports joining groups, summed per group: the count, the first and last seen, the title
+    /// (the last joiner's, as one update per join left it), the representative and the new row's
+    /// frames (the first joiner's), and the count per app version. Applying them gives exactly
+    /// what one update per join in the same order gives. Owned by one transaction.
+    struct PendingJoins {
+        private struct Group {
+            var first: GroupKey
+            var firstReportId: Int64
+            var app: String?
+            var title: String
+            var count: Int
+            var firstSeen: Int64
+            var lastSeen: Int64
+            /// In first-join order, so the statements run in a fixed order.
+            var versions: [(version: String, count: Int)]
         }
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO group_versions (fingerprint, version, count) VALUES (?, ?, 1)
-                ON CONFLICT (fingerprint, version) DO UPDATE SET count = count + 1
-                """
-        ).execute(arguments: [group.fingerprint, version])
+
+        /// In first-join order.
+        private var groups: [Group] = []
+        private var index: [String: Int] = [:]
+
+        mutating func add(reportId: Int64, group key: GroupKey, app: String?, version: String, seen: Int64) {
+            guard let i = index[key.fingerprint] else {
+                index[key.fingerprint] = groups.count
+                groups.append(Group(
+                    first: key, firstReportId: reportId, app: app, title: key.title, count: 1, firstSeen: seen, lastSeen: seen,
+                    versions: [(version, 1)]))
+                return
+            }
+            groups[i].title = key.title
+            groups[i].count += 1
+            groups[i].firstSeen = min(groups[i].firstSeen, seen)
+            groups[i].lastSeen = max(groups[i].lastSeen, seen)
+            if let v = groups[i].versions.firstIndex(where: { $0.version == version }) {
+                groups[i].versions[v].count += 1
+            } else {
+                groups[i].versions.append((version, 1))
+            }
+        }
+
+        /// Writes the joins added so far and forgets them.
+        mutating func apply(_ db: Database) throws {
+            for group in groups {
+                // Most joins are to a group that exists: update it, and encode the frames for a
+                // new row only when there is none (this runs in the writer's transaction, so no
+                // one else can add it in between).
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE groups SET
+                            count = count + ?, first_seen = MIN(first_seen, ?), last_seen = MAX(last_seen, ?), title = ?,
+                            representative_report_id = COALESCE(representative_report_id, ?)
+                        WHERE fingerprint = ?
+                        """
+                ).execute(arguments: [group.count, group.firstSeen, group.lastSeen, group.title, group.firstReportId,
+                                      group.first.fingerprint])
+                if db.changesCount == 0 {
+                    let frames = String(decoding: try JSONEncoder().encode(group.first.frames), as: UTF8.self)
+                    try db.execute(
+                        sql: """
+                            INSERT INTO groups (fingerprint, kind, title, rules_version, frames, app, count, first_seen, last_seen,
+                                                representative_report_id)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            """,
+                        arguments: [group.first.fingerprint, group.first.kind.rawValue, group.title, group.first.rulesVersion,
+                                    frames, group.app, group.count, group.firstSeen, group.lastSeen, group.firstReportId])
+                }
+                for (version, count) in group.versions {
+                    try db.cachedStatement(
+                        sql: """
+                            INSERT INTO group_versions (fingerprint, version, count) VALUES (?, ?, ?)
+                            ON CONFLICT (fingerprint, version) DO UPDATE SET count = count + excluded.count
+                            """
+                    ).execute(arguments: [group.first.fingerprint, version, count])
+                }
+            }
+            groups.removeAll(keepingCapacity: true)
+            index.removeAll(keepingCapacity: true)
+        }
     }
 
     /// Reports leave group `fingerprint`: `versions` counts them per app version. Their result

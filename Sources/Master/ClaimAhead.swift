@@ -1,34 +1,95 @@
-import Dispatch
+import Foundation
 import JobQueue
+import SystemCalls
 
-/// A slot's next claim, run on another thread so the slot keeps feeding its worker meanwhile.
-/// A claim needs the database's write lock, which the committer holds for a whole batch of
-/// completions (a few milliseconds under load, the time a worker takes for ten or more jobs):
-/// a slot that claimed on its own thread left its worker idle behind every such batch. Started
-/// while jobs still wait, a claim is usually answered before they run out. Owned and used by
-/// one slot's thread only.
-struct ClaimAhead {
-    private var pending: Ticket<[ClaimedJob]>?
+/// A slot's next claim, run on a thread of its own so the slot keeps feeding its worker
+/// meanwhile. A claim needs the database's write lock, which the committer holds for a whole
+/// batch of completions (a few milliseconds under load, the time a worker takes for ten or more
+/// jobs): a slot that claimed on its own thread left its worker idle behind every such batch.
+/// Started while jobs still wait, a claim is usually answered before they run out.
+///
+/// A thread per slot rather than Dispatch's: the thread runs at the slot's nice value, and a
+/// nice value, once raised, stays with the thread (Dispatch's threads also run Swift
+/// concurrency's jobs, such as `serve`'s request handling).
+final class ClaimAhead: @unchecked Sendable {
+    // Guards everything below; the claim thread sleeps on it while no claim is wanted.
+    private let condition = NSCondition()
+    /// Jobs wanted by a claim the thread has not started yet.
+    private var wanted: Int?
+    /// The last claim's outcome, until the slot takes it.
+    private var answer: Result<[ClaimedJob], any Error>?
+    /// A claim was started and its outcome not yet taken.
+    private var pending = false
+    private var closed = false
 
-    /// Whether a claim was started and not yet taken.
-    var isPending: Bool { pending != nil }
+    /// Starts the slot's claim thread; `close()` ends it.
+    init(_ db: any JobLeasing, leaseMs: Int64, niceness: Int32, name: String) {
+        let thread = Thread { [self] in
+            if niceness > 0 { SystemCall.setThreadNiceness(niceness) }
+            run(db, leaseMs: leaseMs)
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Whether a claim was started and its jobs not yet taken.
+    var isPending: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return pending
+    }
 
     /// Starts a claim of up to `limit` jobs, unless one is already under way.
-    mutating func start(_ db: any JobLeasing, leaseMs: Int64, limit: Int) {
-        guard pending == nil else { return }
-        let ticket = Ticket<[ClaimedJob]>()
-        pending = ticket
-        DispatchQueue.global().async {
-            ticket.fulfil(Result { try db.claim(leaseMs: leaseMs, limit: limit) })
-        }
+    func start(limit: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !pending, !closed else { return }
+        pending = true
+        wanted = limit
+        condition.signal()
     }
 
     /// The jobs the started claim leased: nil when none was started, or when it has not been
     /// answered and `waiting` is false. Throws what the claim threw (a database error).
-    mutating func take(waiting: Bool) throws -> [ClaimedJob]? {
-        guard let ticket = pending, waiting || ticket.isAnswered else { return nil }
-        pending = nil
-        return try ticket.wait()
+    func take(waiting: Bool) throws -> [ClaimedJob]? {
+        condition.lock()
+        defer { condition.unlock() }
+        guard pending else { return nil }
+        while answer == nil {
+            guard waiting else { return nil }
+            condition.wait()
+        }
+        let outcome = answer
+        answer = nil
+        pending = false
+        return try outcome?.get()
+    }
+
+    /// Ends the thread once it is idle. Jobs of a claim not taken would be left to lease
+    /// expiry: the slot takes (and hands back) what it claimed first.
+    func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func run(_ db: any JobLeasing, leaseMs: Int64) {
+        while true {
+            condition.lock()
+            while wanted == nil, !closed { condition.wait() }
+            guard let limit = wanted else {
+                condition.unlock()
+                return
+            }
+            wanted = nil
+            condition.unlock()
+            let outcome = Result { try db.claim(leaseMs: leaseMs, limit: limit) }
+            condition.lock()
+            answer = outcome
+            condition.broadcast()
+            condition.unlock()
+        }
     }
 }
 

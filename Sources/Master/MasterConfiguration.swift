@@ -42,6 +42,16 @@ public struct MasterConfiguration: Sendable {
     /// load while the queue takes the backlog; `stackline master` has nothing to put first and
     /// leaves them at 0.
     public var workerNiceness: Int32 = 0
+    /// Nice value of the dispatcher's own threads (the slots, their claims, the committer).
+    /// `serve` gives them its workers' value: draining the queue then waits behind request
+    /// handling, as the workers do (at 0 they took the CPU from uploads: 3,700-3,800 against
+    /// 5,000+ accepted reports/s in scripts/bench-serve.sh).
+    public var dispatchNiceness: Int32 = 0
+    /// The most results one completion transaction commits. 64 for `master`: fewer, larger
+    /// transactions. `serve` takes 8: its uploads wait for the same write lock, and behind 64
+    /// results they were answered a third slower (scripts/bench-serve.sh: 4,500-4,600 against
+    /// 5,600-5,800 accepted reports/s; 4 gave 5,950 and drained less).
+    public var completionBatch = 64
 
     public init(
         workers: Int, once: Bool = false, jobTimeout: Double = 60, retry: RetryPolicy = RetryPolicy(),

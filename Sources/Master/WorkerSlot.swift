@@ -5,6 +5,7 @@ import Foundation
 import JobQueue
 import Logging
 import Metrics
+import SystemCalls
 // Implementation details: none of these types appear in Master's API.
 internal import ReportFormats
 internal import ReportModel
@@ -65,7 +66,7 @@ final class WorkerSlot: @unchecked Sendable {
     /// Leased and not yet handed to the worker, in claim order.
     private var prefetched: [ClaimedJob] = []
     /// The next claim, started before `prefetched` runs out.
-    private var claims = ClaimAhead()
+    private let claims: ClaimAhead
     /// How long this slot's jobs take, which sizes its claims.
     private var pace = JobPace()
     /// Results handed to the committer and not yet collected, oldest first.
@@ -95,13 +96,18 @@ final class WorkerSlot: @unchecked Sendable {
         self.census = census
         self.logger = logger
         self.logger[metadataKey: "slot"] = "\(index)"
+        claims = ClaimAhead(
+            db, leaseMs: Int64(config.leaseSeconds * 1000), niceness: config.dispatchNiceness, name: "stackline-claims-\(index)")
     }
 
     private var leaseMs: Int64 { Int64(config.leaseSeconds * 1000) }
 
     /// The slot's loop; returns when stopped, or in `--once` mode when no work is left.
     func run() throws {
+        if config.dispatchNiceness > 0 { SystemCall.setThreadNiceness(config.dispatchNiceness) }
         defer { shutdownWorker() }
+        // After the hand-back below, which takes what a claim under way leased.
+        defer { claims.close() }
         // Stopping (or a slot error) must not leave jobs that never started to lease expiry.
         defer { handBackPrefetched("slot stopping", includingHandedOver: true) }
         while true {
@@ -287,7 +293,7 @@ final class WorkerSlot: @unchecked Sendable {
         let held = 1 + prefetched.count + (handedOver == nil ? 0 : 1)
         let target = pace.target(limit: config.prefetch)
         if held <= target / 2, !stop.isSet {
-            claims.start(db, leaseMs: leaseMs, limit: target - held)
+            claims.start(limit: target - held)
         }
         try settle(keepingAtMost: Self.maxCommitting - 1)
 

@@ -70,6 +70,14 @@ public enum SystemCall {
         setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(process), value) == 0
     }
 
+    /// Sets the nice value of the calling thread only (Linux keeps one per thread; `who` 0 is the
+    /// caller). Best effort, as `setNiceness`. Only ever raised: lowering it again needs a
+    /// privilege a service does not have, so a thread lowered stays lowered.
+    @discardableResult
+    public static func setThreadNiceness(_ value: Int32) -> Bool {
+        setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, value) == 0
+    }
+
     /// How many bytes the pipe `fd` buffers (F_GETPIPE_SZ), or nil when it cannot say (not a
     /// pipe). A writer that never puts more than this in an empty pipe never blocks on it.
     public static func pipeCapacity(_ fd: Int32) -> Int? {

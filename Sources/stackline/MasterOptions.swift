@@ -89,6 +89,10 @@ struct MasterOptions: ParsableArguments {
         // its workers at 10 waited behind the committer and the slots (scripts/bench-queue.sh,
         // 30-frame reports: 7,900 against 8,500 reports/s).
         config.workerNiceness = workerNice ?? (command == "serve" ? 10 : 0)
+        if command == "serve" {
+            config.dispatchNiceness = config.workerNiceness
+            config.completionBatch = 8
+        }
         guard FileManager.default.isExecutableFile(atPath: config.workerExecutable) else {
             throw fail("stackline \(command): no worker executable at \(config.workerExecutable) (set STACKLINE_WORKER)")
         }

@@ -106,6 +106,65 @@ import Testing
         #expect(try f.db.groups(GroupFilter()).first { $0.fingerprint == "bbbb" }?.count == 1)
     }
 
+    /// One batch of completions mixing joins to an existing group and to a new one, a move
+    /// between groups in the middle of them, several versions and a report left ungrouped: the
+    /// joins are summed per group (`PendingJoins`), and the ledger must still match its results
+    /// and hold what one completion per transaction, in the same order, leaves: the last
+    /// joiner's title, the first joiner's report as representative.
+    @Test func aBatchOfJoinsAndMovesLeavesWhatOneCompletionAtATimeLeaves() throws {
+        func key(_ name: String, _ n: Int) -> GroupKey {
+            GroupKey(fingerprint: name, kind: .crash, title: "crash in \(name) as report \(n) saw it", rulesVersion: 1, frames: ["App!\(name)"])
+        }
+        // (report number, version, group): reports 1-3 first, one by one, then the batch.
+        let before: [(Int, String?, GroupKey?)] = [(1, "1.0", key("aaaa", 1)), (2, "1.1", key("aaaa", 2)), (3, nil, key("bbbb", 3))]
+        let fresh: [(Int, String?, GroupKey?)] = [
+            (4, "1.1", key("aaaa", 4)), (5, "2.0", key("cccc", 5)), (6, "2.0", key("aaaa", 6)), (7, "2.0", key("cccc", 7)),
+            (8, nil, key("aaaa", 8)), (9, "2.0", nil),
+        ]
+        /// Report 1 reprocessed into group cccc, committed between the joins of reports 5 and 6.
+        let moveAfter = 2
+
+        func run(batched: Bool) throws -> (Fixture, [GroupSummary]) {
+            let f = try Fixture()
+            for (n, version, group) in before { try Self.process(f, n, version: version, group: group) }
+            var ids: [Int: Int64] = [:]
+            for (n, version, _) in fresh {
+                ids[n] = try f.db.submit(NewReport(raw: Data("report \(n)".utf8), format: "test", kind: .crash, app: "App", version: version)).reportId
+                f.clock.advance(seconds: 60)
+            }
+            try f.db.enqueueReprocessing(reportId: 1)
+            let jobs = try f.db.claim(leaseMs: 30_000, limit: 16)
+            #expect(jobs.count == fresh.count + 1)
+            func completion(reportId: Int64, _ group: GroupKey?) throws -> Completion {
+                let job = try #require(jobs.first { $0.reportId == reportId })
+                return Completion(jobId: job.jobId, token: job.leaseToken, result: JobResult(
+                    symbolicatedJSON: Data("{}".utf8), status: .complete, group: group))
+            }
+            var batch = try fresh.map { try completion(reportId: ids[$0.0]!, $0.2) }
+            batch.insert(try completion(reportId: 1, key("cccc", 1)), at: moveAfter)
+            if batched {
+                #expect(try f.db.complete(batch) == Array(repeating: .stored, count: batch.count))
+            } else {
+                for c in batch { #expect(try f.db.complete([c]) == [.stored]) }
+            }
+            try Self.expectLedgerMatchesResults(f)
+            return (f, try f.db.groups(GroupFilter(limit: 100)))
+        }
+
+        let (batchedFixture, batched) = try run(batched: true)
+        defer { batchedFixture.dir.remove() }
+        let (oneByOneFixture, oneByOne) = try run(batched: false)
+        defer { oneByOneFixture.dir.remove() }
+        #expect(batched == oneByOne)
+        let byName = Dictionary(uniqueKeysWithValues: batched.map { ($0.fingerprint, $0) })
+        #expect(byName["aaaa"]?.count == 4 && byName["aaaa"]?.versions == ["1.1": 2, "2.0": 1, "": 1])
+        #expect(byName["aaaa"]?.title == "crash in aaaa as report 8 saw it")
+        #expect(byName["aaaa"]?.representativeReportId == 2, "report 1 left; the lowest member remains")
+        #expect(byName["cccc"]?.count == 3 && byName["cccc"]?.title == "crash in cccc as report 7 saw it")
+        #expect(byName["cccc"]?.representativeReportId == 5, "the first to join the new group")
+        #expect(byName["bbbb"]?.count == 1)
+    }
+
     @Test func filtersCountOnlyMatchingReports() throws {
         let f = try Fixture()
         defer { f.dir.remove() }

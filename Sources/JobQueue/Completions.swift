@@ -57,8 +57,18 @@ extension JobDatabase {
             arguments: [now, completion.jobId, completion.token])
         else { return .stale }
         let result = completion.result
-        let previous = try String.fetchOne(
-            db.cachedStatement(sql: "SELECT fingerprint FROM results WHERE report_id = ?"), arguments: [reportId])
+        // What the ledger needs, in one statement: the report's app, version and arrival, and
+        // its previous result, if any, with that result's group. Read by position (by name,
+        // GRDB lowercases and compares each column name on every read).
+        let report = try Row.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT r.app, COALESCE(r.version, ''), r.received_at, s.report_id IS NOT NULL, s.fingerprint
+                FROM reports r LEFT JOIN results s ON s.report_id = r.id WHERE r.id = ?
+                """),
+            arguments: [reportId])
+        let member = GroupLedger.Member(app: report?[0], version: report?[1] ?? "", seen: report?[2] ?? 0)
+        let hadResult: Bool = report?[3] ?? false
+        let previous: String? = report?[4]
         try db.cachedStatement(
             sql: """
                 INSERT INTO results (report_id, symbolicated, symbolicated_size, status, fingerprint, completed_at)
@@ -71,8 +81,8 @@ extension JobDatabase {
         ).execute(
             arguments: [reportId, result.compressedJSON, result.jsonSize, result.status.rawValue,
                         result.group?.fingerprint, now])
-        try GroupLedger.move(db, reportId: reportId, from: previous, to: result.group, joins: &joins)
-        try GroupLedger.recordMissing(db, reportId: reportId, images: result.missingImages)
+        try GroupLedger.move(db, reportId: reportId, member: member, from: previous, to: result.group, joins: &joins)
+        try GroupLedger.recordMissing(db, reportId: reportId, images: result.missingImages, replacing: hadResult)
         return .stored
     }
 }

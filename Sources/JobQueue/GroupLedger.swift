@@ -11,7 +11,7 @@ enum GroupLedger {
     /// caller applies (`PendingJoins.apply`) before anything else touches the groups, so the
     /// joins of a whole batch cost one update per group instead of two statements per report.
     static func move(
-        _ db: Database, reportId: Int64, from old: String?, to new: GroupKey?, joins: inout PendingJoins
+        _ db: Database, reportId: Int64, member: Member, from old: String?, to new: GroupKey?, joins: inout PendingJoins
     ) throws {
         guard old != new?.fingerprint else {
             // Same group: counts stand; refresh what the newer rules say about it.
@@ -21,21 +21,21 @@ enum GroupLedger {
             }
             return
         }
-        let member = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT app, COALESCE(version, '') AS version, received_at FROM reports WHERE id = ?"),
-            arguments: [reportId])
-        // By position (app, version, received_at): by name, GRDB lowercases and compares each
-        // column name on every read.
-        let version: String = member?[1] ?? ""
-        let seen: Int64 = member?[2] ?? 0
         if let old {
             // A move between groups reads and recomputes them from the result rows: the joins
             // queued so far go in first, so it sees exactly what one-by-one would have.
             try joins.apply(db)
-            try leave(db, fingerprint: old, versions: [version: 1])
+            try leave(db, fingerprint: old, versions: [member.version: 1])
         }
-        if let new { joins.add(reportId: reportId, group: new, app: member?[0], version: version, seen: seen) }
+        if let new { joins.add(reportId: reportId, group: new, app: member.app, version: member.version, seen: member.seen) }
         if old != nil { try joins.apply(db) }
+    }
+
+    /// What the ledger counts a report by: its app, its version ('' when none) and when it arrived.
+    struct Member {
+        var app: String?
+        var version: String
+        var seen: Int64
     }
 
     /// Reports joining groups, summed per group: the count, the first and last seen, the title
@@ -181,9 +181,13 @@ enum GroupLedger {
             .execute(arguments: [group.title, group.fingerprint])
     }
 
-    /// Replaces the report's missing-debug-file rows with this result's.
-    static func recordMissing(_ db: Database, reportId: Int64, images: [MissingImage]) throws {
-        try db.cachedStatement(sql: "DELETE FROM missing_symbols WHERE report_id = ?").execute(arguments: [reportId])
+    /// Replaces the report's missing-debug-file rows with this result's. `replacing` is false for
+    /// a report's first result: its rows are only ever written with a result (and removed with
+    /// it by retention), so there are none to delete.
+    static func recordMissing(_ db: Database, reportId: Int64, images: [MissingImage], replacing: Bool) throws {
+        if replacing {
+            try db.cachedStatement(sql: "DELETE FROM missing_symbols WHERE report_id = ?").execute(arguments: [reportId])
+        }
         guard !images.isEmpty else { return }
         let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO missing_symbols (report_id, build_id, image_name) VALUES (?, ?, ?)")
         for image in images {

@@ -22,7 +22,8 @@ final class ClaimAhead: @unchecked Sendable {
     private var pending = false
     private var closed = false
 
-    /// Starts the slot's claim thread; `close()` ends it.
+    /// Starts the slot's claim thread; `close()` ends it. `name` is what `top -H` shows (Linux
+    /// keeps 15 bytes of it).
     init(_ db: any JobLeasing, leaseMs: Int64, niceness: Int32, name: String) {
         let thread = Thread { [self] in
             if niceness > 0 { SystemCall.setThreadNiceness(niceness) }

@@ -97,7 +97,7 @@ final class WorkerSlot: @unchecked Sendable {
         self.logger = logger
         self.logger[metadataKey: "slot"] = "\(index)"
         claims = ClaimAhead(
-            db, leaseMs: Int64(config.leaseSeconds * 1000), niceness: config.dispatchNiceness, name: "stackline-claims-\(index)")
+            db, leaseMs: Int64(config.leaseSeconds * 1000), niceness: config.dispatchNiceness, name: "claims-\(index)")
     }
 
     private var leaseMs: Int64 { Int64(config.leaseSeconds * 1000) }

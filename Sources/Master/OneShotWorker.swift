@@ -36,8 +36,7 @@ public enum OneShotWorker {
         do {
             try worker.send(try request.encodedFrame())
         } catch .tooLarge(let size) {
-            return .workerFailed(
-                "report is \(size) bytes as a job frame, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))")
+            return .workerFailed(Framing.jobFrameTooLarge(size))
         } catch {
             return .workerFailed(worker.poll().map { "\($0)" } ?? "cannot send the report to the worker: \(error)")
         }

@@ -176,8 +176,7 @@ public final class RemoteWorkerPool: @unchecked Sendable {
             } catch {
                 // As a local slot fails it: the same report makes the same frame on every attempt.
                 let failure: JobFailure = if case .tooLarge(let size) = error {
-                    .permanent(
-                        "report is \(size) bytes as a job frame, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))")
+                    .permanent(Framing.jobFrameTooLarge(size))
                 } else {
                     .retryable("cannot encode job frame: \(error)")
                 }

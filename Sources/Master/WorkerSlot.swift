@@ -276,8 +276,7 @@ final class WorkerSlot: @unchecked Sendable {
             } catch .tooLarge(let size) {
                 // Checked before a byte is written, so the worker's stream is still in sync. The
                 // same report makes the same frame on every attempt: fail once.
-                try fail(job, .permanent(
-                    "report is \(size) bytes as a job frame, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"), log)
+                try fail(job, .permanent(Framing.jobFrameTooLarge(size)), log)
                 return
             } catch {
                 try workerDied(job, log)

@@ -75,6 +75,12 @@ public enum Framing {
         bytes >= 1 << 20 && bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes) bytes"
     }
 
+    /// Why a job could not be sent: its frame (`size` bytes) is over the limit. The same report
+    /// makes the same frame on every attempt, so whoever sends it fails the job for good.
+    public static func jobFrameTooLarge(_ size: Int) -> String {
+        "report is \(size) bytes as a job frame, over the frame limit of \(describe(bytes: maxFrame))"
+    }
+
     /// Writes one frame, retrying short writes and EINTR.
     public static func write(_ payload: Data, to fd: Int32) throws(FrameError) {
         let frame = try bundle([payload])

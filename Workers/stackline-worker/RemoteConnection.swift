@@ -534,9 +534,7 @@ private struct RemoteSlot {
         do {
             try worker.send(job.frame)
         } catch .tooLarge(let size) {
-            return (reply(
-                .permanentError,
-                "report is \(size) bytes as a job frame, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"), true)
+            return (reply(.permanentError, Framing.jobFrameTooLarge(size)), true)
         } catch {
             return (reply(.workerLost, "\(worker.wait(upTo: 5))"), false)
         }

@@ -28,7 +28,7 @@ public final class Dispatcher: @unchecked Sendable {
         self.config = config
         self.logger = logger
         self.remote = remote
-        completions = remote?.completions ?? CompletionCommitter(store: db, maxBatch: config.completionBatch, niceness: config.dispatchNiceness)
+        completions = remote?.completions ?? config.completionCommitter(store: db)
     }
 
     /// Runs until stopped (or, with `once`, until the queue is drained). Throws the first

@@ -53,6 +53,12 @@ public struct MasterConfiguration: Sendable {
     /// 5,600-5,800 accepted reports/s; 4 gave 5,950 and drained less).
     public var completionBatch = 64
 
+    /// The master's one completion writer, as this configuration sizes and prioritises it (the
+    /// dispatcher's, or the remote pool's when `serve` has one: they share it).
+    func completionCommitter(store: any JobLeasing) -> CompletionCommitter {
+        CompletionCommitter(store: store, maxBatch: completionBatch, niceness: dispatchNiceness)
+    }
+
     public init(
         workers: Int, once: Bool = false, jobTimeout: Double = 60, retry: RetryPolicy = RetryPolicy(),
         leaseSeconds: Double = 30, drainSeconds: Double = 20, workerExecutable: String,

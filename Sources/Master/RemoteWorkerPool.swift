@@ -51,7 +51,7 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         completions: CompletionCommitter? = nil, logger: Logger
     ) {
         self.db = db
-        self.completions = completions ?? CompletionCommitter(store: db, maxBatch: config.completionBatch, niceness: config.dispatchNiceness)
+        self.completions = completions ?? config.completionCommitter(store: db)
         self.config = config
         self.affinityWaitSeconds = affinityWaitSeconds
         self.logger = logger

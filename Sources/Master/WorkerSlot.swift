@@ -30,7 +30,7 @@ internal import WorkerProtocol
 ///   all of them before it idles or stops), so the committer gets several per transaction.
 /// - Hand-over: the worker gets its next job while it runs the current one (sent ahead), so it
 ///   starts the next the moment it has replied and never waits for its slot; a job too large to
-///   send ahead (`WorkerProcess.sendAheadLimit`) goes the moment the reply arrives, before the
+///   send ahead (`WorkerProcess.canSendAhead`) goes the moment the reply arrives, before the
 ///   reply's outcome is recorded. A job handed over is in flight like any other (it runs through
 ///   a drain). At most one job waits inside a worker, behind the one it runs: if the worker
 ///   dies, is killed or is lost before it replied to the running one, the job behind never
@@ -50,10 +50,7 @@ final class WorkerSlot: @unchecked Sendable {
                 census.stopped()
                 // The job behind the one that ended this worker never started: it goes first to
                 // the next worker, under the same lease.
-                if let next = handedOver {
-                    prefetched.insert(next.job, at: 0)
-                    handedOver = nil
-                }
+                takeBackHandedOver()
             }
             if oldValue == nil, worker != nil {
                 census.started(isRestart: everStarted)
@@ -151,10 +148,7 @@ final class WorkerSlot: @unchecked Sendable {
     private func handBackPrefetched(_ why: String, includingHandedOver: Bool = false) {
         // A claim that failed leased nothing; the error itself surfaces on the slot's next claim.
         if let claimed = try? claims.take(waiting: true) { prefetched += claimed }
-        if includingHandedOver, let next = handedOver {
-            prefetched.insert(next.job, at: 0)
-            handedOver = nil
-        }
+        if includingHandedOver { takeBackHandedOver() }
         for job in prefetched {
             do {
                 try db.release(jobId: job.jobId, token: job.leaseToken)
@@ -165,6 +159,13 @@ final class WorkerSlot: @unchecked Sendable {
             }
         }
         prefetched.removeAll()
+    }
+
+    /// Puts the job written to the worker but not started back at the front of the line.
+    private func takeBackHandedOver() {
+        guard let next = handedOver else { return }
+        prefetched.insert(next.job, at: 0)
+        handedOver = nil
     }
 
     /// Renews the leases of the jobs waiting behind the running one; a job whose lease is no
@@ -395,18 +396,20 @@ final class WorkerSlot: @unchecked Sendable {
     }
 
     /// Writes the first waiting job to the worker: `ahead` while the worker still runs a job
-    /// (only a frame within `sendAheadLimit`, which never blocks), otherwise right after its
+    /// (only a frame `canSendAhead` allows, which never blocks), otherwise right after its
     /// reply, when it reads at once. Anything unusual (the master stopping, a lease to renew
     /// that is gone, a frame over the limit, a worker that cannot take it) is left to
     /// `handle`'s usual path: the job goes back to the front of the waiting ones.
     private func handOverNext(ahead: Bool) {
         guard !stop.isSet, handedOver == nil, let worker, let next = prefetched.first else { return }
+        // A report too large to go ahead is not encoded only to be dropped: it goes after the reply.
+        guard !ahead || worker.canSendAhead(next.raw.count) else { return }
         let log = jobLogger(next)
         guard readyToStart(next, log) else {
             prefetched.removeFirst()
             return
         }
-        guard let frame = try? Self.frame(for: next), !ahead || frame.count + 4 <= worker.sendAheadLimit else { return }
+        guard let frame = try? Self.frame(for: next), !ahead || worker.canSendAhead(frame.count) else { return }
         let started = DispatchTime.now()
         do {
             try worker.send(frame)

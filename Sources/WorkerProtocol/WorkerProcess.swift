@@ -61,12 +61,8 @@ public final class WorkerProcess {
     private let stdoutFD: Int32
     public let reader: FrameReader
     public private(set) var exit: WorkerExit?
-    /// The largest job frame the master may send while the worker is still busy with the one
-    /// before: half of what its stdin pipe buffers. The worker reads each frame whole before it
-    /// starts on it, so a frame this small always fits in the pipe and the write returns
-    /// without waiting for the worker; a larger one could block the master while the worker
-    /// blocks on a reply the master is not reading. Zero when the capacity is unknown.
-    public let sendAheadLimit: Int
+    /// Half of what the worker's stdin pipe buffers (`canSendAhead`); zero when unknown.
+    private let sendAheadLimit: Int
 
     /// pipe2 is not visible from Swift on glibc, so pipes are made close-on-exec with fcntl;
     /// spawning under one lock keeps another thread's spawn from inheriting them in between.
@@ -116,6 +112,15 @@ public final class WorkerProcess {
     deinit {
         if stdinFD >= 0 { close(stdinFD) }
         close(stdoutFD)
+    }
+
+    /// Whether a job frame of `size` bytes may be sent while the worker is still busy with the
+    /// one before: when, with its length prefix, it fits in half the stdin pipe's buffer. The
+    /// worker reads each frame whole before it starts on it, so such a frame always fits and
+    /// the write returns without waiting for the worker; a larger one could block the master
+    /// while the worker blocks on a reply the master is not reading.
+    public func canSendAhead(_ size: Int) -> Bool {
+        size + 4 <= sendAheadLimit
     }
 
     public func send(_ payload: Data) throws(FrameError) {

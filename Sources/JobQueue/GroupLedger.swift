@@ -7,9 +7,10 @@ import ReportModel
 /// when reprocessing moves it from one group to another.
 enum GroupLedger {
     /// Moves report `reportId` from group `old` (its previous result's fingerprint) to `new`.
-    /// A report's first result (`old` nil) only joins: the join is added to `joins`, which the
-    /// caller applies (`PendingJoins.apply`) before anything else touches the groups, so the
-    /// joins of a whole batch cost one update per group instead of two statements per report.
+    /// Every join, a report's first result or the arrival end of a move, is added to `joins`,
+    /// which the caller applies (`PendingJoins.apply`) at the end of its transaction; whatever
+    /// else touches the groups applies them first. So the joins of a whole batch cost one update
+    /// per group instead of two statements per report.
     static func move(
         _ db: Database, reportId: Int64, member: Member, from old: String?, to new: GroupKey?, joins: inout PendingJoins
     ) throws {
@@ -28,7 +29,6 @@ enum GroupLedger {
             try leave(db, fingerprint: old, versions: [member.version: 1])
         }
         if let new { joins.add(reportId: reportId, group: new, app: member.app, version: member.version, seen: member.seen) }
-        if old != nil { try joins.apply(db) }
     }
 
     /// What the ledger counts a report by: its app, its version ('' when none) and when it arrived.

@@ -35,12 +35,25 @@ public struct EscapingLogHandler: LogHandler {
         level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,
         file: String, function: String, line: UInt
     ) {
+        if let lines = inner as? LineLogHandler, lines.metadata.isEmpty {
+            // The line is built once, each value escaped as it is written.
+            lines.write(
+                level: level, message: TerminalText.escape(message.description), metadata: metadata, explicit: explicit,
+                source: source, render: Self.render)
+            return
+        }
         // The line's own metadata wins over the logger's, as StreamLogHandler merges them.
         let merged = explicit.map { metadata.merging($0) { $1 } } ?? metadata
         inner.log(
             level: level, message: "\(TerminalText.escape(message.description))",
             metadata: merged.isEmpty ? nil : merged.mapValues(Self.escape),
             source: source, file: file, function: function, line: line)
+    }
+
+    /// A value as the wrapped handler prints it once escaped.
+    static func render(_ value: Logger.Metadata.Value) -> String {
+        if case .string(let text) = value { return TerminalText.escape(text) }
+        return escape(value).description
     }
 
     static func escape(_ value: Logger.Metadata.Value) -> Logger.Metadata.Value {

@@ -83,4 +83,34 @@ import Testing
         let stamp = try #require(a.first?.split(separator: " ").first)
         #expect(stamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}/) != nil, "\(stamp)")
     }
+
+    /// Every process logs through `EscapingLogHandler(LineLogHandler)`, which builds the line in
+    /// one pass, escaping as it goes. It must write what the wrapper's general path (merge,
+    /// escape each value, then the wrapped handler) makes StreamLogHandler write.
+    @Test func escapedLinesAreStreamLogHandlersEscapedLines() {
+        let ours = Lines(), theirs = Lines()
+        var mine = Logger(label: "stackline.master") { label in EscapingLogHandler(LineLogHandler(label: label) { ours.write($0) }) }
+        var reference = Logger(label: "stackline.master") { label in
+            EscapingLogHandler(StreamLogHandler(label: label, stream: Stream(lines: theirs), metadataProvider: nil))
+        }
+        let values: [Logger.Metadata.Value] = [
+            "plain", "a\nforged line", "\u{1b}[31mred\u{7}", "tab\there", "\u{2028}sep\u{202e}",
+            ["x", "y\r\nz"], ["k": "v\u{1b}", "l": ["m\n"]],
+        ]
+        for (i, value) in values.enumerated() {
+            mine[metadataKey: "slot"] = value
+            reference[metadataKey: "slot"] = value
+            for explicit in [nil, [:], ["frames": value, "slot": "override"], ["job": "\(i)", "why": value]] as [Logger.Metadata?] {
+                mine.warning("job failed: \(value)", metadata: explicit, source: "Master")
+                reference.warning("job failed: \(value)", metadata: explicit, source: "Master")
+            }
+        }
+        let (a, b) = (ours.all, theirs.all)
+        #expect(a.count == b.count && a.count == 28)
+        for (line, expected) in zip(a, b) {
+            let drop: (String) -> Substring = { $0.drop { $0 != " " } }
+            #expect(drop(line) == drop(expected), "\(line.debugDescription) vs \(expected.debugDescription)")
+            #expect(!line.dropLast().contains("\n") && !line.contains("\u{1b}"), "\(line.debugDescription)")
+        }
+    }
 }

@@ -76,8 +76,8 @@ public enum Zlib {
     /// inflated again by zlib's streaming inflate, which tells a truncated stream from a corrupt
     /// one and names what is wrong: bad input is rare, and its message is worth the second pass.
     public static func inflate(_ data: Data, limit: Int = defaultLimit) throws(CompressionError) -> Data {
-        guard let decompressor = libdeflate_alloc_decompressor() else { return try inflateStreaming(data, limit: limit) }
-        defer { libdeflate_free_decompressor(decompressor) }
+        guard let decompressor = DecompressorPool.shared.take() else { return try inflateStreaming(data, limit: limit) }
+        defer { DecompressorPool.shared.give(decompressor) }
         var capacity = initialCapacity(data, limit: limit)
         while true {
             var output = Data(count: capacity)
@@ -94,6 +94,24 @@ public enum Zlib {
             case .rejected:
                 return try inflateStreaming(data, limit: limit)
             }
+        }
+    }
+
+    /// True when `data` inflates to exactly `size` bytes, as `inflate(data, limit: size)` would
+    /// return them, without keeping them: the master checks every result a worker sends this way,
+    /// into scratch memory that is neither zeroed nor kept.
+    public static func inflatesExactly(_ data: Data, size: Int) -> Bool {
+        guard size >= 0 else { return false }
+        guard let decompressor = DecompressorPool.shared.take() else {
+            return (try? inflateStreaming(data, limit: max(size, 1)))?.count == size
+        }
+        defer { DecompressorPool.shared.give(decompressor) }
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 1)
+        defer { scratch.deallocate() }
+        switch data.withUnsafeBytes({ inflateMembers($0, into: scratch, with: decompressor) }) {
+        case .inflated(let count): return count == size
+        case .needsSpace: return false
+        case .rejected: return (try? inflateStreaming(data, limit: max(size, 1)))?.count == size
         }
     }
 
@@ -217,18 +235,49 @@ private final class CompressorPool: @unchecked Sendable {
     /// scripts/bench-queue.sh; libdeflate resets larger match-finder tables for every buffer);
     /// level 1 takes a quarter of that for output about 9% larger. Any level inflates alike.
     static let level: Int32 = 1
+    private let pool = HandlePool(make: { libdeflate_alloc_compressor(CompressorPool.level) }, free: libdeflate_free_compressor)
+
+    func take() -> OpaquePointer? { pool.take() }
+    func give(_ compressor: OpaquePointer) { pool.give(compressor) }
+}
+
+/// libdeflate decompressors kept between calls rather than allocated for each: the master
+/// inflates every report it claims and checks every result it stores.
+private final class DecompressorPool: @unchecked Sendable {
+    static let shared = DecompressorPool()
+    private let pool = HandlePool(make: { libdeflate_alloc_decompressor() }, free: libdeflate_free_decompressor)
+
+    func take() -> OpaquePointer? { pool.take() }
+    func give(_ decompressor: OpaquePointer) { pool.give(decompressor) }
+}
+
+/// Up to eight idle libdeflate handles of one kind, behind a lock.
+private final class HandlePool: @unchecked Sendable {
+    private let make: () -> OpaquePointer?
+    private let free: (OpaquePointer) -> Void
     private let lock = NSLock()
     private var idle: [OpaquePointer] = []
 
-    func take() -> OpaquePointer? {
-        lock.lock()
-        defer { lock.unlock() }
-        return idle.popLast() ?? libdeflate_alloc_compressor(Self.level)
+    init(make: @escaping () -> OpaquePointer?, free: @escaping (OpaquePointer) -> Void) {
+        self.make = make
+        self.free = free
     }
 
-    func give(_ compressor: OpaquePointer) {
+    func take() -> OpaquePointer? {
         lock.lock()
-        defer { lock.unlock() }
-        if idle.count < 8 { idle.append(compressor) } else { libdeflate_free_compressor(compressor) }
+        let handle = idle.popLast()
+        lock.unlock()
+        return handle ?? make()
+    }
+
+    func give(_ handle: OpaquePointer) {
+        lock.lock()
+        if idle.count < 8 {
+            idle.append(handle)
+            lock.unlock()
+        } else {
+            lock.unlock()
+            free(handle)
+        }
     }
 }

@@ -89,8 +89,7 @@ public struct CompressedResult: Sendable, Equatable {
     /// worker sends one (it replies `permanentError`), and a remote peer's claim must not
     /// decide how much the master inflates.
     public var isIntact: Bool {
-        guard size >= 0, size <= Framing.maxFrame, let json = try? Zlib.inflate(compressed, limit: max(size, 1)) else { return false }
-        return json.count == size
+        size >= 0 && size <= Framing.maxFrame && Zlib.inflatesExactly(compressed, size: size)
     }
 
     /// The report itself, for the callers that show it rather than store it.

@@ -109,4 +109,31 @@ import Testing
         #expect(try Zlib.inflate(packed, limit: data.count) == data)
         #expect(try Zlib.inflate(Zlib.compress(Data())) == Data())
     }
+
+    /// The master's check of every result: yes at the exact size zlib's own encoder (Python's
+    /// zlib module, not libdeflate) compressed, no at any other size, no for a cut or damaged
+    /// stream, no for a stream with another one behind it.
+    @Test func inflatesExactlyOnlyAtTheTrueSize() throws {
+        let dir = try TempDirectory("zlib")
+        defer { dir.remove() }
+        let text = Data(String(repeating: "{\"function\":\"main\",\"line\":12}", count: 300).utf8)
+        let input = dir.file("text")
+        try text.write(to: URL(fileURLWithPath: input))
+        try runProcess("/usr/bin/python3", [
+            "-c", "import sys, zlib; d = open(sys.argv[1], 'rb').read(); open(sys.argv[1] + '.z', 'wb').write(zlib.compress(d, 6))",
+            input,
+        ])
+        let z = try Data(contentsOf: URL(fileURLWithPath: input + ".z"))
+        #expect(Zlib.inflatesExactly(z, size: text.count))
+        for size in [0, 1, text.count - 1, text.count + 1, 4 * text.count] {
+            #expect(!Zlib.inflatesExactly(z, size: size), "size \(size)")
+        }
+        #expect(!Zlib.inflatesExactly(z.prefix(z.count - 5), size: text.count))
+        var damaged = z
+        damaged[damaged.count / 2] ^= 0x21
+        #expect(!Zlib.inflatesExactly(damaged, size: text.count))
+        #expect(!Zlib.inflatesExactly(z + z, size: text.count))
+        #expect(Zlib.inflatesExactly(z + z, size: 2 * text.count))
+        #expect(!Zlib.inflatesExactly(Data(), size: 0))
+    }
 }

@@ -20,13 +20,19 @@ public struct JSONBytes {
 
     /// `"name":`, preceded by a comma unless it is the object's first key.
     public mutating func key(_ name: StaticString, first: inout Bool) {
-        if !first { bytes.append(UInt8(ascii: ",")) }
+        // `,"name":` assembled on the stack and appended once: each `append` checks the array's
+        // uniqueness and capacity, and five of them per key were a sixth of writing a report.
+        let count = name.utf8CodeUnitCount
+        let comma = first ? 0 : 1
         first = false
-        bytes.append(UInt8(ascii: "\""))
-        raw(name)
-        // Two bytes, not `"\":".utf8`: appending a String's view copied it into an array first.
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count + 4) { buffer in
+            buffer[0] = UInt8(ascii: ",")
+            buffer[comma] = UInt8(ascii: "\"")
+            for i in 0..<count { buffer[comma + 1 + i] = name.utf8Start[i] }
+            buffer[comma + 1 + count] = UInt8(ascii: "\"")
+            buffer[comma + 2 + count] = UInt8(ascii: ":")
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<(comma + 3 + count)]))
+        }
     }
 
     /// An address as a JSON string, spelled as `Address.description` spells it (`"0x1f0"`),
@@ -34,17 +40,20 @@ public struct JSONBytes {
     /// concatenation were 3% of a worker's CPU writing 30-frame reports.
     public mutating func address(_ address: Address) {
         let digits: StaticString = "0123456789abcdef"
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: "0"))
-        bytes.append(UInt8(ascii: "x"))
         let value = address.value
-        // Hex digits from the highest nonzero nibble (at least one, for zero).
-        var shift = value == 0 ? 0 : (63 - value.leadingZeroBitCount) / 4 * 4
-        while shift >= 0 {
-            bytes.append(digits.utf8Start[Int((value >> UInt64(shift)) & 0xf)])
-            shift -= 4
+        // Hex digits from the highest nonzero nibble (at least one, for zero), assembled on the
+        // stack and appended once: a digit per `append` was most of the cost.
+        let count = value == 0 ? 1 : (67 - value.leadingZeroBitCount) / 4
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count + 4) { buffer in
+            buffer[0] = UInt8(ascii: "\"")
+            buffer[1] = UInt8(ascii: "0")
+            buffer[2] = UInt8(ascii: "x")
+            for i in 0..<count {
+                buffer[2 + count - i] = digits.utf8Start[Int((value >> UInt64(4 * i)) & 0xf)]
+            }
+            buffer[3 + count] = UInt8(ascii: "\"")
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<(count + 4)]))
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
     public mutating func integer(_ value: some BinaryInteger) {

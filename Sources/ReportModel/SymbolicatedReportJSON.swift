@@ -94,22 +94,22 @@ public enum SymbolicatedReportJSON {
     }
 
     private static func write(_ f: SymbolicatedFrame, to out: inout JSONBytes) {
-        var first = true
-        out.raw("{")
-        out.key("address", first: &first); out.address(f.address)
-        if let column = f.column { out.key("column", first: &first); out.integer(column) }
-        if let file = f.file { out.key("file", first: &first); out.string(file) }
-        if let function = f.function { out.key("function", first: &first); out.string(function) }
-        if let image = f.image { out.key("image", first: &first); out.string(image) }
-        if let offset = f.imageOffset { out.key("imageOffset", first: &first); out.address(offset) }
-        if let inApp = f.inApp { out.key("inApp", first: &first); out.bool(inApp) }
-        out.key("index", first: &first); out.integer(f.index)
-        out.key("inlined", first: &first); out.bool(f.inlined)
-        out.key("kind", first: &first); out.string(f.kind.rawValue)
-        if let line = f.line { out.key("line", first: &first); out.integer(line) }
-        if let offset = f.offset { out.key("offset", first: &first); out.integer(offset) }
-        out.key("status", first: &first); out.string(f.status.rawValue)
-        if let symbol = f.symbol { out.key("symbol", first: &first); out.string(symbol) }
+        // `address` always comes first, so each later key is one literal with its comma: a
+        // report writes 14 keys for each of its frames.
+        out.raw(#"{"address":"#); out.address(f.address)
+        if let column = f.column { out.raw(#","column":"#); out.integer(column) }
+        if let file = f.file { out.raw(#","file":"#); out.string(file) }
+        if let function = f.function { out.raw(#","function":"#); out.string(function) }
+        if let image = f.image { out.raw(#","image":"#); out.string(image) }
+        if let offset = f.imageOffset { out.raw(#","imageOffset":"#); out.address(offset) }
+        if let inApp = f.inApp { out.raw(#","inApp":"#); out.bool(inApp) }
+        out.raw(#","index":"#); out.integer(f.index)
+        out.raw(#","inlined":"#); out.bool(f.inlined)
+        out.raw(#","kind":"#); out.string(f.kind.rawValue)
+        if let line = f.line { out.raw(#","line":"#); out.integer(line) }
+        if let offset = f.offset { out.raw(#","offset":"#); out.integer(offset) }
+        out.raw(#","status":"#); out.string(f.status.rawValue)
+        if let symbol = f.symbol { out.raw(#","symbol":"#); out.string(symbol) }
         out.raw("}")
     }
 

@@ -69,11 +69,19 @@ public struct AddressResolver {
                 Self.resolved(f, function: f.symbol.map(names.demangle), lookup: lookup, outermost: i == frames.count - 1)
             }
         case .symcache(let cache):
-            // The symcache holds the names demangled already, in both styles.
-            let frames = cache.frames(at: lookup)
-            return frames.enumerated().map { i, f in
-                Self.resolved(f.source, function: f.name(names.style), lookup: lookup, outermost: i == frames.count - 1)
+            // The symcache holds the names demangled already, in both styles. Read from the
+            // mapped records straight into the answer, making the one name asked for: through
+            // `frames(at:)` both names became strings, and each level was copied twice more.
+            let style = names.style
+            var levels: [ResolvedFrame] = []
+            cache.visitFrames(at: lookup) { f in
+                if levels.isEmpty { levels.reserveCapacity(f.count) }
+                let source = SourceFrame(
+                    symbol: f.symbol?.string, file: f.file?.string, line: f.line, column: f.column,
+                    functionStart: f.functionStart, fromSymbolTableOnly: f.fromSymbolTableOnly)
+                levels.append(Self.resolved(source, function: f.name(style)?.string, lookup: lookup, outermost: f.isOutermost))
             }
+            return levels
         }
     }
 

@@ -120,6 +120,9 @@ public final class Symbolicator {
         /// Each raw frame becomes one entry per inline level, innermost first.
         mutating func symbolicate(_ raws: [RawFrame]) -> [SymbolicatedFrame] {
             var frames: [SymbolicatedFrame] = []
+            // One entry per raw frame at least; growing from empty copied (and retained) every
+            // frame's strings five times over for a 30-frame stack.
+            frames.reserveCapacity(raws.count)
             for (index, raw) in raws.enumerated() {
                 total += 1
                 // The parser could not read this frame's address and said why in a warning.

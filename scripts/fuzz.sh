@@ -112,6 +112,8 @@ for target in "${targets[@]}"; do
   fi
   mkdir -p "$corpus"
   before=$(find "$crashes" -type f | wc -l)
+  started="$out/tmp/$target.$$.started"
+  touch "$started"
   start=$(date +%s)
   # The Swift runtime's backtracer would claim the crash signals before libFuzzer, which
   # then never saves the input: turn it off.
@@ -134,6 +136,16 @@ for target in "${targets[@]}"; do
     findings="the fuzzer did not finish (see $log)"
   fi
   printf '%-24s %12s %8s %8s  %s\n' "$target" "${runs:-?}" "$elapsed" "$(find "$corpus" -type f | wc -l)" "$findings"
-  rm -rf "$scratch"
+  if [ "$findings" != none ]; then
+    # CI keeps only what is printed: the crash report and each new input (base64, up to 16 KiB),
+    # so a finding on a machine that is gone can still be replayed here.
+    grep -E -A40 '^==[0-9]+== ERROR|Fatal error|deadly signal|^stackline-fuzz ' "$log" | head -60 | sed 's/^/    | /' || true
+    find "$crashes" -type f -newer "$started" | while read -r input; do
+      echo "    input $(basename "$input") ($(wc -c <"$input") bytes, base64):"
+      head -c 16384 "$input" | base64 -w 0 | sed 's/^/    /'
+      echo
+    done
+  fi
+  rm -rf "$scratch" "$started"
 done
 exit $found

@@ -81,8 +81,9 @@ while kill -0 "$timer" 2>/dev/null; do
 done
 wait "$timer"
 master_cpu=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {print t / hz}')
-t2=$(awk -v t1="$t1" '{print t1 + $1}' "$out/cpu")
-cpu=$(awk '{print $2 + $3}' "$out/cpu")
+# The last line: a master that failed makes time(1) write a status line before it.
+t2=$(tail -n 1 "$out/cpu" | awk -v t1="$t1" '{printf "%.3f", t1 + $1}')
+cpu=$(tail -n 1 "$out/cpu" | awk '{print $2 + $3}')
 
 done_jobs=$(grep -c 'job done' "$out/master.log" || true)
 frames=$(grep 'job done' "$out/master.log" | grep -o 'frames=[0-9]*' | cut -d= -f2 | awk '{s += $1} END {print s + 0}')

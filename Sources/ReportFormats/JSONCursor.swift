@@ -219,6 +219,28 @@ struct JSONCursor {
         throw Unsupported()
     }
 
+    /// An unescaped string's bytes handed to `read`, without making a `String` of them (every
+    /// frame's address arrives as a string and is only parsed). Nil, with the cursor still on
+    /// the string, when it holds an escape or `read` returns nil: the caller then reads it with
+    /// `string()`, which words or refuses what this left alone.
+    mutating func unescapedString<T>(_ read: (UnsafeBufferPointer<UInt8>) -> T?) throws(Unsupported) -> T? {
+        skipWhitespace()
+        guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw Unsupported() }
+        let start = position + 1
+        var end = start
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "\"") {
+                guard let value = read(UnsafeBufferPointer(rebasing: bytes[start..<end])) else { return nil }
+                position = end + 1
+                return value
+            }
+            guard byte != UInt8(ascii: "\\"), byte >= 0x20 else { return nil }
+            end += 1
+        }
+        return nil
+    }
+
     mutating func stringIfPresent() throws(Unsupported) -> String? {
         null() ? nil : try string()
     }

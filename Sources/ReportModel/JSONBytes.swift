@@ -21,7 +21,7 @@ public struct JSONBytes {
     /// `"name":`, preceded by a comma unless it is the object's first key.
     public mutating func key(_ name: StaticString, first: inout Bool) {
         // `,"name":` assembled on the stack and appended once: each `append` checks the array's
-        // uniqueness and capacity, and five of them per key were a sixth of writing a report.
+        // uniqueness and capacity (that check alone was 2% of a worker writing 30-frame reports).
         let count = name.utf8CodeUnitCount
         let comma = first ? 0 : 1
         first = false

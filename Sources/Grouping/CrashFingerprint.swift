@@ -125,7 +125,7 @@ public struct CrashFingerprinter: Sendable {
     static func exceptionName(_ exception: ExceptionInfo?) -> String {
         guard let exception else { return "Crash" }
         if let type = exception.type, !type.isEmpty {
-            if let signal = exception.signal, !signal.isEmpty, !type.contains(signal) { return "\(type) (\(signal))" }
+            if let signal = exception.signal, !signal.isEmpty, !UTF8Search.contains(type, signal) { return "\(type) (\(signal))" }
             return type
         }
         if let signal = exception.signal, !signal.isEmpty { return signal }

@@ -455,7 +455,7 @@ struct AppleCrashTextParser {
         var lines: [String] = []
         for line in [header["Exception Reason"], header["Exception Message"]].compactMap({ $0 }) + fatalErrors + applicationInfo {
             let text = line.trimmingWhitespace(newlines: false)
-            if !text.isEmpty, !lines.contains(where: { $0.contains(text) }) { lines.append(text) }
+            if !text.isEmpty, !lines.contains(where: { UTF8Search.contains($0, text) }) { lines.append(text) }
         }
         if lines.isEmpty, let termination = header["Termination Reason"], !termination.isEmpty { lines.append(termination) }
         return lines.isEmpty ? nil : lines.joined(separator: "\n")

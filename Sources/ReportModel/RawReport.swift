@@ -51,8 +51,8 @@ extension ExceptionInfo {
         var parts: [String] = []
         for part in [type, signal, code] {
             guard let part = part?.trimmingCharacters(in: .whitespaces), !part.isEmpty else { continue }
-            if parts.contains(where: { $0.contains(part) }) { continue }
-            parts.removeAll { part.contains($0) }
+            if parts.contains(where: { UTF8Search.contains($0, part) }) { continue }
+            parts.removeAll { UTF8Search.contains(part, $0) }
             parts.append(part)
         }
         var text = parts.isEmpty ? "unknown" : parts.joined(separator: " / ")

@@ -38,56 +38,14 @@ enum JSONText {
         contains(data.prefix(window), needle)
     }
 
-    /// True when `needle` occurs anywhere in `bytes`. `memchr` for the first byte, then
-    /// `memcmp`, over the raw buffer (glibc's `memmem` is not visible to Swift): detection asks
-    /// this of every report several times, and `Data.range(of:)`'s generic search was 6% of the
-    /// ingest endpoint's CPU (scripts/bench-serve.sh under perf).
+    /// True when `needle` occurs anywhere in `bytes`: `UTF8Search` over the raw buffer. Detection
+    /// asks this of every report several times, and `Data.range(of:)`'s generic search was 6% of
+    /// the ingest endpoint's CPU (scripts/bench-serve.sh under perf).
     static func contains(_ bytes: Data, _ needle: String) -> Bool {
         var needle = needle
-        return needle.withUTF8 { (pattern: UnsafeBufferPointer<UInt8>) -> Bool in
-            bytes.withUnsafeBytes { (haystack: UnsafeRawBufferPointer) -> Bool in
-                find(UnsafeRawBufferPointer(pattern), in: haystack)
-            }
+        return needle.withUTF8 { pattern in
+            bytes.withUnsafeBytes { haystack in UTF8Search.contains(haystack, UnsafeRawBufferPointer(pattern)) }
         }
-    }
-
-    /// Each byte's rank by how often it occurs in JSON crash reports, rarest first (counted over
-    /// the `.ips`, KSCrash and Swift runtime reports under Tests/Fixtures); bytes not listed
-    /// rank as rarest of all.
-    private static let rarity: [UInt8] = {
-        let common = #"!#?^`|';~$YQ%@JZ&H*+q<W>)(=V\G[]ORNMUTXxIjKzLw{}EkBhPfvFgSA.CD5-7984yb6123c0_ulnpd/,:mstoirae""#
-        var rank = [UInt8](repeating: 0, count: 256)
-        for (i, byte) in common.utf8.enumerated() { rank[Int(byte)] = UInt8(i + 1) }
-        // Whitespace is everywhere in pretty-printed reports.
-        for byte in [0x20, 0x0a, 0x09, 0x0d] as [UInt8] { rank[Int(byte)] = 255 }
-        return rank
-    }()
-
-    private static func find(_ pattern: UnsafeRawBufferPointer, in haystack: UnsafeRawBufferPointer) -> Bool {
-        guard let key = pattern.baseAddress, !pattern.isEmpty else { return true }
-        guard let base = haystack.baseAddress, haystack.count >= pattern.count else { return false }
-        // memchr looks for one byte of the pattern, the rarest in crash reports: every stop is a
-        // call, and anchoring on a quote stopped it at nearly every token (4% of the ingest
-        // endpoint's CPU), on `c` of `"crash"` or `_` of `"binary_images"` at every tenth or so
-        // byte of an `.ips` body (memchr alone was then 2.2%).
-        var anchor = 0
-        for i in 0..<pattern.count where rarity[Int(pattern[i])] < rarity[Int(pattern[anchor])] { anchor = i }
-        let last = haystack.count - pattern.count
-        var start = 0
-        while start <= last {
-            guard let hit = memchr(base + start + anchor, Int32(pattern[anchor]), last - start + 1) else { return false }
-            let candidate = UnsafeRawPointer(hit) - anchor
-            // The ends first, inline: most anchor hits are some other word, and a memcmp call
-            // for each was 1.9% of the ingest endpoint's CPU on `.ips` uploads.
-            if candidate.load(as: UInt8.self) == pattern[0],
-                candidate.load(fromByteOffset: pattern.count - 1, as: UInt8.self) == pattern[pattern.count - 1],
-                memcmp(candidate, key, pattern.count) == 0
-            {
-                return true
-            }
-            start = candidate - base + 1
-        }
-        return false
     }
 
     /// Parses a top-level object, turning Foundation's "around character N" into line and column.

@@ -75,7 +75,7 @@ public enum SystemCall {
     /// privilege a service does not have, so a thread lowered stays lowered.
     @discardableResult
     public static func setThreadNiceness(_ value: Int32) -> Bool {
-        setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, value) == 0
+        setNiceness(value, of: 0)
     }
 
     /// How many bytes the pipe `fd` buffers (F_GETPIPE_SZ), or nil when it cannot say (not a

@@ -46,12 +46,8 @@ public struct LineLogHandler: LogHandler {
     ) {
         var entries: [(key: String, value: Logger.Metadata.Value)] = []
         entries.reserveCapacity(metadata.count + (explicit?.count ?? 0))
-        if let explicit, !explicit.isEmpty {
-            for entry in explicit { entries.append(entry) }
-            for entry in metadata where explicit[entry.key] == nil { entries.append(entry) }
-        } else {
-            for entry in metadata { entries.append(entry) }
-        }
+        for entry in explicit ?? [:] { entries.append(entry) }
+        for entry in metadata where explicit?[entry.key] == nil { entries.append(entry) }
         entries.sort { $0.key < $1.key }
         var text = Self.timestamps.text(for: time(nil))
         text += " "
@@ -79,7 +75,7 @@ public struct LineLogHandler: LogHandler {
 
     /// Local time as `StreamLogHandler` prints it (`%Y-%m-%dT%H:%M:%S%z`), through `localtime_r`,
     /// which reads the zone once rather than on every call.
-    static func timestamp(_ time: time_t = time(nil)) -> String {
+    static func timestamp(_ time: time_t) -> String {
         var seconds = time
         var local = tm()
         guard localtime_r(&seconds, &local) != nil else { return "<unknown>" }

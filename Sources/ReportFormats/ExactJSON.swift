@@ -172,13 +172,17 @@ struct JSONFrameAddress: Decodable, Equatable, Sendable {
                 address = parsed
                 text = ""
             } else {
-                let string = try c.string()
-                address = Address(parsing: string)
-                text = address == nil ? "\"\(string.prefix(40))\"" : ""
+                self = Self(parsing: try c.string())
             }
         case .object, .array, .literal:
             throw JSONCursor.Unsupported()
         }
+    }
+
+    /// A string value: an address, or quoted (its first 40 characters) for the warning.
+    private init(parsing string: String) {
+        address = Address(parsing: string)
+        text = address == nil ? "\"\(string.prefix(40))\"" : ""
     }
 
     init(from decoder: Decoder) throws {
@@ -187,8 +191,7 @@ struct JSONFrameAddress: Decodable, Equatable, Sendable {
             address = Address(number)
             text = ""
         } else if let string = try? container.decode(String.self) {
-            address = Address(parsing: string)
-            text = address == nil ? "\"\(string.prefix(40))\"" : ""
+            self = Self(parsing: string)
         } else if let number = try? container.decode(Decimal.self) {
             // Decimal keeps the digits as written (a Double would print 1.8446744073709552e+19).
             address = nil

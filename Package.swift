@@ -176,14 +176,20 @@ let package = Package(
             name: "stackline-worker",
             dependencies: [
                 "Symbolication", "SymbolStore", "ReportFormats", "ReportModel", "WorkerProtocol", "StacklineLogging",
-                "Grouping", "ServiceClient", "SymbolFetch", "SystemCalls",
+                "Grouping", "ServiceClient", "SymbolFetch", "SystemCalls", "IsolatedParsing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Workers/stackline-worker"
         ),
         // One function per fuzz target: the parsers, the debug-file readers, zip ingest, frames.
-        .target(name: "FuzzTargets", dependencies: ["ReportFormats", "ReportModel", "DebugInfo", "SymbolCache", "SymbolStore", "WorkerProtocol", "SystemCalls", "Compression"]),
+        .target(
+            name: "FuzzTargets",
+            dependencies: [
+                "ReportFormats", "ReportModel", "DebugInfo", "SymbolCache", "SymbolStore", "WorkerProtocol", "SystemCalls", "Compression",
+                // intake-to-page: the server's intake, a worker's processing and the pages of its result.
+                "SDKProtocol", "Symbolication", "Grouping", "JobQueue", "Queries", "ReportRendering", "WebView",
+            ]),
         // libFuzzer's driver entry point, declared for the -sanitize=fuzzer build only.
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
         .executableTarget(name: "stackline-fuzz", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/stackline-fuzz"),

@@ -67,6 +67,15 @@ if [ ! -f "$out/seeds/inflate/.complete" ]; then
   touch "$out/seeds/inflate/.complete"
 fi
 
+# intake-to-page: hostile numbers in every numeric field of every format, issue 28's F1 and F2,
+# gzip bodies and SDK batches, derived from the fixtures (deterministic; rewritten when the script changes).
+gen=Tests/Fixtures/fuzz-seeds/intake-to-page-seeds.py
+if [ ! -f "$out/seeds/intake-to-page/.complete" ] || [ "$gen" -nt "$out/seeds/intake-to-page/.complete" ]; then
+  rm -rf "$out/seeds/intake-to-page"
+  python3 "$gen" "$out/seeds/intake-to-page" >/dev/null
+  touch "$out/seeds/intake-to-page/.complete"
+fi
+
 seeds_for() {
   local f=Tests/Fixtures
   case "$1" in
@@ -78,6 +87,7 @@ seeds_for() {
     kscrash) echo "$f/wild/kscrash" ;;
     apple-ips | apple-ips-decoders) echo "$f/wild/ips" ;;
     apple-crash | apple-ips-legacy) echo "$f/wild/apple-crash" ;;
+    intake-to-page) echo "$f/fuzz-seeds/intake-to-page $out/seeds/intake-to-page $f/wild $f/fuzz-seeds/swift-backtrace-json $f/fuzz-seeds/swift-backtrace-text $f/fuzz-seeds/sdk-lag $f/fuzz-seeds/android-tombstone" ;;
     detect-and-parse) echo "$f/wild $f/fuzz-seeds/swift-backtrace-json $f/fuzz-seeds/swift-backtrace-text $f/fuzz-seeds/sdk-lag $f/fuzz-seeds/android-tombstone" ;;
     elf) echo "$out/seeds/elf" ;;
     mach-o) echo "$f/macho" ;;

@@ -62,6 +62,9 @@ public struct FuzzTarget: Sendable {
             FuzzTarget(name: "symcache", summary: "SymbolCache(path:expecting:) as is and resealed (checksums recomputed), then lookups and the zero-copy visitor") { data throws(FuzzFailure) in
                 try SymbolCacheTarget.openAndLookUp(data)
             },
+            FuzzTarget(name: "intake-to-page", summary: "a request body as serve takes it (gzip, detect, split, parse, validate; an SDK batch's payloads), a worker's result without debug files, and every page, rendering and JSON answer of it") { data throws(FuzzFailure) in
+                try IntakeToPageTarget.run(data)
+            },
             FuzzTarget(name: "frame", summary: "FrameReader and Framing.unbundle on the input, each frame decoded as a JobRequest (and parsed) or a JobReply, and encoded again") { data throws(FuzzFailure) in
                 try FrameTarget.decode(data)
             },

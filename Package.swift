@@ -106,8 +106,16 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // Untrusted bytes parsed in `stackline-worker --parse` children for `serve` (ParserPool),
+        // or in process for the CLI: a parser trap costs one child, never the server.
+        .target(
+            name: "IsolatedParsing",
+            dependencies: [
+                "ReportFormats", "ReportModel", "WorkerProtocol", "SystemCalls",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Where a request becomes a job: raw bytes split, parsed, tagged and stored (submit, HTTP ingest).
-        .target(name: "Intake", dependencies: ["JobQueue", "ReportFormats", "ReportModel", "SDKProtocol"]),
+        .target(name: "Intake", dependencies: ["JobQueue", "ReportFormats", "ReportModel", "SDKProtocol", "IsolatedParsing", "WorkerProtocol"]),
         .target(
             name: "Master",
             dependencies: [
@@ -142,11 +150,12 @@ let package = Package(
             name: "Server",
             dependencies: [
                 "WebView",
-                "JobQueue", "Intake", "Master", "Queries", "ReportModel", "ReportFormats", "ReportRendering",
+                "JobQueue", "Intake", "IsolatedParsing", "Master", "Queries", "ReportModel", "ReportFormats", "ReportRendering",
                 "Compression", "Hashing", "StacklineLogging", "SymbolStore", "WorkerProtocol", "SDKProtocol", "DebugInfo", "SystemCalls",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -165,6 +174,7 @@ let package = Package(
             name: "stackline",
             dependencies: [
                 "DebugInfo", "SymbolCache", "SymbolStore", "Symbolication", "Demangling", "ReportModel", "ReportFormats", "ReportRendering",
+                "IsolatedParsing",
                 "JobQueue", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
                 "Intake", "Queries", "Server", "SDKProtocol", "ServiceClient", "Alerts",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,7 +1,8 @@
 import Foundation
 import JobQueue
-import ReportFormats
+import IsolatedParsing
 import ReportModel
+import WorkerProtocol
 
 /// Where raw report bytes become stored reports and queued jobs: `stackline submit` and the
 /// HTTP ingest endpoints both come through here, so both split, parse, tag and refuse alike.
@@ -23,22 +24,24 @@ public struct ReportIntake: Sendable {
     public enum Outcome: Sendable {
         case stored(SubmitOutcome, format: String)
         /// This part could not be parsed; its neighbours are unaffected.
-        case refused(ReportParseError)
+        case refused(ParseRefusal)
     }
 
     public let db: JobDatabase
-    public let registry: FormatRegistry
+    /// In process for the CLI; `serve` parses in child processes (`ParserPool`), so a parser
+    /// defect costs a request, never the server.
+    public let parser: any ReportParser
 
-    public init(db: JobDatabase, registry: FormatRegistry = .standard) {
+    public init(db: JobDatabase, parser: any ReportParser = InProcessParser()) {
         self.db = db
-        self.registry = registry
+        self.parser = parser
     }
 
-    /// Stores every report the (already decompressed) bytes hold. Throws `ReportParseError` when
+    /// Stores every report the (already decompressed) bytes hold. Throws `ParseRefusal` when
     /// the input as a whole is no report and `acceptUnparsed` is false; with it, such input is
     /// stored as format `unparsed` with its job already failed, so nothing sent is lost.
     public func submit(_ data: Data, defaults: Defaults = Defaults(), acceptUnparsed: Bool = false) throws -> [Outcome] {
-        try prepare(data, compressed: nil, defaults: defaults, acceptUnparsed: acceptUnparsed).map { prepared in
+        try prepare(data, compressed: nil, defaults: defaults, acceptUnparsed: acceptUnparsed).parts.map { prepared in
             switch prepared {
             case .report(let storable): .stored(try db.submit([storable])[0], format: storable.report.format)
             case .refused(let error): .refused(error)
@@ -46,15 +49,30 @@ public struct ReportIntake: Sendable {
         }
     }
 
-    /// `submit` for the server: the reports are written by `writer` in transactions shared with
-    /// concurrent requests. `compressed` is the sender's gzip of `data`, kept as the stored form
-    /// when the input is a single report, so the server never compresses it again.
-    public func submit(
-        _ data: Data, compressed: Data?, defaults: Defaults = Defaults(), through writer: GroupCommit
-    ) async throws -> [Outcome] {
+    /// An input parsed and readied for the database, not yet stored: `prepare` is the blocking
+    /// half (the parse, the digest, the stored form), for the server's blocking-work pool;
+    /// `store(_:through:)` the waiting half.
+    public struct Prepared: Sendable {
+        fileprivate enum Part: Sendable {
+            case report(StorableReport)
+            case refused(ParseRefusal)
+        }
+        fileprivate var parts: [Part]
+    }
+
+    /// Parses the input (throwing `ParseRefusal` when it is no report at all) and readies each
+    /// report for the database. Blocking. `compressed` is the sender's gzip of `data`, kept as
+    /// the stored form when the input is a single report, so the server never compresses it again.
+    public func prepare(_ data: Data, compressed: Data?, defaults: Defaults) throws(ParseRefusal) -> Prepared {
+        try prepare(data, compressed: compressed, defaults: defaults, acceptUnparsed: false)
+    }
+
+    /// Stores what `prepare` readied through `writer`, in transactions shared with concurrent
+    /// requests.
+    public func store(_ prepared: Prepared, through writer: GroupCommit) async throws -> [Outcome] {
         var outcomes: [Outcome] = []
-        for prepared in try prepare(data, compressed: compressed, defaults: defaults, acceptUnparsed: false) {
-            switch prepared {
+        for part in prepared.parts {
+            switch part {
             case .report(let storable): outcomes.append(.stored(try await writer.submit(storable), format: storable.report.format))
             case .refused(let error): outcomes.append(.refused(error))
             }
@@ -62,36 +80,30 @@ public struct ReportIntake: Sendable {
         return outcomes
     }
 
-    private enum Prepared {
-        case report(StorableReport)
-        case refused(ReportParseError)
-    }
-
-    /// Splits and parses the input, and readies each report for the database (digest and stored
-    /// form) on the caller's thread.
-    private func prepare(_ data: Data, compressed: Data?, defaults: Defaults, acceptUnparsed: Bool) throws -> [Prepared] {
-        let parts: [ReportPart]
-        do {
-            parts = try registry.detectAndParseAll(data)
-        } catch {
+    private func prepare(_ data: Data, compressed: Data?, defaults: Defaults, acceptUnparsed: Bool) throws(ParseRefusal) -> Prepared {
+        let parts: [ParsedPartSummary]
+        switch parser.parse(data) {
+        case .parts(let parsed):
+            parts = parsed
+        case .refused(let error):
             guard acceptUnparsed else { throw error }
-            return [.report(StorableReport(NewReport(
+            return Prepared(parts: [.report(StorableReport(NewReport(
                 raw: data, format: "unparsed", kind: .crash, app: defaults.app, version: defaults.version,
-                namespace: defaults.namespace, rejectedBecause: "input error: \(error)")))]
+                namespace: defaults.namespace, rejectedBecause: "input error: \(error)")))])
         }
-        return parts.map { part in
+        return Prepared(parts: parts.map { part in
             switch part.outcome {
             case .success(let report):
                 let new = NewReport(
-                    raw: part.data, format: report.format, kind: report.kind,
-                    app: report.app?.name ?? defaults.app, version: report.app?.version ?? defaults.version,
-                    namespace: defaults.namespace, buildIds: report.referencedBuildIds.map(\.hex))
+                    raw: part.data ?? data, format: report.format, kind: report.kind,
+                    app: report.app ?? defaults.app, version: report.version ?? defaults.version,
+                    namespace: defaults.namespace, buildIds: report.buildIds.map(\.hex))
                 // The sender's gzip inflates to the whole input: it is this part's stored form
                 // only when the part is the input byte for byte (not a split, not trimmed).
-                return .report(StorableReport(new, alreadyCompressed: part.data == data ? compressed : nil))
+                return .report(StorableReport(new, alreadyCompressed: part.data == nil ? compressed : nil))
             case .failure(let error):
                 return .refused(error)
             }
-        }
+        })
     }
 }

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import JobQueue
 import Logging
+import SystemCalls
 internal import WorkerProtocol
 
 /// `stackline master`: recovers expired leases, runs one `WorkerSlot` thread per worker,
@@ -34,8 +35,7 @@ public final class Dispatcher: @unchecked Sendable {
     /// Runs until stopped (or, with `once`, until the queue is drained). Throws the first
     /// error that stopped a slot, after the other slots have wound down.
     public func run() throws {
-        // A worker dying between our write and its read must surface as EPIPE, not kill us.
-        signal(SIGPIPE, SIG_IGN)
+        SystemCall.ignoreBrokenPipes()
         if config.handlesSignals { installStopSignals() }
 
         let recovered = try db.recoverExpiredLeases(maxAttempts: config.retry.maxAttempts)

@@ -91,6 +91,20 @@ public enum SystemCall {
         #endif
     }
 
+    /// A child dying between our write and its read must surface as EPIPE from `write`, not
+    /// end this process: every process that writes to children's pipes calls this first.
+    public static func ignoreBrokenPipes() {
+        signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// Caps this process's address space (RLIMIT_AS) at `bytes`: past it an allocation fails and
+    /// the Swift runtime traps, which ends this process only. A parse child sets it, so a report
+    /// that makes a parser allocate without bound costs that child, never `serve`'s memory.
+    public static func limitAddressSpace(to bytes: Int) throws(SystemCallError) {
+        var limit = rlimit(rlim_cur: rlim_t(clamping: bytes), rlim_max: rlim_t(clamping: bytes))
+        _ = try check("setrlimit") { setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) }
+    }
+
     /// Lets glibc's malloc keep freed memory for reuse instead of returning it to the kernel
     /// after every job. By default buffers over 128 KiB (job frames, reports) are mapped and
     /// unmapped each time, and a thread arena is trimmed whenever it shrinks, so each job paid

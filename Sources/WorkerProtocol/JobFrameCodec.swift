@@ -61,6 +61,8 @@ enum JobFrame {
     static let layoutVersion: UInt8 = 1
     static let requestKind: UInt8 = 1
     static let replyKind: UInt8 = 2
+    static let parseRequestKind: UInt8 = 3
+    static let parseReplyKind: UInt8 = 4
     /// Tag and header length.
     static let envelopeBytes = 5
 
@@ -68,6 +70,8 @@ enum JobFrame {
         switch kind {
         case requestKind: "job request"
         case replyKind: "job reply"
+        case parseRequestKind: "parse request"
+        case parseReplyKind: "parse reply"
         default: nil
         }
     }

@@ -3,6 +3,7 @@ import Foundation
 import ReportFormats
 import ReportModel
 import SystemCalls
+import WorkerProtocol
 
 /// One input of `submit` or `parse`: a file, stdin for `-`, or an entry of a directory that
 /// was refused while listing it (reported in its turn, like a file that fails to load).
@@ -146,7 +147,7 @@ enum SubmitError: Error, CustomStringConvertible {
     case unreadable(String, String)
     case tooLarge(String, Int)
     case badGzip(String, CompressionError)
-    case unparseable(String, ReportParseError)
+    case unparseable(String, ParseRefusal)
 
     var description: String {
         switch self {

@@ -3,10 +3,12 @@ import Compression
 import Foundation
 import Queries
 import Intake
+import IsolatedParsing
 import JobQueue
 import ReportFormats
 import ReportModel
 import ReportRendering
+import WorkerProtocol
 
 /// `stackline submit`: store reports and enqueue their jobs.
 struct SubmitCommand: ParsableCommand {
@@ -102,9 +104,9 @@ struct SubmitCommand: ParsableCommand {
     private func submit(_ item: ReportInput, registry: FormatRegistry, db: JobDatabase) throws -> [ReportIntake.Outcome] {
         let data = try item.load(limit: maxSize)
         do {
-            return try ReportIntake(db: db, registry: registry).submit(
+            return try ReportIntake(db: db, parser: InProcessParser(registry: registry)).submit(
                 data, defaults: .init(app: app, version: version), acceptUnparsed: acceptUnparsed)
-        } catch let error as ReportParseError {
+        } catch let error as ParseRefusal {
             throw SubmitError.unparseable(item.label, error)
         }
     }

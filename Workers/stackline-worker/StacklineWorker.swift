@@ -4,6 +4,7 @@ import Glibc
 import ArgumentParser
 import Foundation
 import Grouping
+import IsolatedParsing
 import Logging
 import StacklineLogging
 import WorkerProtocol
@@ -54,7 +55,11 @@ struct StacklineWorker: ParsableCommand {
     @Option(help: "With --connect: the name `stackline workers` shows (default: the host name).")
     var name: String?
 
+    @Flag(help: "Parse reports only (framed on stdin, summaries on stdout): how `stackline serve` parses untrusted input outside its own process.")
+    var parse = false
+
     func validate() throws {
+        guard !parse || connect == nil else { throw ValidationError("--parse and --connect exclude each other") }
         guard connect != nil || (token == nil && name == nil) else { throw ValidationError("--token and --name need --connect") }
         guard (1...256).contains(slots) else { throw ValidationError("--slots must be between 1 and 256") }
         guard ByteSize.parse(cacheSize) != nil else {
@@ -69,6 +74,10 @@ struct StacklineWorker: ParsableCommand {
         logger[metadataKey: "pid"] = "\(getpid())"
         if let connect {
             try runConnected(to: connect, logger: logger)
+            return
+        }
+        if parse {
+            try runParseService(logger: logger)
             return
         }
         let rules: GroupingRules
@@ -91,14 +100,7 @@ struct StacklineWorker: ParsableCommand {
             grouper: Grouper(rules: rules),
             hooks: TestHooks(environment: ProcessInfo.processInfo.environment, logger: logger))
         exitWithParent()
-
-        // Frames get a private copy of stdout; fd 1 then points at stderr, so a stray print
-        // (ours or a library's) lands in the log instead of corrupting the protocol.
-        let replies = dup(1)
-        guard replies >= 0, dup2(2, 1) >= 0 else {
-            logger.error("cannot set up the reply channel", metadata: ["errno": "\(errno)"])
-            throw ExitCode(2)
-        }
+        let replies = try replyChannel(logger: logger)
         let reader = FrameReader(fd: 0)
         while true {
             let frame: Data?
@@ -115,6 +117,32 @@ struct StacklineWorker: ParsableCommand {
                 logger.error("cannot write reply", metadata: ["error": "\(error)"])
                 throw ExitCode(3)
             }
+        }
+    }
+
+    /// Frames get a private copy of stdout; fd 1 then points at stderr, so a stray print (ours or
+    /// a library's) lands in the log instead of corrupting the protocol.
+    private func replyChannel(logger: Logger) throws -> Int32 {
+        let replies = dup(1)
+        guard replies >= 0, dup2(2, 1) >= 0 else {
+            logger.error("cannot set up the reply channel", metadata: ["errno": "\(errno)"])
+            throw ExitCode(2)
+        }
+        return replies
+    }
+
+    /// `--parse`: `serve`'s parse child. Its address space is capped, so an input that makes a
+    /// parser allocate without bound ends this process, which `serve` replaces.
+    private func runParseService(logger: Logger) throws {
+        do { try SystemCall.limitAddressSpace(to: ParseService.addressSpaceLimit) } catch {
+            logger.warning("cannot cap the parse child's address space", metadata: ["error": "\(error)"])
+        }
+        exitWithParent()
+        let replies = try replyChannel(logger: logger)
+        let hooks = TestHooks(environment: ProcessInfo.processInfo.environment, logger: logger)
+        do { try ParseService.serve(input: 0, output: replies, beforeParse: { hooks.apply(toInput: $0) }) } catch {
+            logger.error("\(error.description)")
+            throw ExitCode(3)
         }
     }
 
@@ -241,22 +269,27 @@ struct TestHooks {
     }
 
     func apply(to request: JobRequest) {
+        apply(toInput: request.raw, attempt: request.attempt, report: "\(request.reportId)")
+    }
+
+    /// A job's report, or a parse child's input (`attempt` 1, no report id yet): the same
+    /// markers crash, kill or hang either, so the tests reach every process that reads reports.
+    func apply(toInput raw: Data, attempt: Int = 1, report: String = "unstored") {
         guard enabled else { return }
-        let text = String(decoding: request.raw, as: UTF8.self)
+        let text = String(decoding: raw, as: UTF8.self)
         if text.contains(Self.segfault) {
-            logger.warning("test hook: crashing with SIGSEGV", metadata: ["report": "\(request.reportId)"])
+            logger.warning("test hook: crashing with SIGSEGV", metadata: ["report": "\(report)"])
             // Default disposition, so the Swift backtracer does not intercept the signal.
             signal(SIGSEGV, SIG_DFL)
             raise(SIGSEGV)
         }
         if text.contains(Self.sigkill) {
             // What the kernel's OOM killer does to a worker that allocates too much.
-            logger.warning("test hook: killing myself with SIGKILL", metadata: ["report": "\(request.reportId)"])
+            logger.warning("test hook: killing myself with SIGKILL", metadata: ["report": "\(report)"])
             raise(SIGKILL)
         }
-        if text.contains(Self.sleepFirstAttempt) && request.attempt == 1 || text.contains(Self.hang) {
-            logger.warning(
-                "test hook: sleeping", metadata: ["report": "\(request.reportId)", "attempt": "\(request.attempt)"])
+        if text.contains(Self.sleepFirstAttempt) && attempt == 1 || text.contains(Self.hang) {
+            logger.warning("test hook: sleeping", metadata: ["report": "\(report)", "attempt": "\(attempt)"])
             sleep(3600)
         }
     }

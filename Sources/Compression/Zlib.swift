@@ -10,10 +10,15 @@ public enum CompressionError: Error, Equatable, CustomStringConvertible {
     case corrupt(String)
     /// The stream ended before zlib saw its end marker.
     case truncated
+    /// The output would be more than `maxRatio` times the input, past `Zlib.ratioFloor`: no
+    /// report compresses that well, a bomb does (`Zlib.inflateUntrusted`).
+    case ratioTooHigh(maxRatio: Int)
 
     public var description: String {
         switch self {
         case .tooLarge(let limit): "decompressed size exceeds the limit of \(limit) bytes"
+        case .ratioTooHigh(let ratio):
+            "inflates more than \(ratio)-fold: a decompression bomb (no report compresses that well)"
         case .corrupt(let why): "corrupt compressed data: \(why)"
         case .truncated: "compressed data is truncated"
         }
@@ -97,6 +102,42 @@ public enum Zlib {
         }
     }
 
+    /// Deflate's own ceiling is 1032-fold (runs of one byte). Real reports stay far below the
+    /// bound: gzip -9 of the 27 reports in Tests/Fixtures/wild is at most 16.1-fold (a MetricKit
+    /// exception, median 3.6), and a made-up KSCrash report of 10,000 identical frames 281-fold.
+    public static let defaultMaxRatio = 300
+    /// Output every input may inflate to whatever its ratio: a report this small costs nothing to
+    /// inflate, and a tiny input's ratio says little (a 1 KiB report of spaces is legal).
+    public static let ratioFloor = 1 << 20
+
+    /// `inflate` for bytes from the network: at most `limit` bytes, and at most `defaultMaxRatio`
+    /// times the input (past `ratioFloor`), so a bomb costs a bounded amount of work, not `limit`.
+    /// A single gzip member's trailer states its size (ISIZE, modulo 2^32): when that alone is
+    /// past either bound, nothing is inflated. A trailer that lies (or several members) is
+    /// caught while inflating: the output buffer never grows past the bounds.
+    public static func inflateUntrusted(_ data: Data, limit: Int) throws(CompressionError) -> Data {
+        let maxRatio = defaultMaxRatio
+        let (byRatio, overflow) = data.count.multipliedReportingOverflow(by: maxRatio)
+        let cap = min(limit, max(ratioFloor, overflow ? Int.max : byRatio))
+        // The true size is the trailer's plus a multiple of 2^32, never less (only a corrupt
+        // stream differs, and it is refused either way).
+        if let stated = statedSize(data) {
+            if stated > limit { throw .tooLarge(limit: limit) }
+            if stated > cap { throw .ratioTooHigh(maxRatio: maxRatio) }
+        }
+        do {
+            return try inflate(data, limit: cap)
+        } catch .tooLarge {
+            throw cap < limit ? .ratioTooHigh(maxRatio: maxRatio) : .tooLarge(limit: limit)
+        }
+    }
+
+    /// The last gzip member's trailer size field (ISIZE), when `data` is gzip long enough to have one.
+    static func statedSize(_ data: Data) -> Int? {
+        guard isGzip(data), data.count >= 18 else { return nil }
+        return data.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) }
+    }
+
     /// True when `data` inflates to exactly `size` bytes, as `inflate(data, limit: size)` would
     /// return them, without keeping them: the master checks every result a worker sends this way,
     /// into scratch memory that is neither zeroed nor kept.
@@ -158,10 +199,7 @@ public enum Zlib {
     /// exact size), else a guess that `inflate` grows.
     private static func initialCapacity(_ data: Data, limit: Int) -> Int {
         let ceiling = min(limit, data.count.multipliedReportingOverflow(by: 1032).partialValue + 64)
-        if isGzip(data), data.count >= 18 {
-            let trailer = data.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) }
-            return max(1, min(trailer, ceiling))
-        }
+        if let trailer = statedSize(data) { return max(1, min(trailer, ceiling)) }
         return limit <= 1 << 20 ? max(1, limit) : max(1, min(ceiling, max(data.count * 8, 64 << 10)))
     }
 

@@ -3,6 +3,7 @@ import JobQueue
 import ReportFormats
 import ReportModel
 import SDKProtocol
+import WorkerProtocol
 
 /// An SDK batch upload (`POST /api/v1/ingest`) → stored reports, one answer per record.
 ///
@@ -13,10 +14,35 @@ public struct SDKBatchIntake: Sendable {
     public let intake: ReportIntake
     /// Largest report accepted after decompression, in bytes.
     public let payloadLimit: Int
+    public let budget: Budget
 
-    public init(intake: ReportIntake, payloadLimit: Int) {
+    /// What one batch may cost the server, whatever it holds: past either bound, the batch's
+    /// remaining reports are refused (records stored before stay stored), so a batch of bombs
+    /// costs about what one bomb does (issue 28, F4).
+    public struct Budget: Sendable {
+        /// Bytes all the batch's payloads may inflate to, together. A payload refused as too
+        /// large or as a bomb is charged its whole allowance, what it could have cost: a batch
+        /// that sends bombs gets no more inflating done.
+        public var inflatedBytes: Int
+        /// CPU the batch may use, read from `cpuClock` (decoding, decrypting, inflating, storing).
+        public var cpu: Duration
+        /// CPU used so far by the thread the batch runs on (`ingest` runs on one thread).
+        public var cpuClock: @Sendable () -> Duration
+
+        public init(inflatedBytes: Int, cpu: Duration, cpuClock: @escaping @Sendable () -> Duration) {
+            self.inflatedBytes = inflatedBytes
+            self.cpu = cpu
+            self.cpuClock = cpuClock
+        }
+
+        var inflateReason: String { "batch inflate budget of \(inflatedBytes) bytes spent; send this record in a later batch" }
+        var cpuReason: String { "batch CPU budget of \(cpu) spent; send this record in a later batch" }
+    }
+
+    public init(intake: ReportIntake, payloadLimit: Int, budget: Budget) {
         self.intake = intake
         self.payloadLimit = payloadLimit
+        self.budget = budget
     }
 
     /// Stores the batch's crash and hang records. `tokenNamespace` is the namespace the upload's
@@ -24,7 +50,12 @@ public struct SDKBatchIntake: Sendable {
     /// `SDKBatchError` when the body is no batch at all, and database errors (the whole request
     /// then fails and may be sent again: records already stored answer "duplicate").
     public func ingest(_ body: Data, tokenNamespace: String?) throws -> BatchResponse {
+        let started = budget.cpuClock()
         let batch = try SDKBatch(decoding: body)
+        // Bytes the payloads inflated to so far (refused bombs at their allowance), at most
+        // `budget.inflatedBytes`; and the reason every later report is refused, once spent.
+        var inflated = 0
+        var spent: String?
         var namespaces: [NamespaceName: StoredNamespace?] = [:]
         // Records of this batch already stored, by namespace and report_id.
         var stored: [NamespaceName: [String: [Int64]]] = [:]
@@ -71,7 +102,13 @@ public struct SDKBatchIntake: Sendable {
                 answer(.duplicate, ids: earlier, "report_id already uploaded into namespace '\(record.namespace)'")
                 continue
             }
-            switch try store(record, namespace: namespace) {
+            if spent == nil, budget.cpuClock() - started > budget.cpu { spent = budget.cpuReason }
+            if spent == nil, inflated >= budget.inflatedBytes { spent = budget.inflateReason }
+            if let spent {
+                answer(.refused, spent)
+                continue
+            }
+            switch try store(record, namespace: namespace, inflated: &inflated) {
             case .success(let result):
                 stored[record.namespace, default: [:]][record.reportId] = result.ids
                 answer(result.duplicate ? .duplicate : .accepted, ids: result.ids, formats: result.formats, result.note)
@@ -96,8 +133,9 @@ public struct SDKBatchIntake: Sendable {
     }
 
     /// Decodes the payload and stores the reports it holds; a record-level refusal is a
-    /// `.failure`, a database error is thrown.
-    private func store(_ record: SDKRecord, namespace: StoredNamespace) throws -> Result<Stored, Refusal> {
+    /// `.failure`, a database error is thrown. `inflated` (the batch's bytes inflated so far,
+    /// below `budget.inflatedBytes`) grows by what this payload inflated to, or was allowed to.
+    private func store(_ record: SDKRecord, namespace: StoredNamespace, inflated: inout Int) throws -> Result<Stored, Refusal> {
         guard let payload = record.payload, !payload.isEmpty else {
             return .failure(Refusal(description: "payload is missing: a \(record.monitorType) record needs its stack data"))
         }
@@ -109,9 +147,21 @@ public struct SDKBatchIntake: Sendable {
             key = stored
         }
         let data: Data
+        let allowance = min(payloadLimit, budget.inflatedBytes - inflated)
         do {
-            data = try PayloadDecoder.decode(payload, decryptingWith: key, limit: payloadLimit)
+            data = try PayloadDecoder.decode(payload, decryptingWith: key, limit: allowance)
+            inflated += data.count
         } catch {
+            switch error {
+            case .gzip(.tooLarge(_)) where allowance < payloadLimit:
+                // Past what is left of the batch's budget rather than past the report limit.
+                inflated += allowance
+                return .failure(Refusal(description: budget.inflateReason))
+            case .gzip(.tooLarge(_)), .gzip(.ratioTooHigh(_)):
+                inflated += allowance
+            default:
+                break
+            }
             return .failure(Refusal(description: "\(error)"))
         }
         let outcomes: [ReportIntake.Outcome]
@@ -119,7 +169,7 @@ public struct SDKBatchIntake: Sendable {
             outcomes = try intake.submit(
                 data,
                 defaults: .init(app: record.meta.appName, version: record.meta.appVersion, namespace: record.namespace.value))
-        } catch let error as ReportParseError {
+        } catch let error as ParseRefusal {
             return .failure(Refusal(description: "payload: \(error)"))
         }
         var ids: [Int64] = []

@@ -40,7 +40,8 @@ public enum PayloadDecoder {
     static let blockSize = 16
 
     /// The report bytes of `payload`, decrypted with `key` when one is given (the record said
-    /// `"encrypted": true`). Never inflates past `limit` bytes.
+    /// `"encrypted": true`). Never inflates past `limit` bytes, nor past `Zlib.defaultMaxRatio`
+    /// times the gzip: a bomb is refused from its trailer, or early (`Zlib.inflateUntrusted`).
     public static func decode(_ payload: String, decryptingWith key: NamespaceKey?, limit: Int) throws(PayloadError) -> Data {
         // Line breaks are tolerated (`base64` and `openssl base64` wrap lines); nothing else is.
         var text = payload
@@ -51,7 +52,7 @@ public enum PayloadDecoder {
         let gzip = try key.map { key throws(PayloadError) in try decrypt(sealed, key: key) } ?? sealed
         guard Zlib.isGzip(gzip) else { throw .notGzip(encrypted: key != nil) }
         do {
-            return try Zlib.inflate(gzip, limit: limit)
+            return try Zlib.inflateUntrusted(gzip, limit: limit)
         } catch {
             throw .gzip(error)
         }

@@ -30,8 +30,9 @@ public enum BodyReader {
 
     /// The body as the sender meant it: inflated when `Content-Encoding: gzip` says so (or the
     /// bytes start with the gzip magic, as `submit` accepts), at most `inflatedLimit` bytes after
-    /// inflating. A gzip bomb stops at the limit without being inflated further (`Zlib.inflate`).
-    public static func readReport(_ request: Request, limit: Int, inflatedLimit: Int) async throws -> ReportBody {
+    /// inflating, on `blocking`'s threads. A gzip bomb is refused from its trailer, or once it
+    /// inflates past the limit or a ratio no report reaches (`Zlib.inflateUntrusted`).
+    public static func readReport(_ request: Request, limit: Int, inflatedLimit: Int, blocking: BlockingWork) async throws -> ReportBody {
         let encoding = request.headers[.contentEncoding]?.lowercased().trimmingWhitespace(newlines: false)
         switch encoding {
         case nil, "", "identity", "gzip", "x-gzip": break
@@ -40,11 +41,14 @@ public enum BodyReader {
         let body = try await read(request, limit: limit)
         let gzip = encoding == "gzip" || encoding == "x-gzip"
         guard gzip || Zlib.isGzip(body) else { return ReportBody(bytes: body, gzip: nil) }
-        do {
-            return ReportBody(bytes: try Zlib.inflate(body, limit: inflatedLimit), gzip: body)
-        } catch .tooLarge {
-            throw APIError(.contentTooLarge, "body inflates past the limit of \(inflatedLimit) bytes")
-        } catch {
+        let inflated = try await blocking.run {
+            Result { () throws(CompressionError) in try Zlib.inflateUntrusted(body, limit: inflatedLimit) }
+        }
+        switch inflated {
+        case .success(let bytes): return ReportBody(bytes: bytes, gzip: body)
+        case .failure(.tooLarge): throw APIError(.contentTooLarge, "body inflates past the limit of \(inflatedLimit) bytes")
+        case .failure(let error):
+            if case .ratioTooHigh = error { throw APIError(.contentTooLarge, "body \(error)") }
             throw APIError.badRequest("gzip: \(error)")
         }
     }

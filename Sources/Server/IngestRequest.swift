@@ -13,7 +13,7 @@ extension ServerDependencies {
             throw error
         }
         do {
-            return (token, try await BodyReader.readReport(request, limit: limits.maxBodyBytes, inflatedLimit: limits.maxReportBytes))
+            return (token, try await BodyReader.readReport(request, limit: limits.maxBodyBytes, inflatedLimit: limits.maxReportBytes, blocking: blocking))
         } catch let error as APIError {
             ServerMetrics.reportRefused(reason: error.status == .contentTooLarge ? "too_large" : "bad_body")
             throw error

@@ -1,5 +1,6 @@
 import Foundation
 import Intake
+import IsolatedParsing
 import JobQueue
 import Logging
 import Master
@@ -19,11 +20,25 @@ public struct ServerLimits: Sendable {
     public var symbolicateTimeout: Double
     /// On-the-spot symbolications running at once (each is one worker process).
     public var symbolicateConcurrency: Int
+    /// Bytes all the payloads of one SDK batch may inflate to, together; past it the batch's
+    /// remaining reports are refused (`SDKBatchIntake.Budget`).
+    public var batchInflateBytes: Int
+    /// CPU one SDK batch may use; past it the batch's remaining reports are refused.
+    public var batchCPUSeconds: Double
+    /// Parse children (`stackline-worker --parse`): reports parsed at once.
+    public var parsers: Int
+    /// Seconds one input's parse may take before its child is killed and the input refused.
+    public var parseTimeout: Double
 
     public init(
         maxBodyBytes: Int = 16 << 20, maxReportBytes: Int = 64 << 20, ingestRate: Double = 100, ingestBurst: Double = 200,
-        symbolicateTimeout: Double = 30, symbolicateConcurrency: Int = 2
+        symbolicateTimeout: Double = 30, symbolicateConcurrency: Int = 2, parsers: Int = 2, parseTimeout: Double = 10,
+        batchInflateBytes: Int = 128 << 20, batchCPUSeconds: Double = 2
     ) {
+        self.batchInflateBytes = batchInflateBytes
+        self.batchCPUSeconds = batchCPUSeconds
+        self.parsers = parsers
+        self.parseTimeout = parseTimeout
         self.maxBodyBytes = maxBodyBytes
         self.maxReportBytes = maxReportBytes
         self.ingestRate = ingestRate
@@ -68,6 +83,9 @@ public struct ServerDependencies: Sendable {
     public var servesTLS = false
     /// Builds the symcaches of uploaded debug files, outside this process.
     public var indexer: SymbolCacheIndexer
+    /// Where handlers run blocking work (SQLite, disk, inflate, AES, parse): never on the
+    /// event loops or the cooperative pool (`BlockingWork`).
+    public var blocking = BlockingWork.shared
 
     public init(
         db: JobDatabase, store: SymbolStoreDirectory, limits: ServerLimits, census: WorkerCensus, remote: RemoteWorkerPool? = nil,
@@ -76,7 +94,11 @@ public struct ServerDependencies: Sendable {
         self.remote = remote
         self.db = db
         self.store = store
-        intake = ReportIntake(db: db)
+        intake = ReportIntake(
+            db: db,
+            parser: ParserPool(
+                .init(executable: worker.executable, arguments: worker.arguments, size: limits.parsers, timeoutSeconds: limits.parseTimeout),
+                logger: logger))
         writer = GroupCommit(db: db)
         authenticator = Authenticator(tokens: db.tokens)
         self.limits = limits

@@ -34,6 +34,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Largest report in bytes after inflating a gzip body.")
     var maxReport = 64 << 20
 
+    @Option(help: "Bytes the payloads of one SDK batch may inflate to, together; past it the batch's remaining reports are refused.")
+    var maxBatchInflate = 128 << 20
+
+    @Option(help: "CPU seconds one SDK batch may use; past it the batch's remaining reports are refused.")
+    var maxBatchCpu: Double = 2
+
     @Option(help: "Requests per second each ingest token may make to the ingest endpoints (0: no limit).")
     var ingestRate: Double = 100
 
@@ -42,6 +48,12 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "Seconds POST /api/v1/symbolicate waits for its worker before killing it.")
     var symbolicateTimeout: Double = 30
+
+    @Option(help: "Parse processes (stackline-worker --parse): reports are parsed in them, never in serve, so a malformed report costs one request.")
+    var parsers = 2
+
+    @Option(help: "Seconds one report's parse may take; past it the parse process is killed and the report refused.")
+    var parseTimeout: Double = 10
 
     @Option(help: "Seconds in-flight requests get after SIGTERM/SIGINT.")
     var requestDrain: Double = 10
@@ -66,8 +78,14 @@ struct ServeCommand: AsyncParsableCommand {
         guard (master.workers ?? 0) >= 0 else { throw ValidationError("--workers must be 0 or more") }
         try master.validate()
         guard maxBody > 0, maxReport > 0 else { throw ValidationError("--max-body and --max-report must be positive") }
+        guard maxBatchInflate > 0, (0.001...86_400).contains(maxBatchCpu) else {
+            throw ValidationError("--max-batch-inflate must be positive and --max-batch-cpu between 0.001 and 86400 seconds")
+        }
         guard ingestRate >= 0, ingestBurst >= 1 else {
             throw ValidationError("--ingest-rate must not be negative and --ingest-burst must be at least 1")
+        }
+        guard (1...64).contains(parsers), parseTimeout > 0 else {
+            throw ValidationError("--parsers must be between 1 and 64 and --parse-timeout positive")
         }
         guard affinityWait >= 0 else { throw ValidationError("--affinity-wait must not be negative") }
         guard symbolicateTimeout > 0, requestDrain >= 0 else {
@@ -93,7 +111,8 @@ struct ServeCommand: AsyncParsableCommand {
             host: listen.host, port: listen.port, master: masterConfig,
             limits: ServerLimits(
                 maxBodyBytes: maxBody, maxReportBytes: maxReport, ingestRate: ingestRate, ingestBurst: ingestBurst,
-                symbolicateTimeout: symbolicateTimeout),
+                symbolicateTimeout: symbolicateTimeout, parsers: parsers, parseTimeout: parseTimeout,
+                batchInflateBytes: maxBatchInflate, batchCPUSeconds: maxBatchCpu),
             requestDrainSeconds: requestDrain, tls: tlsCert.map { ($0, tlsKey ?? "") }, affinityWaitSeconds: affinityWait)
         do {
             try await StacklineServer(configuration: config, db: db, store: master.store.store, logger: logger).run(metrics: metrics, services: services)

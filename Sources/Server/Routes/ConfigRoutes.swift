@@ -23,7 +23,7 @@ func addConfigRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         if let restricted = token.namespace, restricted != namespace.value {
             throw APIError.forbidden("this token may only read namespace '\(restricted)'")
         }
-        guard let stored = try deps.db.namespace(namespace.value) else {
+        guard let stored = try await deps.blocking.run({ try deps.db.namespace(namespace.value) }) else {
             throw APIError.notFound("no namespace '\(namespace)' (`stackline namespaces configure` creates it)")
         }
         let configuration: SDKConfiguration

@@ -3,18 +3,24 @@ import Hummingbird
 import Intake
 import Metrics
 import SDKProtocol
+import SystemCalls
 
 /// `POST /api/v1/ingest` (scope ingest): the reporting SDK's batch upload (docs/sdk-protocol.md).
 /// One answer per record; a bad record never fails its neighbours. The batch may be sent with
 /// `Content-Encoding: gzip`.
 func addIngestRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
     let ingest = router.group("/api/v1").add(middleware: RequireScope(.ingest, deps))
-    let batches = SDKBatchIntake(intake: deps.intake, payloadLimit: deps.limits.maxReportBytes)
+    let batches = SDKBatchIntake(
+        intake: deps.intake, payloadLimit: deps.limits.maxReportBytes,
+        budget: .init(
+            inflatedBytes: deps.limits.batchInflateBytes, cpu: .seconds(deps.limits.batchCPUSeconds),
+            cpuClock: SystemCall.threadCPUTime))
     ingest.post("/ingest") { request, context -> Response in
         let (token, body) = try await deps.ingestRequest(request, context: context)
         let response: BatchResponse
         do {
-            response = try batches.ingest(body.bytes, tokenNamespace: token.namespace)
+            // The whole batch on one pool thread: its CPU budget is that thread's CPU time.
+            response = try await deps.blocking.run { try batches.ingest(body.bytes, tokenNamespace: token.namespace) }
         } catch let error as SDKBatchError {
             ServerMetrics.reportRefused(reason: "malformed_batch")
             throw APIError.badRequest(error.description)

@@ -8,18 +8,18 @@ import ReportModel
 /// built by the same code (the Queries module), with their filters as query parameters.
 func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
     let read = router.group("/api/v1").add(middleware: RequireScope(.read, deps))
-    let db = deps.db
 
     // `stackline status --json`.
     read.get("/status") { _, _ in
-        try JSONResponse.encode(queueCountsJSON(try db.stateCounts()))
+        try JSONResponse.encode(queueCountsJSON(try await deps.blocking.run { try deps.db.stateCounts() }))
     }
 
     // `stackline status ID --json`.
     read.get("/status/{id}") { _, context in
         let id = try reportId(context)
-        guard let job = try db.jobStatus(reportId: id) else { throw APIError.notFound("no report with id \(id)") }
-        return try JSONResponse.encode(JobStatusJSON(job, now: db.now()))
+        let job = try await deps.blocking.run { try deps.db.jobStatus(reportId: id) }
+        guard let job else { throw APIError.notFound("no report with id \(id)") }
+        return try JSONResponse.encode(JobStatusJSON(job, now: deps.db.now()))
     }
 
     // `stackline groups --json [--kind] [--app] [--version] [--since] [--namespace] [--limit]`.
@@ -29,26 +29,28 @@ func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepe
             kind: try q.value("kind", expected: "crash or lag") { ReportKind(rawValue: $0) },
             app: q.string("app"), version: q.string("version"),
             since: try q.value("since", expected: "a duration (30m, 24h, 7d, 2w) or a date (2026-11-01)") { SinceDate(argument: $0) }
-                .map { $0.milliseconds(now: db.now()) },
+                .map { $0.milliseconds(now: deps.db.now()) },
             limit: try q.int("limit", in: 1...10_000) ?? 20, namespace: q.string("namespace"))
-        return try JSONResponse.encode(try db.groups(filter).map(GroupJSON.init))
+        return try await deps.blocking.run { try JSONResponse.encode(try deps.db.groups(filter).map(GroupJSON.init)) }
     }
 
     // `stackline group FINGERPRINT --json` (a unique prefix works too).
     read.get("/groups/{fingerprint}") { _, context in
         let fingerprint = try context.parameters.require("fingerprint")
-        let detail: GroupDetail
-        do {
-            guard let found = try db.group(fingerprint: fingerprint) else {
-                throw APIError.notFound("no group with fingerprint \(fingerprint)")
+        return try await deps.blocking.run {
+            let detail: GroupDetail
+            do {
+                guard let found = try deps.db.group(fingerprint: fingerprint) else {
+                    throw APIError.notFound("no group with fingerprint \(fingerprint)")
+                }
+                detail = found
+            } catch let error as GroupQueryError {
+                throw APIError.badRequest(error.description)
             }
-            detail = found
-        } catch let error as GroupQueryError {
-            throw APIError.badRequest(error.description)
+            let representative = try detail.summary.representativeReportId.flatMap { try deps.db.result(reportId: $0) }
+                .map { try ReportPrinter.decode($0) }
+            return try JSONResponse.encode(GroupDetailJSON(detail, representative: representative))
         }
-        let representative = try detail.summary.representativeReportId.flatMap { try db.result(reportId: $0) }
-            .map { try ReportPrinter.decode($0) }
-        return try JSONResponse.encode(GroupDetailJSON(detail, representative: representative))
     }
 
     // `stackline report ID --format json|text|apple`.
@@ -56,21 +58,23 @@ func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepe
         let id = try reportId(context)
         let format = try QueryParameters(request).value("format", expected: "json, text or apple") { ReportOutputFormat(rawValue: $0) }
             ?? .json
-        guard let result = try db.result(reportId: id) else {
-            guard let job = try db.jobStatus(reportId: id) else { throw APIError.notFound("no report with id \(id)") }
-            // The report exists but has no result yet (or failed): say which, as `report` does.
-            throw APIError(.conflict, JobStateText.sentence(reportId: id, job))
-        }
-        let group = ReportPrinter.group(of: result, in: db)
-        switch format {
-        case .json: return JSONResponse.object(try ReportPrinter.document(result, group: group))
-        case .text, .apple: return JSONResponse.text(try ReportPrinter.render(result, format: format, group: group))
+        return try await deps.blocking.run {
+            guard let result = try deps.db.result(reportId: id) else {
+                guard let job = try deps.db.jobStatus(reportId: id) else { throw APIError.notFound("no report with id \(id)") }
+                // The report exists but has no result yet (or failed): say which, as `report` does.
+                throw APIError(.conflict, JobStateText.sentence(reportId: id, job))
+            }
+            let group = ReportPrinter.group(of: result, in: deps.db)
+            switch format {
+            case .json: return JSONResponse.object(try ReportPrinter.document(result, group: group))
+            case .text, .apple: return JSONResponse.text(try ReportPrinter.render(result, format: format, group: group))
+            }
         }
     }
 
     // `stackline symbols missing --json`.
     read.get("/symbols/missing") { _, _ in
-        try JSONResponse.encode(try missingDebugFiles(db: db, store: deps.store))
+        try await deps.blocking.run { try JSONResponse.encode(try missingDebugFiles(db: deps.db, store: deps.store)) }
     }
 }
 

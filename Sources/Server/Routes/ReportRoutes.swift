@@ -3,6 +3,7 @@ import Hummingbird
 import Intake
 import JobQueue
 import ReportFormats
+import WorkerProtocol
 
 /// `POST /api/v1/reports` (scope ingest): one raw report, plain or gzip, through `ReportIntake`.
 func addReportRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
@@ -11,9 +12,11 @@ func addReportRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         let (token, body) = try await deps.ingestRequest(request, context: context)
         let outcomes: [ReportIntake.Outcome]
         do {
-            outcomes = try await deps.intake.submit(
-                body.bytes, compressed: body.gzip, defaults: .init(namespace: token.namespace), through: deps.writer)
-        } catch let error as ReportParseError {
+            let prepared = try await deps.blocking.run {
+                try deps.intake.prepare(body.bytes, compressed: body.gzip, defaults: .init(namespace: token.namespace))
+            }
+            outcomes = try await deps.intake.store(prepared, through: deps.writer)
+        } catch let error as ParseRefusal {
             ServerMetrics.reportRefused(reason: "malformed")
             throw APIError.badRequest(error.description)
         }

@@ -14,9 +14,10 @@ func addSymbolRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
 
     symbols.post("") { request, _ -> Response in
         let name = SymbolUpload.name(request.uri.queryParameters.get("name"))
-        let incoming: IncomingFile
-        do { incoming = try IncomingFile(store: deps.store, name: name) } catch {
-            throw APIError(.internalServerError, "cannot receive the upload: \(error)")
+        let incoming = try await deps.blocking.run { () throws -> IncomingFile in
+            do { return try IncomingFile(store: deps.store, name: name) } catch {
+                throw APIError(.internalServerError, "cannot receive the upload: \(error)")
+            }
         }
         if let declared = request.headers[.contentLength] {
             guard let length = UInt64(declared) else { throw APIError.badRequest("Content-Length is not a number") }
@@ -24,7 +25,7 @@ func addSymbolRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         }
         // Each chunk goes to disk as it arrives: a dSYM zip is never held in memory.
         for try await chunk in request.body {
-            try await Offload.run {
+            try await deps.blocking.run {
                 do { try chunk.withUnsafeReadableBytes { try incoming.append($0) } } catch let error as StoreError {
                     if case .tooLarge = error { throw APIError(.contentTooLarge, error.description) }
                     throw APIError(.internalServerError, "cannot receive the upload: \(error)")
@@ -32,7 +33,7 @@ func addSymbolRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
             }
         }
         guard incoming.written > 0 else { throw APIError.badRequest("empty body: send one debug file, a zip or a tar of them") }
-        let report = try await Offload.run { () throws -> AddReport in
+        let report = try await deps.blocking.run { () throws -> AddReport in
             let file: RegularFile
             do { file = try incoming.file() } catch { throw APIError(.internalServerError, "cannot read the upload back: \(error)") }
             var skipped: [String] = []
@@ -53,13 +54,13 @@ func addSymbolRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
     symbols.post("/missing") { request, _ -> Response in
         let items = try await SymbolUpload.list(
             of: SymbolOfferItem.self, request, deps: deps, what: "build ids or offers {buildId, hasDWARF, hasSymbolTable, executable}")
-        let answer = try await Offload.run { MissingSymbolsAnswer(items, store: deps.store) }
+        let answer = try await deps.blocking.run { MissingSymbolsAnswer(items, store: deps.store) }
         return try JSONResponse.encode(answer)
     }
 
     symbols.post("/reprocessing") { request, _ -> Response in
         let ids = try await SymbolUpload.list(of: Int64.self, request, deps: deps, what: "report ids")
-        let answer = try await Offload.run {
+        let answer = try await deps.blocking.run {
             let states = try deps.db.states(reportIds: ids)
             return ReprocessingAnswer(
                 reports: ids.compactMap { id in states[id].map { ReprocessingAnswer.Report(id: id, state: $0) } },
@@ -75,11 +76,12 @@ enum SymbolUpload {
     static let maximumItems = 100_000
 
     /// The body as a JSON array of at most `maximumItems` (400 otherwise, naming `what` it should hold).
-    static func list<T: Decodable>(of type: T.Type, _ request: Request, deps: ServerDependencies, what: String) async throws -> [T] {
+    static func list<T: Decodable & Sendable>(of type: T.Type, _ request: Request, deps: ServerDependencies, what: String) async throws -> [T] {
         let body = try await BodyReader.read(request, limit: deps.limits.maxBodyBytes)
-        let items: [T]
-        do { items = try JSONDecoder().decode([T].self, from: body) } catch {
-            throw APIError.badRequest("expected a JSON array of \(what): \(error)")
+        let items = try await deps.blocking.run { () throws -> [T] in
+            do { return try JSONDecoder().decode([T].self, from: body) } catch {
+                throw APIError.badRequest("expected a JSON array of \(what): \(error)")
+            }
         }
         guard items.count <= maximumItems else { throw APIError.badRequest("\(items.count) items; at most \(maximumItems) per request") }
         return items
@@ -97,7 +99,7 @@ enum SymbolUpload {
 }
 
 /// One item of `POST /api/v1/symbols/missing`: a build id, or an offer describing the file.
-struct SymbolOfferItem: Decodable {
+struct SymbolOfferItem: Decodable, Sendable {
     /// As sent, for the answer's `invalid` list.
     var text: String
     var hasDWARF: Bool?
@@ -169,14 +171,4 @@ public struct ReprocessingAnswer: Codable, Sendable {
     public var reports: [Report]
     /// Jobs running in the whole queue (none for a while: no worker is claiming).
     public var running: Int
-}
-
-/// Runs blocking work (disk writes, DWARF validation, SQLite) on a Dispatch thread, so the
-/// cooperative threads that serve requests never wait on the disk.
-enum Offload {
-    static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-        }
-    }
 }

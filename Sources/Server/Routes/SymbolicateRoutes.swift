@@ -4,6 +4,7 @@ import Master
 import Queries
 import ReportFormats
 import ReportModel
+import WorkerProtocol
 
 /// `POST /api/v1/symbolicate` (scope read): a raw report in, the symbolicated report out, without
 /// queuing or storing anything. The work runs in a `stackline-worker` process of its own
@@ -15,17 +16,18 @@ func addSymbolicateRoutes(to router: Router<StacklineRequestContext>, deps: Serv
     read.post("/symbolicate") { request, _ -> Response in
         let format = try QueryParameters(request).value("format", expected: "json, text or apple") { ReportOutputFormat(rawValue: $0) }
             ?? .json
-        let data = try await BodyReader.readReport(request, limit: deps.limits.maxBodyBytes, inflatedLimit: deps.limits.maxReportBytes).bytes
-        // Detection and splitting are the parsers `submit` uses (hardened against hostile
-        // input); symbolication, where debug files are opened, is the worker's.
-        let parts: [ReportPart]
-        do { parts = try FormatRegistry.standard.detectAndParseAll(data) } catch let error as ReportParseError {
-            throw APIError.badRequest(error.description)
+        let data = try await BodyReader.readReport(request, limit: deps.limits.maxBodyBytes, inflatedLimit: deps.limits.maxReportBytes, blocking: deps.blocking).bytes
+        // Detection and splitting are intake's, in a parse child like every ingested report's;
+        // symbolication, where debug files are opened, is the worker's.
+        let parts: [ParsedPartSummary]
+        switch try await deps.blocking.run({ deps.intake.parser.parse(data) }) {
+        case .parts(let found): parts = found
+        case .refused(let error): throw APIError.badRequest(error.description)
         }
         guard parts.count == 1, let part = parts.first else {
             throw APIError.badRequest("the body holds \(parts.count) reports; send one report per request")
         }
-        let parsed: RawReport
+        let parsed: ParsedReportSummary
         switch part.outcome {
         case .success(let report): parsed = report
         case .failure(let error): throw APIError.badRequest(error.description)
@@ -35,9 +37,11 @@ func addSymbolicateRoutes(to router: Router<StacklineRequestContext>, deps: Serv
                 headers: [.retryAfter: "1"])
         }
         defer { slots.release() }
-        let outcome = await runOnThread {
+        // Waiting on the worker's pipe blocks a pool thread for up to --symbolicate-timeout; at
+        // most --symbolicate-concurrency (2) of the pool's threads (`BlockingWork`) at once.
+        let outcome = try await deps.blocking.run {
             OneShotWorker.symbolicate(
-                raw: part.data, format: parsed.format, executable: deps.worker.executable, arguments: deps.worker.arguments,
+                raw: part.data ?? data, format: parsed.format, executable: deps.worker.executable, arguments: deps.worker.arguments,
                 timeout: deps.limits.symbolicateTimeout)
         }
         switch outcome {
@@ -55,14 +59,6 @@ func addSymbolicateRoutes(to router: Router<StacklineRequestContext>, deps: Serv
             deps.logger.warning("on-the-spot symbolication timed out; worker killed", metadata: ["seconds": "\(seconds)"])
             throw APIError(.gatewayTimeout, "symbolication did not finish within \(seconds) s; the worker was killed")
         }
-    }
-}
-
-/// Runs blocking work (waiting on a worker's pipe) on a thread of its own, off the event loops
-/// and the cooperative pool.
-func runOnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread { continuation.resume(returning: body()) }.start()
     }
 }
 

@@ -25,7 +25,7 @@ public final class JobDatabase: Sendable {
         self.clock = clock
         let dir = (path as NSString).deletingLastPathComponent
         if !dir.isEmpty {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            do throws(SystemCallError) { try PrivateFiles.makeDirectory(dir) } catch { throw JobQueueError.cannotCreate(dir, error.reason) }
         }
         var config = Configuration()
         config.busyMode = .timeout(busyTimeout)
@@ -38,6 +38,8 @@ public final class JobDatabase: Sendable {
         // SQLITE_BUSY without waiting on busy_timeout, and (b) GRDB's migrator picks the pending
         // migrations before taking the write lock, so both would run "CREATE TABLE".
         pool = try Self.withExclusiveLock(path + "-open.lock") {
+            // Owner only: SQLite would make it 0644, and its -wal and -shm copy its mode.
+            do throws(SystemCallError) { try PrivateFiles.createFile(path) } catch { throw JobQueueError.cannotCreate(path, error.reason) }
             try Self.createWithIncrementalVacuum(path)
             let pool = try DatabasePool(path: path, configuration: config)
             if try !pool.read({ try Schema.migrator.hasCompletedMigrations($0) }) {
@@ -80,8 +82,10 @@ public final class JobDatabase: Sendable {
 
     // MARK: Submit
 
-    /// Stores a report and enqueues its job in one transaction; an identical report
-    /// (same SHA-256 of the decompressed bytes) returns the existing id and adds no job.
+    /// Stores a report and enqueues its job in one transaction; an identical report (same
+    /// SHA-256 of the decompressed bytes) in the same namespace, or like it without one, returns
+    /// the existing id and adds no job. Another namespace's reports are never looked at: an
+    /// upload must not learn that the same bytes, or their id, exist in another tenant's data.
     public func submit(_ report: NewReport) throws -> SubmitOutcome {
         try submit([StorableReport(report)])[0]
     }
@@ -99,7 +103,11 @@ public final class JobDatabase: Sendable {
         let report = storable.report
         // Cached statements: under ingest load, compiling (and GRDB authorizing) these three
         // statements for every report was a tenth of the writer's time.
-        if let existing = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM reports WHERE digest = ?"), arguments: [storable.digest]) {
+        // The expression of the `reports_digest` unique index (v9), so the lookup uses it.
+        if let existing = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT id FROM reports WHERE digest = ? AND ifnull(namespace, '') = ?"),
+            arguments: [storable.digest, report.namespace ?? ""])
+        {
             return SubmitOutcome(reportId: existing, jobId: nil, duplicate: true)
         }
         let now = clock()

@@ -194,6 +194,7 @@ enum Schema {
                     """)
         }
         registerAlerts(&migrator)
+        registerDedupWithinNamespace(&migrator)
         return migrator
     }
 }

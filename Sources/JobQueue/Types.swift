@@ -232,6 +232,8 @@ public enum JobQueueError: Error, Equatable, CustomStringConvertible {
     case corruptStoredReport(reportId: Int64, String)
     case corruptStoredResult(reportId: Int64, String)
     case lockUnavailable(String, String)
+    /// The database file or its directory cannot be created.
+    case cannotCreate(String, String)
     /// A stored column holds a value none of its enum's cases has (a damaged or foreign database).
     case unknownStoredValue(column: String, value: String)
 
@@ -242,6 +244,7 @@ public enum JobQueueError: Error, Equatable, CustomStringConvertible {
         case .corruptStoredReport(let id, let why): "report \(id): stored bytes are unreadable: \(why)"
         case .corruptStoredResult(let id, let why): "report \(id): stored result is unreadable: \(why)"
         case .lockUnavailable(let path, let why): "cannot lock \(path) to open the database: \(why)"
+        case .cannotCreate(let path, let why): "cannot create \(path) for the database: \(why)"
         case .unknownStoredValue(let column, let value): "stored \(column) \(value) is not a value this version knows"
         }
     }

@@ -28,6 +28,12 @@ public final class RemoteWorkerPool: @unchecked Sendable {
     /// empty: leases then only expire, and the workers enforce the timeout themselves.
     private var inflight: [Int64: InFlight] = [:]
     private var dirty = false
+    /// Which token (by id) first connected each worker id, and when the id was last heard of.
+    /// Kept after the worker goes (a day, see `flush`): a worker that comes back after a
+    /// silence still finds its id its own.
+    private var owners: [String: (token: Int64, lastSeen: Int64)] = [:]
+    /// How long an owner is remembered after its worker was last connected.
+    static let ownershipMs: Int64 = 24 * 3_600_000
 
     private struct Worker {
         var row: WorkerRow
@@ -76,6 +82,8 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         case protocolVersion(Int)
         case unknownWorker(String)
         case invalid(String)
+        /// The worker id was connected first with another token.
+        case notOwner(String)
 
         public var description: String {
             switch self {
@@ -83,11 +91,21 @@ public final class RemoteWorkerPool: @unchecked Sendable {
                 "worker speaks protocol version \(v); this master speaks \(RemoteProtocol.version) (run the same Stackline release on both)"
             case .unknownWorker: "unknown worker: connect again (POST /api/v1/workers/connect)"
             case .invalid(let why): why
+            case .notOwner(let id):
+                "worker id \(id) belongs to the token that first connected it, not to this one (each worker makes a new id when it starts)"
             }
         }
     }
 
-    public func connect(_ hello: WorkerHello, address: String?) throws(Refusal) -> WorkerWelcome {
+    /// Refuses `token` for `workerId` when another token connected that id first: a token
+    /// cannot claim, heartbeat or deliver as another token's worker, nor take its id over.
+    public func requireOwner(workerId: String, token: Int64) throws(Refusal) {
+        let owner = lock.withLock { owners[workerId]?.token }
+        if let owner, owner != token { throw .notOwner(workerId) }
+    }
+
+    /// A worker connects (again), as `token`: the id becomes that token's if it is nobody's.
+    public func connect(_ hello: WorkerHello, address: String?, token: Int64) throws(Refusal) -> WorkerWelcome {
         guard hello.protocolVersion == RemoteProtocol.version else { throw .protocolVersion(hello.protocolVersion) }
         guard (1...256).contains(hello.slots) else { throw .invalid("slots must be between 1 and 256") }
         guard Self.isValidId(hello.workerId) else { throw .invalid("workerId must be 8 to 64 letters, digits or dashes") }
@@ -97,7 +115,10 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         let name = String(hello.name.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }.prefix(128).map(Character.init))
         let now = db.now()
         let holds = Set(hello.holds.compactMap(Self.normalizedId))
-        lock.withLock {
+        let taken = lock.withLock { () -> Bool in
+            // Checked and taken under one lock: two tokens racing for a new id cannot both win.
+            if let owner = owners[hello.workerId], owner.token != token { return true }
+            owners[hello.workerId] = (token, now)
             if let old = workers[hello.workerId] { release(old.holds) }
             let previous = workers[hello.workerId]?.row
             workers[hello.workerId] = Worker(
@@ -110,7 +131,9 @@ public final class RemoteWorkerPool: @unchecked Sendable {
                 holds: holds)
             acquire(holds)
             dirty = true
+            return false
         }
+        if taken { throw .notOwner(hello.workerId) }
         RemoteMetrics.connected.record(connectedCount)
         logger.notice(
             "remote worker connected",
@@ -345,6 +368,8 @@ public final class RemoteWorkerPool: @unchecked Sendable {
                 workers[id] = nil
                 logger.notice("remote worker gone", metadata: ["worker": "\(worker.row.name)"])
             }
+            for id in workers.keys { owners[id]?.lastSeen = now }
+            owners = owners.filter { now - $0.value.lastSeen <= Self.ownershipMs }
             defer { dirty = false }
             return (workers.values.map(\.row), dirty || !gone.isEmpty)
         }

@@ -62,7 +62,10 @@ public struct StacklineServer: Sendable {
 
     /// Builds the router with every route group, for `run()` and for tests of single routes.
     public static func makeRouter(deps: ServerDependencies) -> Router<StacklineRequestContext> {
-        let router = Router(context: StacklineRequestContext.self)
+        // HEAD wherever GET is served (RFC 9110 §9.3.2): Hummingbird runs the GET route and
+        // sends its status and headers (Content-Length included) without the body.
+        let router = Router(context: StacklineRequestContext.self, options: .autoGenerateHeadEndpoints)
+        router.add(middleware: AnswerCaching())
         router.add(middleware: RequestLogMiddleware(logger: Logger(label: "stackline.http")))
         registerRoutes(on: router, deps: deps)
         return router

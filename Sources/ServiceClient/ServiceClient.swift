@@ -197,7 +197,7 @@ private final class FileSink: @unchecked Sendable {
     private(set) var failure: String?
 
     init(path: String, maxBytes: Int64) throws(SystemCallError) {
-        fd = try SystemCall.check("open", path: path) { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
+        fd = try SystemCall.check("open", path: path) { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, PrivateFiles.fileMode) }
         self.maxBytes = maxBytes
     }
 

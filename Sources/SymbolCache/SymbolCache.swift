@@ -46,7 +46,7 @@ public final class SymbolCache {
         let bytes = try SymbolCacheBuilder.build(from: file, source: source)
         var random = SystemRandomNumberGenerator()
         let temporary = "\(path).\(getpid()).\(String(random.next() as UInt64, radix: 36)).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, PrivateFiles.fileMode)
         guard fd >= 0 else { throw .unwritable(path: path, reason: SystemCallError.reason(errno: errno)) }
         let written = bytes.withUnsafeBytes { raw in Result { () throws(SystemCallError) in try SystemCall.writeAll(fd, raw, path: temporary) } }
         close(fd)

@@ -123,10 +123,9 @@ public final class FetchingSymbolCache: @unchecked Sendable {
         self.notFoundRetention = notFoundRetention
         store = SymbolStoreDirectory(root: directory)
         incoming = directory + "/.fetching"
-        do {
-            try FileManager.default.createDirectory(atPath: incoming, withIntermediateDirectories: true)
-        } catch {
-            throw .cacheDirectory(path: directory, reason: "cannot create \(incoming): \(error.localizedDescription)")
+        // The cache and its `.fetching` folder, owner only (PrivateFiles).
+        do throws(SystemCallError) { try PrivateFiles.makeDirectory(incoming) } catch {
+            throw .cacheDirectory(path: directory, reason: "cannot create \(incoming): \(error.reason)")
         }
         try removeLeftoverDownloads()
         for entry in store.list() {

@@ -78,7 +78,7 @@ enum ArchiveRules {
     /// Makes `path` unless it is already a directory; the scratch directory is private and
     /// holds nothing but what was unpacked, so an existing non-directory is a clash of names.
     private static func makeDirectory(_ path: String, archive: String) throws(StoreError) {
-        if mkdir(path, 0o755) == 0 { return }
+        if mkdir(path, PrivateFiles.directoryMode) == 0 { return }
         let code = errno
         var st = stat()
         guard code == EEXIST, lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {

@@ -25,10 +25,8 @@ public final class IncomingFile: @unchecked Sendable {
     public init(store: SymbolStoreDirectory, name: String) throws(StoreError) {
         self.name = name
         let folder = store.root + "/.incoming"
-        do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        } catch {
-            throw .io(path: folder, reason: "cannot create directory: \(error.localizedDescription)")
+        do throws(SystemCallError) { try PrivateFiles.makeDirectory(folder) } catch {
+            throw .io(path: folder, reason: "cannot create directory: \(error.reason)")
         }
         (limit, limitName) = try Self.limit(folder: folder)
         let path = folder + "/upload-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"

@@ -11,7 +11,7 @@ final class NewFile {
 
     init(path: String) throws(StoreError) {
         self.path = path
-        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, PrivateFiles.fileMode)
         guard descriptor >= 0 else { throw .io(path: path, reason: "cannot create: \(RegularFile.openFailure(errno))") }
     }
 

@@ -332,10 +332,8 @@ public struct SymbolStoreDirectory: Sendable {
     }
 
     private func makeDirectory(_ dir: String) throws(StoreError) {
-        do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        } catch {
-            throw .io(path: dir, reason: "cannot create directory: \(error.localizedDescription)")
+        do throws(SystemCallError) { try PrivateFiles.makeDirectory(dir) } catch {
+            throw .io(path: dir, reason: "cannot create directory: \(error.reason)")
         }
     }
 
@@ -361,9 +359,13 @@ public struct SymbolStoreDirectory: Sendable {
 
     private func writeEntry(_ entry: StoredDebugFile, base: String) throws(StoreError) {
         let temp = base + ".json.tmp-\(getpid())"
-        guard let data = try? Self.encoder.encode(entry),
-            FileManager.default.createFile(atPath: temp, contents: data)
-        else { throw .io(path: temp, reason: "cannot write store metadata") }
+        guard let data = try? Self.encoder.encode(entry) else { throw .io(path: temp, reason: "cannot encode store metadata") }
+        // A leftover of an earlier process with this pid; NewFile creates only new names.
+        unlink(temp)
+        do { try NewFile(path: temp).write(data) } catch {
+            unlink(temp)
+            throw error
+        }
         try rename(temp, base + ".json")
     }
 

@@ -14,7 +14,7 @@ public final class FileLock {
     public init(exclusive path: String, followingLinks: Bool = true) throws(SystemCallError) {
         self.path = path
         let fd = try SystemCall.check("open", path: path) {
-            open(path, O_RDWR | O_CREAT | O_CLOEXEC | (followingLinks ? 0 : O_NOFOLLOW), 0o644)
+            open(path, O_RDWR | O_CREAT | O_CLOEXEC | (followingLinks ? 0 : O_NOFOLLOW), PrivateFiles.fileMode)
         }
         do {
             try SystemCall.check("flock", path: path) { flock(fd, LOCK_EX) }

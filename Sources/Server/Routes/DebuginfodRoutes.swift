@@ -21,14 +21,8 @@ func addDebuginfodRoutes(to router: Router<StacklineRequestContext>, deps: Serve
         read.get("/:id/\(path)") { request, context in
             try await Debuginfod.serve(request, id: context.parameters.get("id"), role: role, deps: deps)
         }
-        read.head("/:id/\(path)") { request, context in
-            try await Debuginfod.serve(request, id: context.parameters.get("id"), role: role, deps: deps)
-        }
     }
     read.get("/:id/section/:section") { request, context in
-        try await Debuginfod.serveSection(request, id: context.parameters.get("id"), name: context.parameters.get("section"), deps: deps)
-    }
-    read.head("/:id/section/:section") { request, context in
         try await Debuginfod.serveSection(request, id: context.parameters.get("id"), name: context.parameters.get("section"), deps: deps)
     }
 }
@@ -101,13 +95,13 @@ enum Debuginfod {
     }
 
     /// The response for `served`'s bytes: headers, a single `Range`, and the bytes streamed
-    /// in chunks (none for HEAD). `kind` labels the served-files metric.
+    /// in chunks (none for HEAD: the router runs this GET route for HEAD too). `Cache-Control:
+    /// private` is `AnswerCaching`'s, as on every authenticated answer. `kind` labels the served-files metric.
     private static func respond(_ request: Request, _ served: ServedFile, file storedName: String, kind: String) -> Response {
         let size = served.length
         var headers: HTTPFields = [
             .contentType: "application/octet-stream",
             .acceptRanges: "bytes",
-            .cacheControl: "public",
             HTTPField.Name("X-Debuginfod-Size")!: "\(size)",
             // The name in the store, not the server's path: `.build-id/ab/cdef….debug`.
             HTTPField.Name("X-Debuginfod-File")!: storedName,

@@ -43,6 +43,10 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
 
     web.post("/logout") { request, _ -> Response in
         try WebPage.requireSameOrigin(request)
+        // Ended on the server too: a copy of the cookie stops working with the browser's.
+        if let token = try sessions.token(of: request.cookies[WebSession.cookieName]?.value, now: deps.db.now(), tokens: deps.db.tokens) {
+            sessions.endSessions(of: token.id)
+        }
         var response = WebPage.redirect("/login")
         response.headers[values: .setCookie].append(WebPage.cookie("", maxAge: 0, request: request, servesTLS: deps.servesTLS))
         return response
@@ -186,16 +190,7 @@ struct WebAuthentication: RouterMiddleware {
             context.token = try deps.authenticator.authenticate(request, scope: .read)
             return try await next(request, context)
         }
-        let tokens = deps.db.tokens
-        // The token's row is read once, here (no cache: a revocation ends the session at once).
-        var row: TokenRecord?
-        if let value = request.cookies[WebSession.cookieName]?.value, !value.isEmpty,
-            try sessions.verify(value, now: deps.db.now(), createdAt: { id in
-                row = try tokens.stored(id: id)?.record
-                return row?.createdAt
-            }) != nil,
-            let token = row, !token.isRevoked, token.scope.permits(.read)
-        {
+        if let token = try sessions.token(of: request.cookies[WebSession.cookieName]?.value, now: deps.db.now(), tokens: deps.db.tokens) {
             context.token = token
             return try await next(request, context)
         }

@@ -22,15 +22,17 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         let pool = try remotePool(deps)
         let hello = try await decode(WorkerHello.self, request, limit: WorkerRouteLimits.connectBytes)
         let welcome: WorkerWelcome
-        do { welcome = try pool.connect(hello, address: context.remoteAddress) } catch {
-            throw APIError.badRequest("\(error)")
+        let token = try context.requireToken().id
+        do throws(RemoteWorkerPool.Refusal) { welcome = try pool.connect(hello, address: context.remoteAddress, token: token) } catch {
+            if case .notOwner = error { throw APIError.forbidden(error.description) }
+            throw APIError.badRequest(error.description)
         }
         return try WorkerWire.encode(welcome)
     }
 
     workers.post("/:id/claim") { request, context -> Response in
         let pool = try remotePool(deps)
-        let id = try context.parameters.require("id")
+        let id = try ownedWorkerId(context, pool)
         // The envelope, then one reply frame per result it announces (RemoteMessages.swift).
         let body = try await BodyReader.read(request, limit: WorkerRouteLimits.resultBytes)
         let frames: [Data]
@@ -96,7 +98,7 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
 
     workers.post("/:id/heartbeat") { request, context -> Response in
         let pool = try remotePool(deps)
-        let id = try context.parameters.require("id")
+        let id = try ownedWorkerId(context, pool)
         let beat = try await decode(HeartbeatRequest.self, request, limit: WorkerRouteLimits.messageBytes)
         let answer = try await Offload.run { try pool.heartbeat(workerId: id, beat) }
         return try WorkerWire.encode(answer)
@@ -104,7 +106,7 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
 
     workers.post("/:id/result") { request, context -> Response in
         let pool = try remotePool(deps)
-        let id = try context.parameters.require("id")
+        let id = try ownedWorkerId(context, pool)
         // The report travels compressed, but its JSON may be as large as a frame; the body is base64 of it.
         let result = try await decode(RemoteResult.self, request, limit: WorkerRouteLimits.resultBytes)
         let outcome: ResultAnswer.Outcome?
@@ -118,6 +120,15 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         }
         return try WorkerWire.encode(ResultAnswer(outcome: outcome))
     }
+}
+
+/// The `:id` of a worker route, refused (403) when another token connected that worker id.
+private func ownedWorkerId(_ context: StacklineRequestContext, _ pool: RemoteWorkerPool) throws -> String {
+    let id = try context.parameters.require("id")
+    do { try pool.requireOwner(workerId: id, token: context.requireToken().id) } catch let refusal as RemoteWorkerPool.Refusal {
+        throw APIError.forbidden(refusal.description)
+    }
+    return id
 }
 
 private func remotePool(_ deps: ServerDependencies) throws -> RemoteWorkerPool {

@@ -3,11 +3,14 @@
 # POST /api/v1/reports for BENCH_SERVE_SECONDS (30) against a release server with 2 local
 # workers, then prints accepted reports/s and latency percentiles, and how much of the backlog
 # the queue still holds (plain SQL). The goal is >= 5,000 reports/s; nothing is asserted.
+# Then /healthz latency while SDK batches of gzip bombs are posted to a fresh server at its
+# default ingest rate limit (scripts/bench/healthz-under-bombs.py; goal: p99 < 100 ms).
 #
 #   scripts/bench-serve.sh        # assumes .build/release/stackline (make bench builds it)
 #
 # Environment: BENCH_SERVE_SECONDS, BENCH_SERVE_CONNECTIONS (64), BENCH_SERVE_THREADS (2), BENCH_SERVE_WORKERS (2),
-# BENCH_REPORT (default Tests/Fixtures/wild/ips/multithread-test.ips, a real .ips report).
+# BENCH_REPORT (default Tests/Fixtures/wild/ips/multithread-test.ips, a real .ips report),
+# BENCH_BOMB_SECONDS (20; 0 skips the bomb part), BENCH_BOMB_POSTERS (2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -48,8 +51,21 @@ BENCH_TOKEN=$token BENCH_PREFIX=$work/prefix.gz BENCH_PREFIX_CRC=$crc BENCH_PREF
   | grep -E '^(accepted|latency):|Non-2xx|Socket errors' | tee "$work/wrk.out"
 ticks=$(( $(server_ticks) - ticks_before ))
 accepted=$(sed -n 's/^accepted: \([0-9]*\) reports.*/\1/p' "$work/wrk.out")
+echo "goal: >= 5,000 accepted reports/s with 2 workers"
 [ "${accepted:-0}" -gt 0 ] && awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$accepted" \
   'BEGIN { printf "server CPU: %.0f µs per accepted report (master, HTTP and ingest; workers are other processes)\n", t / hz / n * 1e6 }'
 stored=$(sqlite3 "$STACKLINE_DB" "SELECT COUNT(*) FROM reports")
 backlog=$(sqlite3 "$STACKLINE_DB" "SELECT COUNT(*) FROM jobs WHERE state IN ('queued','running')")
 echo "database: $stored reports stored (distinct digests), $backlog still queued for the workers"
+
+# /healthz while batches of gzip bombs are posted (issue 28, F4): a fresh database and server
+# with the default --ingest-rate, a namespaced ingest token as an app's SDK holds.
+BOMB_SECONDS="${BENCH_BOMB_SECONDS:-20}"
+if [ "$BOMB_SECONDS" != 0 ]; then
+  serve_stop
+  export STACKLINE_DB="$work/bombs.sqlite"
+  "$STACKLINE" namespaces set-key bench >/dev/null 2>&1
+  bomb_token=$("$STACKLINE" tokens create --scope ingest --namespace bench --name bombs 2>/dev/null)
+  serve_start "$STACKLINE" --workers "$workers" --log-level warning
+  python3 "$root/scripts/bench/healthz-under-bombs.py" "$base" "$bomb_token" bench "$BOMB_SECONDS" "${BENCH_BOMB_POSTERS:-2}"
+fi

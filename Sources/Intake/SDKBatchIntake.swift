@@ -150,6 +150,7 @@ public struct SDKBatchIntake: Sendable {
         let allowance = min(payloadLimit, budget.inflatedBytes - inflated)
         do {
             data = try PayloadDecoder.decode(payload, decryptingWith: key, limit: allowance)
+            // overflow: data.count <= allowance <= budget.inflatedBytes - inflated
             inflated += data.count
         } catch {
             switch error {

@@ -198,7 +198,7 @@ let package = Package(
             dependencies: [
                 "ReportFormats", "ReportModel", "DebugInfo", "SymbolCache", "SymbolStore", "WorkerProtocol", "SystemCalls", "Compression",
                 // intake-to-page: the server's intake, a worker's processing and the pages of its result.
-                "SDKProtocol", "Symbolication", "Grouping", "JobQueue", "Queries", "ReportRendering", "WebView",
+                "SDKProtocol", "IsolatedParsing", "Symbolication", "Grouping", "JobQueue", "Queries", "ReportRendering", "WebView",
             ]),
         // libFuzzer's driver entry point, declared for the -sanitize=fuzzer build only.
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),

@@ -1,6 +1,7 @@
 import Compression
 import Foundation
 import Grouping
+import IsolatedParsing
 import JobQueue
 import Queries
 import ReportFormats
@@ -15,15 +16,17 @@ import WorkerProtocol
 /// What `stackline serve` does with bytes from the internet, end to end, and then every view of
 /// the stored result (issue 28: "fuzz what the server runs"):
 ///
-/// 1. the body as `BodyReader.readReport` takes it: inflated (bounded) when it starts with the
-///    gzip magic;
-/// 2. as `POST /api/v1/reports` takes it: `FormatRegistry.standard.detectAndParseAll`, what
-///    `ReportIntake.prepare` calls (detection, splitting, each part's parse and the limit and
-///    tree validation of `FormatRegistry.checked`); and, when the body is an SDK batch, as
+/// 1. the body as `BodyReader.readReport` takes it: inflated when it starts with the gzip magic
+///    (`Zlib.inflateUntrusted`: bounded in size and ratio);
+/// 2. as `POST /api/v1/reports` takes it: `ReportIntake.prepare`'s parse as `serve` runs it, in
+///    a parse child: the request frame, `InProcessParser` (detection, splitting, each part's
+///    parse and the limit and tree validation of `FormatRegistry.checked`), the reply frame
+///    read back (`ParseReply(frame:)`); and, when the body is an SDK batch, as
 ///    `POST /api/v1/ingest` takes it: `SDKBatch(decoding:)`, each record's payload through
 ///    `PayloadDecoder` (encrypted ones with a fixed key), then the same intake;
-/// 3. for each report that parsed, what a worker without debug files makes of it: the
-///    `Symbolicator` over an empty store, the `Grouper` with the standard rules, the
+/// 3. for each report that parsed, what a worker without debug files makes of it: the stored
+///    part parsed again by its format (`FormatRegistry.parse(_:format:)`, as `JobRunner.handle`
+///    does; its summary must be the one intake stored), the `Symbolicator` over an empty store, the `Grouper` with the standard rules, the
 ///    `CompressedResult` the reply carries (checked `isIntact` as the master does, and decoded
 ///    back as the pages decode it);
 /// 4. every view of that stored result: the report page, the group page (with the report as
@@ -61,11 +64,12 @@ enum IntakeToPageTarget {
 
     static func run(_ input: Data) throws(FuzzFailure) -> String {
         if FuzzTarget.validUTF8Only, !Zlib.isGzip(input), !FuzzTarget.isValidUTF8(input) { return "skipped: not valid UTF-8" }
-        // BodyReader.readReport: a body starting with the gzip magic is inflated, under the limit.
+        // BodyReader.readReport: a body starting with the gzip magic is inflated, under the limit
+        // and the ratio no report reaches.
         var body = input
         var outcomes: [String] = []
         if Zlib.isGzip(input) {
-            do { body = try Zlib.inflate(input, limit: inflatedLimit) } catch {
+            do { body = try Zlib.inflateUntrusted(input, limit: inflatedLimit) } catch {
                 return "gzip refused: \(error)"
             }
             if FuzzTarget.validUTF8Only, !FuzzTarget.isValidUTF8(body) { return "skipped: inflated body is not valid UTF-8" }
@@ -102,24 +106,56 @@ enum IntakeToPageTarget {
         return outcomes.joined(separator: " | ")
     }
 
-    /// `ReportIntake.prepare`'s parse, then the worker and the pages for each report.
+    /// `ReportIntake.prepare` as `serve` runs it: the input sent to a parse child in a request
+    /// frame, parsed there (`InProcessParser`, what `ParseService` runs), the reply frame read
+    /// back; then the worker and the pages for each report the reply says was parsed.
     private static func intake(_ data: Data, inputSize: Int, app: String? = nil, version: String? = nil) throws(FuzzFailure) -> String {
-        let parts: [ReportPart]
-        do { parts = try FormatRegistry.standard.detectAndParseAll(data) } catch {
-            if error.description.isEmpty { throw FuzzFailure("refusal without a message: \(error)") }
-            return "refused: \(error.description)"
+        let reply: ParseReply
+        do {
+            let request = try ParseRequest.encodedFrame(data)
+            let input = try ParseRequest.input(frame: request)
+            guard input == data else { throw FuzzFailure("parse request: the frame carries other bytes than the input") }
+            // ParseService: a reply over the frame limit becomes a refusal.
+            var frame: Data
+            do { frame = try InProcessParser().parse(input).encodedFrame() } catch {
+                frame = try ParseReply.refused(ParseRefusal("the parsed reports do not fit in one reply frame: \(error)")).encodedFrame()
+            }
+            reply = try ParseReply(frame: frame)
+        } catch let failure as FuzzFailure {
+            throw failure
+        } catch {
+            return "refused: input over the frame limit: \(error)"
+        }
+        let parts: [ParsedPartSummary]
+        switch reply {
+        case .refused(let refusal):
+            if refusal.description.isEmpty { throw FuzzFailure("refusal without a message") }
+            return "refused: \(refusal.description)"
+        case .parts(let parsed):
+            parts = parsed
         }
         var summaries: [String] = []
         for (n, part) in parts.enumerated() {
             switch part.outcome {
-            case .failure(let error):
-                if error.description.isEmpty { throw FuzzFailure("part \(n): refusal without a message") }
-                summaries.append("refused: \(error.description)")
-            case .success(let raw):
-                // What intake stores beside the bytes: the app and version the report names,
-                // else the sender's.
-                let stored = StoredFacts(app: raw.app?.name ?? app, version: raw.app?.version ?? version)
-                summaries.append(try showStored(raw, facts: stored, inputSize: inputSize, reportId: Int64(n + 1)))
+            case .failure(let refusal):
+                if refusal.description.isEmpty { throw FuzzFailure("part \(n): refusal without a message") }
+                summaries.append("refused: \(refusal.description)")
+            case .success(let accepted):
+                // What intake stores: the part's bytes (nil: the whole input), its format, and
+                // the app and version the report names, else the sender's.
+                let stored = part.data ?? data
+                guard stored.count <= data.count else { throw FuzzFailure("part \(n) is larger than its input") }
+                let facts = StoredFacts(app: accepted.app ?? app, version: accepted.version ?? version)
+                // The worker parses the stored part by its format (JobRunner.handle): what intake
+                // accepted and validated must be what the worker gets.
+                let raw: RawReport
+                do { raw = try FormatRegistry.standard.parse(stored, format: part.format) } catch {
+                    throw FuzzFailure("worker: intake accepted a \(part.format) report that the worker's parse refuses: \(error)")
+                }
+                guard ParsedReportSummary(raw) == accepted else {
+                    throw FuzzFailure("worker: the \(part.format) report the worker parses is not the one intake accepted (\(ParsedReportSummary(raw)) against \(accepted))")
+                }
+                summaries.append(try showStored(raw, facts: facts, inputSize: inputSize, reportId: Int64(n + 1)))
             }
         }
         return summaries.joined(separator: "; ")

@@ -8,6 +8,7 @@ import Logging
 import Master
 import ServiceLifecycle
 import SymbolStore
+import SystemCalls
 
 /// Settings of one `stackline serve` run.
 public struct ServerConfiguration: Sendable {
@@ -22,12 +23,15 @@ public struct ServerConfiguration: Sendable {
     /// Seconds a job whose debug files a connected remote worker holds waits for that worker
     /// before any other may take it (`--affinity-wait`).
     public var affinityWaitSeconds: Double
+    /// Deadlines and caps on client connections.
+    public var connections: ConnectionLimits
 
     public init(
         host: String, port: Int, master: MasterConfiguration, limits: ServerLimits, requestDrainSeconds: Double = 10,
-        tls: (certificate: String, key: String)? = nil, affinityWaitSeconds: Double = 2
+        tls: (certificate: String, key: String)? = nil, affinityWaitSeconds: Double = 2, connections: ConnectionLimits = .init()
     ) {
         self.affinityWaitSeconds = affinityWaitSeconds
+        self.connections = connections
         self.host = host
         self.port = port
         self.master = master
@@ -71,9 +75,19 @@ public struct StacklineServer: Sendable {
         return router
     }
 
-    /// HTTP/1.1, over TLS (swift-nio-ssl) when a certificate and key are given.
-    static func serverBuilder(tls: (certificate: String, key: String)?) throws -> HTTPServerBuilder {
-        guard let tls else { return .http1() }
+    /// HTTP/1.1 with the connection deadlines and the per-address cap, over TLS (swift-nio-ssl)
+    /// when a certificate and key are given: TLS 1.2 or 1.3, and under 1.2 only ECDHE key
+    /// exchange with AEAD ciphers (forward secret; no CBC, no SHA-1 MACs, no static RSA), the
+    /// suites of Mozilla's "intermediate" profile. TLS 1.3's suites all qualify.
+    static func serverBuilder(
+        tls: (certificate: String, key: String)?, connections: ConnectionLimits = .init(), logger: Logger = Logger(label: "stackline.connections")
+    ) throws -> HTTPServerBuilder {
+        let perAddress = connections.maxConnectionsPerAddress > 0 ? ConnectionsPerAddress(limit: connections.maxConnectionsPerAddress) : nil
+        let http1 = HTTPServerBuilder.http1(
+            configuration: .init(
+                additionalChannelHandlers: [ConnectionGuard(limits: connections, perAddress: perAddress, logger: logger)],
+                idleTimeout: ConnectionLimits.amount(connections.idleTimeout)))
+        guard let tls else { return http1 }
         let chain: [NIOSSLCertificate]
         do { chain = try NIOSSLCertificate.fromPEMFile(tls.certificate) } catch {
             throw TLSSetupError(description: "cannot read the certificate chain \(tls.certificate): \(error)")
@@ -83,9 +97,15 @@ public struct StacklineServer: Sendable {
         do { key = try NIOSSLPrivateKey(file: tls.key, format: .pem) } catch {
             throw TLSSetupError(description: "cannot read the private key \(tls.key): \(error)")
         }
-        return try .tls(
-            .http1(),
-            tlsConfiguration: .makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key)))
+        var tlsConfiguration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        tlsConfiguration.minimumTLSVersion = .tlsv12
+        tlsConfiguration.cipherSuiteValues = [
+            .TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, .TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+            .TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, .TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+            .TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, .TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+        ]
+        return try .tls(http1, tlsConfiguration: tlsConfiguration)
     }
 
     /// Runs until SIGTERM/SIGINT, then drains and returns. `onListening` gets the bound port
@@ -111,10 +131,22 @@ public struct StacklineServer: Sendable {
             metrics: metrics, logger: logger)
         deps.servesTLS = configuration.tls != nil
         let logger = self.logger
+        let connectionLogger = Logger(label: "stackline.connections")
+        let descriptorLimit = SystemCall.openDescriptorLimit()
+        let maxConnections = configuration.connections.effectiveMaxConnections(descriptorLimit: descriptorLimit)
+        if let maxConnections, maxConnections < configuration.connections.maxConnections {
+            logger.warning(
+                "connections capped below --max-connections to fit the descriptor limit (raise it with ulimit -n or LimitNOFILE=)",
+                metadata: ["max_connections": "\(maxConnections)", "descriptor_limit": "\(descriptorLimit ?? 0)"])
+        }
         let app = Application(
             router: Self.makeRouter(deps: deps),
-            server: try Self.serverBuilder(tls: configuration.tls),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "stackline"),
+            server: try Self.serverBuilder(tls: configuration.tls, connections: configuration.connections, logger: connectionLogger),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port), serverName: "stackline",
+                // At the cap the server stops accepting: new clients wait in the accept queue
+                // until a connection closes (deadlines make sure one does), rather than failing.
+                availableConnectionsDelegate: maxConnections.map { MaximumAvailableConnections($0, logger: connectionLogger) }),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 logger.notice("listening", metadata: ["address": "\(configuration.host):\(port)"])

@@ -58,6 +58,24 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds in-flight requests get after SIGTERM/SIGINT.")
     var requestDrain: Double = 10
 
+    @Option(help: "Seconds a client has to send a request's head: from accepting the connection (TLS handshake included), or from the first byte of a later request on a kept-alive one; 408 and close past it (0: no deadline).")
+    var headerTimeout: Double = 20
+
+    @Option(help: "Seconds a request body gets at the least, from the end of its head; --body-min-rate adds to it; the connection is closed past it (0: no deadline).")
+    var bodyTimeout: Double = 20
+
+    @Option(help: "Bytes of body that earn a request one more second past --body-timeout: bodies slower than this on average are cut.")
+    var bodyMinRate = 500
+
+    @Option(help: "Seconds a kept-alive connection may wait for its next request before it is closed (0: no limit).")
+    var idleTimeout: Double = 30
+
+    @Option(help: "Client connections open at once, lowered to fit the descriptor limit; past it new connections wait in the accept queue (0: no cap).")
+    var maxConnections = 1024
+
+    @Option(help: "Client connections open at once from one IPv4 address or IPv6 /64; past it a new one is closed at once (0: no cap; behind a reverse proxy every client has the proxy's address).")
+    var maxConnectionsPerAddress = 128
+
     @Option(help: "PEM certificate chain: serve HTTPS (with --tls-key).")
     var tlsCert: String?
 
@@ -88,6 +106,12 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--parsers must be between 1 and 64 and --parse-timeout positive")
         }
         guard affinityWait >= 0 else { throw ValidationError("--affinity-wait must not be negative") }
+        guard [headerTimeout, bodyTimeout, idleTimeout].allSatisfy({ $0 >= 0 && $0.isFinite }) else {
+            throw ValidationError("--header-timeout, --body-timeout and --idle-timeout must be 0 or more seconds")
+        }
+        guard bodyMinRate >= 0, maxConnections >= 0, maxConnectionsPerAddress >= 0 else {
+            throw ValidationError("--body-min-rate, --max-connections and --max-connections-per-address must not be negative")
+        }
         guard symbolicateTimeout > 0, requestDrain >= 0 else {
             throw ValidationError("--symbolicate-timeout must be positive and --request-drain not negative")
         }
@@ -113,7 +137,10 @@ struct ServeCommand: AsyncParsableCommand {
                 maxBodyBytes: maxBody, maxReportBytes: maxReport, ingestRate: ingestRate, ingestBurst: ingestBurst,
                 symbolicateTimeout: symbolicateTimeout, parsers: parsers, parseTimeout: parseTimeout,
                 batchInflateBytes: maxBatchInflate, batchCPUSeconds: maxBatchCpu),
-            requestDrainSeconds: requestDrain, tls: tlsCert.map { ($0, tlsKey ?? "") }, affinityWaitSeconds: affinityWait)
+            requestDrainSeconds: requestDrain, tls: tlsCert.map { ($0, tlsKey ?? "") }, affinityWaitSeconds: affinityWait,
+            connections: ConnectionLimits(
+                headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, bodyMinimumRate: bodyMinRate, idleTimeout: idleTimeout,
+                maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress))
         do {
             try await StacklineServer(configuration: config, db: db, store: master.store.store, logger: logger).run(metrics: metrics, services: services)
         } catch let error as TLSSetupError {

@@ -291,11 +291,7 @@ func gzipped(_ data: Data) throws -> Data {
     @Test func servesHTTPSWithTheGivenCertificate() throws {
         let h = try Harness()
         let read = try h.token("read")
-        let cert = h.dir.file("cert.pem"), key = h.dir.file("key.pem")
-        _ = try runChecked("openssl", [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
-            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-        ])
+        let (cert, key) = try h.loopbackCertificate()
         let server = try h.startServer(["--workers", "0", "--tls-cert", cert, "--tls-key", key])
         let https = "https://127.0.0.1:\(server.port)"
         let health = try HTTPAnswer.curl("GET", https + "/healthz", extra: ["--cacert", cert])

@@ -8,11 +8,16 @@ public final class ServerProcess {
     public private(set) var port = 0
 
     /// Starts `stackline serve ARGUMENTS --listen 127.0.0.1:0` and waits until it listens.
-    public init(arguments: [String], environment: [String: String], logPath: String, startTimeout: Double = 60) throws {
+    /// `launcher` runs it through a command that execs it (e.g. `["prlimit", "--nofile=256", "--"]`),
+    /// so the process and its pid are still serve's.
+    public init(
+        arguments: [String], environment: [String: String], logPath: String, startTimeout: Double = 60, launcher: [String] = []
+    ) throws {
         self.logPath = logPath
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: TestPaths.stackline)
-        process.arguments = ["serve", "--listen", "127.0.0.1:0"] + arguments
+        let command = launcher + [TestPaths.stackline, "serve", "--listen", "127.0.0.1:0"] + arguments
+        process.executableURL = URL(fileURLWithPath: command[0].contains("/") ? command[0] : try findTool(command[0]))
+        process.arguments = Array(command.dropFirst())
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle(forWritingAtPath: logPath)

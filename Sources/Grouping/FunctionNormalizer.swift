@@ -124,7 +124,7 @@ public enum FunctionNormalizer {
     /// If an `operator…` token starts at `i`, the index just past it.
     private static func operatorToken(_ chars: [Character], at i: Int) -> Int? {
         let word = Array("operator")
-        guard i + word.count <= chars.count, Array(chars[i..<i + word.count]) == word else { return nil }
+        guard i + word.count <= chars.count, Array(chars[i..<i + word.count]) == word else { return nil }  // overflow: an index into a name in memory plus 8
         if i > 0, chars[i - 1].isLetter || chars[i - 1].isNumber || chars[i - 1] == "_" { return nil }
         var j = i + word.count
         if j < chars.count, chars[j] == "(" , j + 1 < chars.count, chars[j + 1] == ")" { return j + 2 }

@@ -63,7 +63,7 @@ public struct LagKeyMaker: Sendable {
             guard let top = sample.frames.first else { continue }
             let pair = Pair(top: top.address.value, depth: rawFrameCount(sample.frames))
             if let tally = tallies[pair] {
-                tallies[pair] = Tally(count: tally.count + 1, latest: i)
+                tallies[pair] = Tally(count: tally.count + 1, latest: i)  // overflow: at most one per sample of an array
             } else {
                 order.append(pair)
                 tallies[pair] = Tally(count: 1, latest: i)

@@ -63,10 +63,10 @@ public struct AndroidTombstoneFormat: ReportFormat {
     static func hasBacktraceLine(_ bytes: [UInt8]) -> Bool {
         let needle = Array("backtrace:".utf8)
         var index = 0
-        while index + needle.count <= bytes.count {
+        while index + needle.count <= bytes.count {  // overflow: an index into bytes in memory plus a 10-byte literal
             guard let hit = bytes[index...].firstIndex(of: needle[0]) else { return false }
             index = hit + 1
-            guard hit + needle.count <= bytes.count, bytes[hit..<hit + needle.count].elementsEqual(needle) else { continue }
+            guard hit + needle.count <= bytes.count, bytes[hit..<hit + needle.count].elementsEqual(needle) else { continue }  // overflow: as above
             var after = hit + needle.count
             while after < bytes.count, TextLine.isBlank(bytes[after]) || bytes[after] == 0x0d { after += 1 }
             let lineEnds = after == bytes.count || bytes[after] == 0x0a

@@ -316,7 +316,7 @@ struct JSONCursor {
 
     private func matches(_ word: StaticString) -> Bool {
         let count = word.utf8CodeUnitCount
-        guard position + count <= bytes.count else { return false }
+        guard position + count <= bytes.count else { return false }  // overflow: a position in bytes in memory plus a literal's length
         return word.withUTF8Buffer { word in
             for i in 0..<count where bytes[position + i] != word[i] { return false }
             return true

@@ -105,9 +105,10 @@ struct JSONEventReader {
 
     private mutating func literal(_ word: StaticString) throws(ReportParseError) {
         let count = word.utf8CodeUnitCount
+        // overflow: a position in bytes in memory plus a literal's length
         let matches = position + count <= bytes.count && word.withUTF8Buffer { Array($0) == Array(bytes[position..<position + count]) }
         guard matches else { throw error("expected a value") }
-        position += count
+        position += count  // overflow: checked against bytes.count just above
     }
 
     private mutating func number() throws(ReportParseError) -> String {

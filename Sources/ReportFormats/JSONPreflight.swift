@@ -66,7 +66,7 @@ public enum JSONPreflight {
         var offset = 0
         while true {
             switch parser.parseScalar(from: &iterator) {
-            case .valid(let scalar): offset += scalar.count
+            case .valid(let scalar): offset += scalar.count  // overflow: bytes of data in memory, counted once each
             case .emptyInput: return nil
             case .error: return offset
             }

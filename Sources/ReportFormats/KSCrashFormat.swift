@@ -87,6 +87,7 @@ public struct KSCrashFormat: ReportFormat {
                 throw .invalidReport(format: id, reason: "crash.threads: missing or empty, and no crash.error")
             }
         }
+        if let lag { try LagTree.validate(lag, format: id) }
         images += frameImages.images
 
         let system = report.system
@@ -161,6 +162,7 @@ public struct KSCrashFormat: ReportFormat {
             samples = profile.samples ?? []
         }
         var lagSamples: [LagSample] = []
+        var lagFrames = 0
         for (n, sample) in samples.enumerated() {
             var frames: [RawFrame] = []
             for (i, index) in (sample.frames ?? []).enumerated() {
@@ -173,9 +175,19 @@ public struct KSCrashFormat: ReportFormat {
                 frames.append(frame(table[index], kind: kind, context: "profile frame \(index)", images: &images, warnings: &warnings))
             }
             let repeats = max(1, sample.count ?? 1)
-            guard lagSamples.count + repeats <= ReportLimits.maxLagSamples else {
-                throw .overLimit("profile samples (counted with their repeats) exceed \(ReportLimits.maxLagSamples)")
+            // Compared before adding: `count` is any Int the report wrote, `lagSamples.count` at most the limit.
+            guard repeats <= ReportLimits.maxLagSamples - lagSamples.count else {
+                throw .overLimit(
+                    "profile sample \(n): count \(repeats) brings the samples (counted with their repeats) past the limit of \(ReportLimits.maxLagSamples)")
             }
+            // The repeats are copies: their frames count against the report's frame limit before
+            // they are made, so a few bytes of `count` cannot build more than the limit allows.
+            let (copied, overflow) = frames.count.multipliedReportingOverflow(by: repeats)
+            guard !overflow, copied <= ReportLimits.maxFrames - lagFrames else {
+                throw .overLimit(
+                    "profile sample \(n): \(frames.count) frames repeated \(repeats) times bring the samples past \(ReportLimits.maxFrames) frames in all")
+            }
+            lagFrames += copied  // overflow: compared with the limit just above
             let timestamp = sample.timeStartUptime.map { "uptime \($0) ns" }
             lagSamples += Array(repeating: LagSample(timestamp: timestamp, frames: frames), count: repeats)
         }

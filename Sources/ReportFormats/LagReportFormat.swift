@@ -51,13 +51,14 @@ public struct LagReportFormat: ReportFormat {
         guard !samples.isEmpty || !profile.isEmpty else {
             throw .invalidReport(format: id, reason: "neither samples nor thread_profile: nothing to symbolicate")
         }
-        try LagTree.validate(profile)
+        let lag = LagData(samples: samples, profile: profile)
+        try LagTree.validate(lag, format: id)
         return RawReport(
             // `dyld_images` only exist on Apple platforms; the seed's reports name no platform.
             format: id, kind: .lag, platform: report.platform ?? "iOS", arch: report.arch.map { Arch($0) },
             app: report.app.map { AppInfo(name: $0.name, version: $0.version, build: $0.build) }, os: report.os,
             timestamp: report.timestamp?.text, images: images, threads: [],
-            lag: LagData(samples: samples, profile: profile), warnings: warnings.all)
+            lag: lag, warnings: warnings.all)
     }
 }
 

@@ -302,10 +302,15 @@ struct MetricKitReport {
             var profile: [ProfileNode] = []
             if diagnostic.stacks.indices.contains(s) {
                 let stack = diagnostic.stacks[s]
-                let counts = stack.frames.map { $0.sampleCount.flatMap { Int($0) } ?? 1 }
-                let rootSamples = zip(stack.frames, counts).filter { $0.0.depth == 0 }.reduce(0) { $0 + $1.1 }
+                let counts = try sampleCounts(stack)
+                // Within maxProfileSamples together (`sampleCounts`), so this sum never saturates.
+                let rootSamples = zip(stack.frames, counts).filter { $0.0.depth == 0 }.map(\.1).saturatingSum()
                 // Milliseconds per sample: the hang's duration spread over the samples of its roots.
-                let perSample = Self.milliseconds(known("hangDuration")).map { rootSamples > 0 ? $0 / Double(rootSamples) : 1 } ?? 1
+                let duration = Self.milliseconds(known("hangDuration"))
+                if duration == nil, let text = known("hangDuration") {
+                    warnings.append("hangDuration \"\(text.prefix(40))\" is not a usable duration; costs count 1 ms a sample")
+                }
+                let perSample = duration.map { rootSamples > 0 ? $0 / Double(rootSamples) : 1 } ?? 1
                 for (i, node) in stack.frames.enumerated() {
                     profile.append(ProfileNode(
                         depth: node.depth, count: counts[i], costTime: Double(counts[i]) * perSample,
@@ -313,13 +318,37 @@ struct MetricKitReport {
                 }
             }
             guard !profile.isEmpty else { throw .invalidReport(format: format, reason: "hang diagnostic without a call stack") }
-            report.lag = LagData(profile: profile)
+            let lag = LagData(profile: profile)
+            try LagTree.validate(lag, format: format)
+            report.lag = lag
         }
         guard report.kind == .lag || report.threads.contains(where: { !$0.frames.isEmpty }) else {
             throw .invalidReport(format: format, reason: "crash diagnostic without frames (callStackTree.callStacks is empty)")
         }
         report.warnings = warnings.all
         return report
+    }
+
+    /// Each frame's `sampleCount` (1 when absent or not an integer), refused past
+    /// `ReportLimits.maxProfileSamples`, alone or all of the stack's together, before anything sums them.
+    func sampleCounts(_ stack: MetricKitStack) throws(ReportParseError) -> [Int] {
+        var total = 0
+        var counts: [Int] = []
+        counts.reserveCapacity(stack.frames.count)
+        for (i, frame) in stack.frames.enumerated() {
+            let count = frame.sampleCount.flatMap { Int($0) } ?? 1
+            guard count >= 0 else {
+                throw .invalidReport(format: format, reason: "callStackTree node[\(i)]: sampleCount \(count) is negative")
+            }
+            // Compared before adding: both sides are at most the limit.
+            guard count <= ReportLimits.maxProfileSamples - total else {
+                throw .overLimit(
+                    "callStackTree node[\(i)]: sampleCount \(count) brings the hang's samples past the limit of \(ReportLimits.maxProfileSamples)")
+            }
+            total += count  // overflow: compared with the limit just above
+            counts.append(count)
+        }
+        return counts
     }
 
     /// One image per `binaryUUID`, and every frame's address in it. When every frame gives an
@@ -364,7 +393,11 @@ struct MetricKitReport {
         var cursor = Self.syntheticBase
         for key in order {
             let entry = byKey[key]!
-            let size = (entry.maxOffset / Self.page + 1) * Self.page
+            // The highest offset rounded up to a page; past 2^64 − page that does not fit.
+            let (size, sizeOverflow) = (entry.maxOffset / Self.page + 1).multipliedReportingOverflow(by: Self.page)
+            guard !sizeOverflow else {
+                throw .invalidReport(format: format, reason: "offsetIntoBinaryTextSegment \(entry.maxOffset) leaves no room for the image in 64 bits")
+            }
             let load: UInt64
             if deviceAddresses, let slide = entry.slide.first {
                 load = slide
@@ -418,7 +451,9 @@ struct MetricKitReport {
         let number = text.prefix { $0.isNumber || $0 == "." || $0 == "," }.replacingOccurrences(of: ",", with: "")
         guard let value = Double(number) else { return nil }
         let unit = text.dropFirst(text.prefix { $0.isNumber || $0 == "." || $0 == "," }.count).trimmingCharacters(in: .whitespaces)
-        return unit.hasPrefix("ms") ? value : unit.hasPrefix("s") ? value * 1000 : nil
+        guard let ms = unit.hasPrefix("ms") ? value : unit.hasPrefix("s") ? value * 1000 : nil else { return nil }
+        // A duration Stackline can spread over samples: finite (400 nines parse as infinity) and bounded.
+        return ms.isFinite && ms <= ReportLimits.maxProfileCostMilliseconds ? ms : nil
     }
 
     /// <mach/exception_types.h>

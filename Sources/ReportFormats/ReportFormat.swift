@@ -138,11 +138,8 @@ public struct FormatRegistry: Sendable {
             try counter.add(frames: thread.frames.count, inThread: thread.index)
         }
         if let lag = report.lag {
-            guard lag.samples.count <= ReportLimits.maxLagSamples else {
-                throw .overLimit("\(lag.samples.count) lag samples, over the limit of \(ReportLimits.maxLagSamples)")
-            }
+            try LagTree.validate(lag, format: report.format)
             for sample in lag.samples { try counter.add(frames: sample.frames.count, inThread: nil) }
-            try LagTree.validate(lag.profile)
         }
         return report
     }
@@ -165,7 +162,7 @@ struct LimitCounter {
     private var framesInThread = 0
 
     mutating func add(images count: Int = 1) throws(ReportParseError) {
-        images += count
+        images += count  // overflow: array counts, each ≤ memory, and the total ≤ the limit after every add
         guard images <= ReportLimits.maxImages else {
             throw .overLimit("more than \(ReportLimits.maxImages) images")
         }
@@ -181,8 +178,9 @@ struct LimitCounter {
 
     /// `inThread` names the thread in the message; nil for lag samples.
     mutating func add(frames count: Int = 1, inThread thread: Int?) throws(ReportParseError) {
+        // overflow: array counts, each ≤ memory, and each total ≤ its limit after every add
         frames += count
-        framesInThread += count
+        framesInThread += count  // overflow: as above
         if let thread, framesInThread > ReportLimits.maxFramesPerThread {
             throw .overLimit("thread \(thread) has more than \(ReportLimits.maxFramesPerThread) frames")
         }
@@ -207,28 +205,53 @@ struct WarningLog {
     var all: [String] { dropped == 0 ? lines : lines + ["… and \(dropped) more warnings"] }
 }
 
-/// The lag profile tree's shape rules (docs/formats.md, "Limits").
+/// Everything a lag report must satisfy for every renderer to show it (docs/formats.md,
+/// "Limits"): the one check of lag data, run by each parser that makes `LagData` and again by
+/// `FormatRegistry` on every parse, so a stored report always parses to data a page can draw.
 enum LagTree {
+    /// `format` names the report's format in messages; the tree's nodes are named as that format does.
+    static func validate(_ lag: LagData, format: String) throws(ReportParseError) {
+        guard lag.samples.count <= ReportLimits.maxLagSamples else {
+            throw .overLimit("\(lag.samples.count) lag samples, over the limit of \(ReportLimits.maxLagSamples)")
+        }
+        try validate(lag.profile, format: format, nodes: format == MetricKitFormat().id ? "callStackTree node" : "thread_profile")
+    }
+
     /// The tree is flattened in pre-order, so the first node is the root (depth 0) and each
-    /// node is at most one level deeper than the node before it.
-    static func validate(_ nodes: [ProfileNode]) throws(ReportParseError) {
+    /// node is at most one level deeper than the node before it. Counts are samples, costs
+    /// milliseconds; the counts of the whole tree together stay within
+    /// `ReportLimits.maxProfileSamples`, so no sum a renderer makes of them can overflow.
+    private static func validate(_ nodes: [ProfileNode], format: String, nodes field: String) throws(ReportParseError) {
         guard nodes.count <= ReportLimits.maxProfileNodes else {
-            throw .overLimit("\(nodes.count) thread_profile nodes, over the limit of \(ReportLimits.maxProfileNodes)")
+            throw .overLimit("\(nodes.count) \(field) nodes, over the limit of \(ReportLimits.maxProfileNodes)")
         }
         var previous = -1
+        var samples = 0
         for (i, node) in nodes.enumerated() {
             guard node.depth >= 0, node.count >= 0 else {
-                throw .invalidReport(format: "sdk-lag", reason: "thread_profile[\(i)]: negative depth or count")
+                throw .invalidReport(format: format, reason: "\(field)[\(i)]: negative depth or count")
             }
+            // `previous` is at most maxProfileDepth, so `previous + 1` cannot overflow.
             guard node.depth <= previous + 1 else {
                 throw .invalidReport(
-                    format: "sdk-lag",
+                    format: format,
                     reason: i == 0
-                        ? "thread_profile[0]: depth \(node.depth); the first node is the root, at depth 0"
-                        : "thread_profile[\(i)]: depth \(node.depth) right after depth \(previous); a node is at most one level below the one before it")
+                        ? "\(field)[0]: depth \(node.depth); the first node is the root, at depth 0"
+                        : "\(field)[\(i)]: depth \(node.depth) right after depth \(previous); a node is at most one level below the one before it")
             }
             guard node.depth <= ReportLimits.maxProfileDepth else {
-                throw .overLimit("thread_profile[\(i)] is at depth \(node.depth), over the limit of \(ReportLimits.maxProfileDepth)")
+                throw .overLimit("\(field)[\(i)] is at depth \(node.depth), over the limit of \(ReportLimits.maxProfileDepth)")
+            }
+            // Compared before adding: both sides are at most the limit.
+            guard node.count <= ReportLimits.maxProfileSamples - samples else {
+                throw .overLimit(
+                    "\(field)[\(i)]: count \(node.count) brings the tree's samples past the limit of \(ReportLimits.maxProfileSamples)")
+            }
+            samples += node.count  // overflow: compared with the limit just above
+            guard node.costTime.isFinite, node.costTime >= 0, node.costTime <= ReportLimits.maxProfileCostMilliseconds else {
+                throw .invalidReport(
+                    format: format,
+                    reason: "\(field)[\(i)]: costTime \(node.costTime) is not a duration from 0 to \(Int64.clamping(ReportLimits.maxProfileCostMilliseconds)) ms")
             }
             previous = node.depth
         }

@@ -79,7 +79,7 @@ struct TextLine {
 
     func matches(_ literal: StaticString, at index: Int) -> Bool {
         let count = literal.utf8CodeUnitCount
-        guard index >= 0, index + count <= end else { return false }
+        guard index >= 0, index + count <= end else { return false }  // overflow: an index into a line in memory plus a literal's length
         return literal.withUTF8Buffer { pattern in
             for i in 0..<count where bytes[index + i] != pattern[i] { return false }
             return true
@@ -89,7 +89,7 @@ struct TextLine {
     /// Consumes `literal` when the line continues with it.
     mutating func skip(_ literal: StaticString) -> Bool {
         guard hasPrefix(literal) else { return false }
-        position += literal.utf8CodeUnitCount
+        position += literal.utf8CodeUnitCount  // overflow: the line had the literal, so this stays within it
         return true
     }
 
@@ -145,7 +145,7 @@ struct TextLine {
         var index = from ?? position
         let count = literal.utf8CodeUnitCount
         let head = literal.utf8Start.pointee
-        while index + count <= end {
+        while index + count <= end {  // overflow: an index into a line in memory plus a literal's length
             guard let candidate = firstIndex(of: head, from: index) else { return nil }
             if matches(literal, at: candidate) { return candidate }
             index = candidate + 1

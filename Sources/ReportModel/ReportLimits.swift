@@ -17,6 +17,13 @@ public enum ReportLimits {
     public static let maxProfileNodes = 100_000
     /// A profile tree deeper than this is not a call stack any renderer could show.
     public static let maxProfileDepth = 4_096
+    /// Samples counted over every node of a lag profile tree together (so also over its roots,
+    /// or any node's children), and so the largest count of one node. A day of 1 ms samples is
+    /// under 10^8 a node; 2^40 is far past any real hang, and leaves every sum a page makes of
+    /// them far inside `Int` and exact in `Double`.
+    public static let maxProfileSamples = 1 << 40
+    /// Milliseconds one profile node may cost (about 31 years): finite, so sums of costs stay finite.
+    public static let maxProfileCostMilliseconds = 1e12
     /// Parse warnings kept per report; the rest are counted in one last line.
     public static let maxWarnings = 200
     /// JSON values (objects, arrays, numbers, strings) in a JSON report, counted before it is

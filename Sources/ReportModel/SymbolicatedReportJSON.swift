@@ -23,8 +23,8 @@ public enum SymbolicatedReportJSON {
             throw .nonFiniteNumber(bad.node.costTime)
         }
         // About 350 bytes a frame: reserved once rather than grown (and copied) twice.
-        let frames = report.threads.reduce(0) { $0 + $1.frames.count }
-        var out = JSONBytes(reservingCapacity: 2048 + 384 * frames)
+        let frames = report.threads.map(\.frames.count).saturatingSum()
+        var out = JSONBytes(reservingCapacity: 2048.saturatingAdding(384.saturatingMultiplied(by: frames)))
         write(report, to: &out)
         return out.bytes
     }

@@ -13,7 +13,7 @@ public enum Charts {
             bars += "<rect\(n == 0 ? " class=\"zero\"" : "") x=\"\(fmt(Double(i) * step))\" y=\"\(fmt(Double(height) - h))\" "
                 + "width=\"\(fmt(max(step - 1, 1)))\" height=\"\(fmt(h))\"><title>\(n)</title></rect>"
         }
-        let total = counts.reduce(0, +)
+        let total = counts.saturatingSum()
         return "<svg class=\"trend\" xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" "
             + "viewBox=\"0 0 \(width) \(height)\" role=\"img\" aria-label=\"\(total) reports in the last \(counts.count) days\">"
             + bars + "</svg>"
@@ -46,8 +46,11 @@ public enum Charts {
 
     /// Coordinates with at most two decimals, without a trailing ".0" for whole numbers.
     static func fmt(_ v: Double) -> String {
+        // A stored count may be anything: NaN and infinities become 0, magnitudes are held
+        // where Int can still print them whole.
+        guard v.isFinite else { return "0" }
         let rounded = (v * 100).rounded() / 100
-        if rounded == rounded.rounded() { return String(Int(rounded)) }
+        if rounded == rounded.rounded() { return String(Int.clamping(rounded)) }
         return String(rounded)
     }
 }

@@ -99,7 +99,7 @@ public enum FlameGraph {
                     at.byLabel[signature] = child
                     at.children.append(child)
                 }
-                child.count += 1
+                child.count += 1  // overflow: one per sample, and the samples are an array
                 at = child
             }
         }
@@ -127,8 +127,11 @@ public enum FlameGraph {
             needed[i] = max(needed[i], childSum[i])
             if let p = nodes[i].parent { childSum[p] += needed[i] }
         }
-        let rootsNeeded = nodes.indices.filter { nodes[$0].parent == nil }.reduce(0.0) { $0 + needed[$1] }
-        let total = nodes.filter { $0.parent == nil }.reduce(0) { $0 + $1.count }
+        // Doubles of Ints: at most 100,000 × 2^63, finite. The stored report was validated at
+        // intake (its counts sum within ReportLimits.maxProfileSamples), but a result stored
+        // before that rule, or nodes from elsewhere, must not trap a page: `total` saturates.
+        let rootsNeeded = nodes.indices.filter { nodes[$0].parent == nil }.reduce(0.0) { $0 + needed[$1] }  // overflow: Double
+        let total = nodes.filter { $0.parent == nil }.map(\.count).saturatingSum()
         let scale = rootsNeeded > 0 ? width / rootsNeeded : 0
         var nextX = [Double](repeating: 0, count: nodes.count)
         var x = [Double](repeating: 0, count: nodes.count)
@@ -172,7 +175,7 @@ public enum FlameGraph {
                 + "data-count=\"\(node.count)\" data-share=\"\(shareText)\" x=\"\(Charts.fmt(rect.x))\" y=\"\(Charts.fmt(rect.y))\" "
                 + "width=\"\(Charts.fmt(rect.width))\" height=\"\(Charts.fmt(rect.height - 1))\">"
                 + "<title>\(HTML.escape(node.label)) — \(node.count) (\(shareText))</title></rect>"
-            let fits = Int((rect.width - 6) / 7)
+            let fits = Int.clamping((rect.width - 6) / 7)
             if fits >= 3 {
                 let text = node.label.count > fits ? String(node.label.prefix(fits - 1)) + "…" : node.label
                 body += "<text\(node.isKey ? " class=\"on-key\"" : "") x=\"\(Charts.fmt(rect.x + 3))\" y=\"\(Charts.fmt(rect.y + rect.height - 5))\">"

@@ -119,6 +119,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         SystemCall.keepFreedMemoryForReuse()
+        // Each client connection is a descriptor: --max-connections is kept below the limit.
+        SystemCall.raiseOpenDescriptorLimit()
         let level = logLevel
         LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0, level: level) }
         let metrics = ServerMetrics.bootstrap()

@@ -43,3 +43,21 @@ extension Schema {
         }
     }
 }
+
+extension Schema {
+    /// "v10: worker owners": which token first connected each remote worker id (issue 28, F9),
+    /// kept in the database so that a master restart does not hand the id to whichever token
+    /// reconnects first.
+    static func registerWorkerOwners(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v10: worker owners") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE worker_owners (
+                        worker_id TEXT PRIMARY KEY,
+                        token_id INTEGER NOT NULL,      -- tokens.id; a revoked token keeps its ids
+                        connected_at INTEGER NOT NULL   -- the owner's last connect, ms
+                    );
+                    """)
+        }
+    }
+}

@@ -95,6 +95,15 @@ public protocol WorkerRoster: Sendable {
     /// Deletes workers not heard from since `lastHeartbeatBefore` (ms); returns how many went.
     @discardableResult
     func deleteWorkers(lastHeartbeatBefore: Int64) throws -> Int
+
+    /// The token owning worker id `id`, which becomes `token` (at `now`) when no token did.
+    func bindWorker(_ id: String, token: Int64, now: Int64) throws -> Int64
+
+    /// The token owning worker id `id`, if one does.
+    func workerOwner(_ id: String) throws -> Int64?
+
+    /// Forgets the owners of worker ids that are not connected and last connected before `before` (ms).
+    func forgetWorkerOwners(connectedBefore before: Int64) throws
 }
 
 extension JobDatabase: JobLeasing {}

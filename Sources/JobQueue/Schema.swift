@@ -195,6 +195,7 @@ enum Schema {
         }
         registerAlerts(&migrator)
         registerDedupWithinNamespace(&migrator)
+        registerWorkerOwners(&migrator)
         return migrator
     }
 }

@@ -79,6 +79,33 @@ extension JobDatabase {
         }
     }
 
+    /// The token owning worker id `id`, which becomes `token` (at `now`) when no token did: one
+    /// transaction, so of two tokens connecting a new id at once exactly one gets it.
+    public func bindWorker(_ id: String, token: Int64, now: Int64) throws -> Int64 {
+        try immediate { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO worker_owners (worker_id, token_id, connected_at) VALUES (?, ?, ?)
+                    ON CONFLICT (worker_id) DO UPDATE SET connected_at = excluded.connected_at WHERE token_id = excluded.token_id
+                    """, arguments: [id, token, now])
+            return try Int64.fetchOne(db, sql: "SELECT token_id FROM worker_owners WHERE worker_id = ?", arguments: [id]) ?? token
+        }
+    }
+
+    /// The token owning worker id `id`, if one does.
+    public func workerOwner(_ id: String) throws -> Int64? {
+        try pool.read { db in try Int64.fetchOne(db, sql: "SELECT token_id FROM worker_owners WHERE worker_id = ?", arguments: [id]) }
+    }
+
+    /// Forgets the owners of worker ids that are not connected (not in `workers`) and last
+    /// connected before `before` (ms): a worker makes a new id each time it starts.
+    public func forgetWorkerOwners(connectedBefore before: Int64) throws {
+        try immediate { db in
+            try db.execute(
+                sql: "DELETE FROM worker_owners WHERE connected_at < ? AND worker_id NOT IN (SELECT id FROM workers)", arguments: [before])
+        }
+    }
+
     /// Every recorded worker, by name then id.
     public func workers() throws -> [WorkerRow] {
         try pool.read { db in

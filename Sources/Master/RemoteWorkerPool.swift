@@ -28,9 +28,10 @@ public final class RemoteWorkerPool: @unchecked Sendable {
     /// empty: leases then only expire, and the workers enforce the timeout themselves.
     private var inflight: [Int64: InFlight] = [:]
     private var dirty = false
-    /// Which token (by id) first connected each worker id, and when the id was last heard of.
-    /// Kept after the worker goes (a day, see `flush`): a worker that comes back after a
-    /// silence still finds its id its own.
+    /// Which token (by id) first connected each worker id, and when the id was last heard of:
+    /// the database's `worker_owners` (which outlives a restart), cached. Kept after the worker
+    /// goes (a day, see `flush`): a worker that comes back after a silence still finds its id
+    /// its own.
     private var owners: [String: (token: Int64, lastSeen: Int64)] = [:]
     /// How long an owner is remembered after its worker was last connected.
     static let ownershipMs: Int64 = 24 * 3_600_000
@@ -84,6 +85,8 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         case invalid(String)
         /// The worker id was connected first with another token.
         case notOwner(String)
+        /// The database could not say or record who owns a worker id.
+        case unavailable(String)
 
         public var description: String {
             switch self {
@@ -93,14 +96,20 @@ public final class RemoteWorkerPool: @unchecked Sendable {
             case .invalid(let why): why
             case .notOwner(let id):
                 "worker id \(id) belongs to the token that first connected it, not to this one (each worker makes a new id when it starts)"
+            case .unavailable(let why): why
             }
         }
     }
 
     /// Refuses `token` for `workerId` when another token connected that id first: a token
     /// cannot claim, heartbeat or deliver as another token's worker, nor take its id over.
+    /// Reads the database when the id is not cached (after a restart): call it off the event loop.
     public func requireOwner(workerId: String, token: Int64) throws(Refusal) {
-        let owner = lock.withLock { owners[workerId]?.token }
+        var owner = lock.withLock { owners[workerId]?.token }
+        if owner == nil {
+            do { owner = try db.workerOwner(workerId) } catch { throw .unavailable("cannot read the owner of worker id \(workerId): \(error)") }
+            if let owner { lock.withLock { owners[workerId] = (owner, db.now()) } }
+        }
         if let owner, owner != token { throw .notOwner(workerId) }
     }
 
@@ -115,6 +124,15 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         let name = String(hello.name.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }.prefix(128).map(Character.init))
         let now = db.now()
         let holds = Set(hello.holds.compactMap(Self.normalizedId))
+        // The database decides (it outlives a restart, and one transaction settles a race).
+        let owner: Int64
+        do { owner = try db.bindWorker(hello.workerId, token: token, now: now) } catch {
+            throw .unavailable("cannot record the owner of worker id \(hello.workerId): \(error)")
+        }
+        guard owner == token else {
+            lock.withLock { owners[hello.workerId] = (owner, now) }
+            throw .notOwner(hello.workerId)
+        }
         let taken = lock.withLock { () -> Bool in
             // Checked and taken under one lock: two tokens racing for a new id cannot both win.
             if let owner = owners[hello.workerId], owner.token != token { return true }
@@ -378,6 +396,7 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         do {
             try db.saveWorkers(rows)
             _ = try db.deleteWorkers(lastHeartbeatBefore: now - connectedWindowMs)
+            try db.forgetWorkerOwners(connectedBefore: now - Self.ownershipMs)
         } catch {
             logger.error("cannot record remote workers", metadata: ["error": "\(error)"])
         }

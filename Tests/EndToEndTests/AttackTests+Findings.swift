@@ -187,6 +187,20 @@ extension AttackTests {
         own["workerId"] = "intruder-own-1"
         #expect(try server.curl("POST", "/api/v1/workers/connect", token: intruder, body: try RemoteProtocolTests.json(own)).status == 200)
         #expect(Self.healthy(server))
+
+        // A restarted master still knows whose id it is: the first to reconnect does not win it.
+        server.signal(SIGTERM)
+        #expect(try server.waitForExit() == 0)
+        let restarted = try h.startServer(["--workers", "0"], log: "restarted")
+        let raced = try restarted.curl("POST", "/api/v1/workers/connect", token: intruder, body: hello)
+        #expect(raced.status == 403, "after a restart: \(raced)")
+        let result403 = try restarted.curl("POST", "/api/v1/workers/\(id)/result", token: intruder, body: result)
+        #expect(result403.status == 403, "a result for the id after a restart: \(result403)")
+        #expect(try restarted.curl("POST", "/api/v1/workers/connect", token: owner, body: hello).status == 200)
+        // By plain SQL: the id's owner is the first token.
+        let ownerId = try #require(owner.split(separator: "_").dropFirst().first.flatMap { Int($0) })
+        #expect(try sqliteInt(h.dbPath, "SELECT token_id FROM worker_owners WHERE worker_id = '\(id)'") == ownerId)
+        #expect(Self.healthy(restarted))
     }
 
     // MARK: F10 and HEAD

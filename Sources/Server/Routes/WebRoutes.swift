@@ -44,7 +44,8 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
     web.post("/logout") { request, _ -> Response in
         try WebPage.requireSameOrigin(request)
         // Ended on the server too: a copy of the cookie stops working with the browser's.
-        if let token = try sessions.token(of: request.cookies[WebSession.cookieName]?.value, now: deps.db.now(), tokens: deps.db.tokens) {
+        let cookie = request.cookies[WebSession.cookieName]?.value
+        if let token = try await deps.blocking.run({ try sessions.token(of: cookie, now: deps.db.now(), tokens: deps.db.tokens) }) {
             sessions.endSessions(of: token.id)
         }
         var response = WebPage.redirect("/login")
@@ -190,7 +191,9 @@ struct WebAuthentication: RouterMiddleware {
             context.token = try deps.authenticator.authenticate(request, scope: .read)
             return try await next(request, context)
         }
-        if let token = try sessions.token(of: request.cookies[WebSession.cookieName]?.value, now: deps.db.now(), tokens: deps.db.tokens) {
+        let cookie = request.cookies[WebSession.cookieName]?.value
+        // The token's row is read for every page (no cache: a revocation ends the session at once).
+        if let token = try await deps.blocking.run({ try sessions.token(of: cookie, now: deps.db.now(), tokens: deps.db.tokens) }) {
             context.token = token
             return try await next(request, context)
         }

@@ -23,16 +23,21 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         let hello = try await decode(WorkerHello.self, request, limit: WorkerRouteLimits.connectBytes)
         let welcome: WorkerWelcome
         let token = try context.requireToken().id
-        do throws(RemoteWorkerPool.Refusal) { welcome = try pool.connect(hello, address: context.remoteAddress, token: token) } catch {
-            if case .notOwner = error { throw APIError.forbidden(error.description) }
-            throw APIError.badRequest(error.description)
+        let address = context.remoteAddress
+        // Off the request threads: connecting records the worker id's owner in the database.
+        do { welcome = try await deps.blocking.run { try pool.connect(hello, address: address, token: token) } } catch let error as RemoteWorkerPool.Refusal {
+            switch error {
+            case .notOwner: throw APIError.forbidden(error.description)
+            case .unavailable: throw APIError(.serviceUnavailable, error.description)
+            default: throw APIError.badRequest(error.description)
+            }
         }
         return try WorkerWire.encode(welcome)
     }
 
     workers.post("/:id/claim") { request, context -> Response in
         let pool = try remotePool(deps)
-        let id = try ownedWorkerId(context, pool)
+        let id = try await ownedWorkerId(context, pool, deps)
         // The envelope, then one reply frame per result it announces (RemoteMessages.swift).
         let body = try await BodyReader.read(request, limit: WorkerRouteLimits.resultBytes)
         let frames: [Data]
@@ -98,7 +103,7 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
 
     workers.post("/:id/heartbeat") { request, context -> Response in
         let pool = try remotePool(deps)
-        let id = try ownedWorkerId(context, pool)
+        let id = try await ownedWorkerId(context, pool, deps)
         let beat = try await decode(HeartbeatRequest.self, request, limit: WorkerRouteLimits.messageBytes)
         let answer = try await Offload.run { try pool.heartbeat(workerId: id, beat) }
         return try WorkerWire.encode(answer)
@@ -106,7 +111,7 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
 
     workers.post("/:id/result") { request, context -> Response in
         let pool = try remotePool(deps)
-        let id = try ownedWorkerId(context, pool)
+        let id = try await ownedWorkerId(context, pool, deps)
         // The report travels compressed, but its JSON may be as large as a frame; the body is base64 of it.
         let result = try await decode(RemoteResult.self, request, limit: WorkerRouteLimits.resultBytes)
         let outcome: ResultAnswer.Outcome?
@@ -123,9 +128,14 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
 }
 
 /// The `:id` of a worker route, refused (403) when another token connected that worker id.
-private func ownedWorkerId(_ context: StacklineRequestContext, _ pool: RemoteWorkerPool) throws -> String {
+private func ownedWorkerId(_ context: StacklineRequestContext, _ pool: RemoteWorkerPool, _ deps: ServerDependencies) async throws -> String {
     let id = try context.parameters.require("id")
-    do { try pool.requireOwner(workerId: id, token: context.requireToken().id) } catch let refusal as RemoteWorkerPool.Refusal {
+    let token = try context.requireToken().id
+    do {
+        // Off the event loop: after a restart the owner is read from the database.
+        try await deps.blocking.run { try pool.requireOwner(workerId: id, token: token) }
+    } catch let refusal as RemoteWorkerPool.Refusal {
+        if case .unavailable = refusal { throw APIError(.serviceUnavailable, refusal.description) }
         throw APIError.forbidden(refusal.description)
     }
     return id

@@ -78,7 +78,19 @@ extension AttackTests {
             .expectEOF(60),
         ])
         #expect(slowBody.isEmpty, "\(slowBody)")
-        for server in [idle, head, body] { #expect(Self.healthy(server)) }
+        // A body slow but above --body-min-rate: 500 bytes over about 4 s, well past the 2 s of
+        // --body-timeout, but each 100 bytes earns 10 s more at 10 bytes/s. It gets its answer.
+        let steady = try h.startServer([
+            "--workers", "0", "--idle-timeout", "0", "--header-timeout", "600", "--body-timeout", "2", "--body-min-rate", "10",
+        ])
+        let padding = String(repeating: "x", count: 100)
+        let slowButSteady = try Self.rawClient(steady.port, [
+            .send("POST /login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 500\r\n\r\n"),
+            .send("a=" + padding.dropFirst(2)), .pause(1), .send(padding), .pause(1), .send(padding), .pause(1), .send(padding), .pause(1),
+            .send(padding), .expectStatus(nil),
+        ])
+        #expect(slowButSteady.isEmpty, "\(slowButSteady)")
+        for server in [idle, head, body, steady] { #expect(Self.healthy(server)) }
     }
 
     /// `--max-connections-per-address 3`: a fourth connection from 127.0.0.1 is closed unanswered
@@ -158,8 +170,9 @@ extension Harness {
 extension AttackTests {
     enum RawStep {
         case send(String)
-        /// Reads one answer's status line and headers (and a Content-Length body).
-        case expectStatus(Int)
+        case pause(Double)
+        /// Reads one answer's status line and headers (and a Content-Length body); nil: any status.
+        case expectStatus(Int?)
         /// The server ends the connection within the guard (seconds), sending nothing more.
         case expectEOF(Int)
     }
@@ -170,7 +183,8 @@ extension AttackTests {
         let plan = steps.map { step -> [String: Any] in
             switch step {
             case .send(let text): ["send": text]
-            case .expectStatus(let status): ["status": status]
+            case .pause(let seconds): ["pause": seconds]
+            case .expectStatus(let status): ["status": status ?? 0]
             case .expectEOF(let guardSeconds): ["eof": guardSeconds]
             }
         }
@@ -193,6 +207,8 @@ extension AttackTests {
         for step in plan:
             if "send" in step:
                 s.sendall(step["send"].encode())
+            elif "pause" in step:
+                time.sleep(step["pause"])
             elif "status" in step:
                 deadline = time.time() + 60
                 while b"\r\n\r\n" not in buf:
@@ -207,7 +223,7 @@ extension AttackTests {
                 while len(buf) < length:
                     if not fill(deadline): sys.exit("EOF inside a body")
                 buf = buf[length:]
-                if status != step["status"]: sys.exit("status %d, expected %d: %r" % (status, step["status"], lines))
+                if step["status"] and status != step["status"]: sys.exit("status %d, expected %d: %r" % (status, step["status"], lines))
             elif "eof" in step:
                 deadline = time.time() + step["eof"]
                 try:

@@ -4,8 +4,9 @@ import Testing
 
 /// Reports are parsed in `stackline-worker --parse` children, never in `serve`: a parser that
 /// traps, is killed or never ends costs the request that caused it. The worker's test hooks
-/// (markers in the input, honoured with STACKLINE_TEST_HOOKS=1) stand in for a parser defect,
-/// since every known trapping input is fixed; the hooks act in the child before its parse.
+/// (`STACKLINE_TEST_HOOK_PARSE_…` markers in the input, honoured with STACKLINE_TEST_HOOKS=1)
+/// stand in for a parser defect, since every known trapping input is fixed; they act in the
+/// parse child before its parse.
 extension AttackTests {
     /// A real KSCrash report from a public project (Tests/Fixtures/wild/kscrash), made distinct.
     static func wildReport(_ n: Int, marker: String? = nil) throws -> Data {
@@ -13,16 +14,7 @@ extension AttackTests {
         return variant(of: try Data(contentsOf: URL(fileURLWithPath: path)), number: n, marker: marker)
     }
 
-    /// Command lines of `pid`'s children, NUL-separated arguments joined with spaces.
-    static func childCommandLines(of pid: Int32) -> [String] {
-        childPids(of: pid).compactMap { child in
-            FileManager.default.contents(atPath: "/proc/\(child)/cmdline").map {
-                String(decoding: $0, as: UTF8.self).split(separator: "\0").joined(separator: " ")
-            }
-        }
-    }
-
-    @Test(arguments: ["STACKLINE_TEST_HOOK_SEGV", "STACKLINE_TEST_HOOK_SIGKILL"])
+    @Test(arguments: ["STACKLINE_TEST_HOOK_PARSE_SEGV", "STACKLINE_TEST_HOOK_PARSE_SIGKILL"])
     func aParserThatDiesCostsOnlyItsRequest(marker: String) throws {
         let h = try Harness()
         let ingest = try h.token("ingest")
@@ -32,8 +24,7 @@ extension AttackTests {
         let good = try server.curl("POST", "/api/v1/reports", token: ingest, body: try Self.wildReport(1))
         #expect(good.status == 202, "\(good)")
         // The parse ran in a child of serve: a `stackline-worker … --parse` is there now.
-        #expect(Self.childCommandLines(of: server.pid).contains { $0.contains("stackline-worker") && $0.hasSuffix("--parse") },
-            "children: \(Self.childCommandLines(of: server.pid))")
+        #expect(childPids(of: server.pid).contains(where: isParseChild), "children: \(childPids(of: server.pid))")
 
         let fatal = try Self.wildReport(2, marker: marker)
         let refused = try server.curl("POST", "/api/v1/reports", token: ingest, body: fatal)
@@ -58,7 +49,7 @@ extension AttackTests {
         let ingest = try h.token("ingest")
         let server = try h.startServer(["--workers", "0", "--parse-timeout", "2", "--parsers", "1"])
 
-        let hang = try server.curl("POST", "/api/v1/reports", token: ingest, body: try Self.wildReport(1, marker: "STACKLINE_TEST_HOOK_HANG"))
+        let hang = try server.curl("POST", "/api/v1/reports", token: ingest, body: try Self.wildReport(1, marker: "STACKLINE_TEST_HOOK_PARSE_HANG"))
         #expect(hang.status == 400, "\(hang)")
         #expect(hang.text.contains("took longer than 2.0 s"), "\(hang)")
         #expect(Self.healthy(server))
@@ -66,7 +57,7 @@ extension AttackTests {
         let after = try server.curl("POST", "/api/v1/reports", token: ingest, body: try Self.wildReport(2))
         #expect(after.status == 202, "\(after)")
         // The hung child was killed, not left behind: one parse child remains.
-        let parsers = Self.childCommandLines(of: server.pid).filter { $0.hasSuffix("--parse") }
+        let parsers = childPids(of: server.pid).filter(isParseChild)
         #expect(parsers.count == 1, "\(parsers)")
     }
 }

@@ -140,7 +140,7 @@ struct StacklineWorker: ParsableCommand {
         exitWithParent()
         let replies = try replyChannel(logger: logger)
         let hooks = TestHooks(environment: ProcessInfo.processInfo.environment, logger: logger)
-        do { try ParseService.serve(input: 0, output: replies, beforeParse: { hooks.apply(toInput: $0) }) } catch {
+        do { try ParseService.serve(input: 0, output: replies, beforeParse: { hooks.apply(toInput: $0, stage: .parse) }) } catch {
             logger.error("\(error.description)")
             throw ExitCode(3)
         }
@@ -245,13 +245,21 @@ final class JobRunner {
 }
 
 /// Misbehaviour on demand for the end-to-end tests; inert unless STACKLINE_TEST_HOOKS=1.
-/// A report containing a marker string makes the worker hang or crash.
+/// A report containing a marker string makes the worker hang or crash. A parse child
+/// (`--parse`) answers the same markers with `PARSE_` after `STACKLINE_TEST_HOOK_`
+/// (`STACKLINE_TEST_HOOK_PARSE_SEGV`), so a report meant to crash its symbolication still gets
+/// past `serve`'s parse and is stored.
 struct TestHooks {
-    static let sleepFirstAttempt = "STACKLINE_TEST_HOOK_SLEEP_FIRST_ATTEMPT"
-    static let hang = "STACKLINE_TEST_HOOK_HANG"
-    static let segfault = "STACKLINE_TEST_HOOK_SEGV"
-    static let sigkill = "STACKLINE_TEST_HOOK_SIGKILL"
+    static let sleepFirstAttempt = "SLEEP_FIRST_ATTEMPT"
+    static let hang = "HANG"
+    static let segfault = "SEGV"
+    static let sigkill = "SIGKILL"
     static let corruptResult = "STACKLINE_TEST_HOOK_CORRUPT_RESULT"
+
+    enum Stage: String {
+        case symbolication = "STACKLINE_TEST_HOOK_"
+        case parse = "STACKLINE_TEST_HOOK_PARSE_"
+    }
 
     let enabled: Bool
     let logger: Logger
@@ -269,26 +277,26 @@ struct TestHooks {
     }
 
     func apply(to request: JobRequest) {
-        apply(toInput: request.raw, attempt: request.attempt, report: "\(request.reportId)")
+        apply(toInput: request.raw, stage: .symbolication, attempt: request.attempt, report: "\(request.reportId)")
     }
 
-    /// A job's report, or a parse child's input (`attempt` 1, no report id yet): the same
-    /// markers crash, kill or hang either, so the tests reach every process that reads reports.
-    func apply(toInput raw: Data, attempt: Int = 1, report: String = "unstored") {
+    /// A job's report, or a parse child's input (`attempt` 1, no report id yet).
+    func apply(toInput raw: Data, stage: Stage, attempt: Int = 1, report: String = "unstored") {
         guard enabled else { return }
         let text = String(decoding: raw, as: UTF8.self)
-        if text.contains(Self.segfault) {
+        func marked(_ name: String) -> Bool { text.contains(stage.rawValue + name) }
+        if marked(Self.segfault) {
             logger.warning("test hook: crashing with SIGSEGV", metadata: ["report": "\(report)"])
             // Default disposition, so the Swift backtracer does not intercept the signal.
             signal(SIGSEGV, SIG_DFL)
             raise(SIGSEGV)
         }
-        if text.contains(Self.sigkill) {
+        if marked(Self.sigkill) {
             // What the kernel's OOM killer does to a worker that allocates too much.
             logger.warning("test hook: killing myself with SIGKILL", metadata: ["report": "\(report)"])
             raise(SIGKILL)
         }
-        if text.contains(Self.sleepFirstAttempt) && attempt == 1 || text.contains(Self.hang) {
+        if marked(Self.sleepFirstAttempt) && attempt == 1 || marked(Self.hang) {
             logger.warning("test hook: sleeping", metadata: ["report": "\(report)", "attempt": "\(attempt)"])
             sleep(3600)
         }

@@ -258,14 +258,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
                 return
             }
             // Nothing else is being answered on this connection, so a 408 is a well-formed
-            // answer to the request that did not arrive; the close follows its write.
+            // answer to the request that did not arrive. The flush hands it to the socket at
+            // once; the close does not wait for it, since under TLS before the handshake is done
+            // it would wait forever (and the 408 is dropped, which is fine).
             context.write(
                 self.wrapOutboundOut(
                     .head(HTTPResponse(status: .requestTimeout, headerFields: [.connection: "close", .contentLength: "0"]))),
                 promise: nil)
-            let written = context.eventLoop.makePromise(of: Void.self)
-            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: written)
-            written.futureResult.assumeIsolatedUnsafeUnchecked().whenComplete { _ in context.close(promise: nil) }
+            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            context.close(promise: nil)
         }
     }
 

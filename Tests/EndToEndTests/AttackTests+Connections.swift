@@ -120,7 +120,7 @@ extension AttackTests {
         let h = try Harness()
         let read = try h.token("read")
         let (cert, key) = try h.loopbackCertificate()
-        let server = try h.startServer(["--workers", "0", "--tls-cert", cert, "--tls-key", key])
+        let server = try h.startServer(["--workers", "0", "--tls-cert", cert, "--tls-key", key, "--header-timeout", "5"])
         func handshake(_ options: [String]) throws -> ProcessOutput {
             try runProcess(
                 "openssl", ["s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "127.0.0.1", "-brief"] + options,
@@ -152,6 +152,10 @@ extension AttackTests {
         let cookie = try #require(login.headers["set-cookie"], "\(login.headers)")
         #expect(cookie.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.contains("secure"), "\(cookie)")
         #expect(try HTTPAnswer.curl("GET", "https://127.0.0.1:\(server.port)/healthz", extra: ["--cacert", cert]).status == 200)
+        // The head deadline runs from accept, so a handshake left half-done (a TLS record header
+        // and nothing more) is ended by the server too.
+        let stalled = try Self.rawClient(server.port, [.send("\u{16}\u{03}\u{01}\u{02}\u{00}"), .expectEOF(60)])
+        #expect(stalled.isEmpty, "\(stalled)")
     }
 }
 

@@ -49,7 +49,7 @@ public struct JSONBytes {
             buffer[1] = UInt8(ascii: "0")
             buffer[2] = UInt8(ascii: "x")
             for i in 0..<count {
-                buffer[2 + count - i] = digits.utf8Start[Int((value >> UInt64(4 * i)) & 0xf)]
+                buffer[2 + count - i] = digits.utf8Start[Int((value >> UInt64(4 * i)) & 0xf)]  // overflow: a hex digit of a UInt64, i < 16
             }
             buffer[3 + count] = UInt8(ascii: "\"")
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<(count + 4)]))

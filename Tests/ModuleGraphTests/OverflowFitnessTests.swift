@@ -11,7 +11,8 @@ import Testing
 /// `// overflow: <why it is bounded>`. The shapes looked for, all on integers:
 /// - `reduce(0, …)` / `reduce(into: 0) …`, the sum that trapped in F1 and F2;
 /// - `a += b.count` (or `.size`, `.depth`, …): a total accumulated from values;
-/// - `a + b.count <= c`: adding before comparing with a limit, the KSCrash shape of F1.
+/// - `a + b.count <= c`: adding before comparing with a limit, the KSCrash shape of F1;
+/// - `Int(x / 7)`, `Int(d.rounded())`: an integer made of a Double (Charts.fmt, fuzz finding 5).
 @Suite struct OverflowFitnessTests {
     static let scanned = [
         "Sources/ReportFormats", "Sources/ReportModel", "Sources/Grouping", "Sources/WebView", "Sources/ReportRendering",
@@ -39,6 +40,9 @@ import Testing
         // `a + b <= limit`, with a value name on either side.
         #"[\w.$]*"# + valueName + #"\s*(?<!&)\+(?![=+])\s*[\w.$]+\s*(?:<=|<|>=|>)(?!=)"#,
         #"[\w.$\]\)]\s*(?<!&)\+(?![=+])\s*[\w.$]*"# + valueName + #"\s*(?:<=|<|>=|>)(?!=)"#,
+        // `Int(x / 7)`, `Int(someDouble.rounded())`: a conversion from Double traps on NaN,
+        // infinity and anything out of range (`Int.clamping` does not).
+        #"\bU?Int(?:8|16|32|64)?\((?!truncatingIfNeeded|clamping|exactly|bitPattern)(?:\([^()]*\)|[^()])*(?:Double|rounded|costTime| / | \* |Float)"#,
     ].map { try! NSRegularExpression(pattern: $0) }
 
     /// The unchecked sums in one file's text. Comments and string literals are not code.
@@ -116,6 +120,9 @@ import Testing
             "let total = counts.reduce(0, +)",
             "let sum = values.reduce(into: 0) { $0 += $1 }",
             "samples += node.count",
+            // Charts.fmt and FlameGraph.svg
+            "if rounded == rounded.rounded() { return String(Int(rounded)) }",
+            "let fits = Int((rect.width - 6) / 7)",
         ]
         for line in trapped {
             #expect(Self.findings(in: line, path: "x.swift").count == 1, "not found: \(line)")
@@ -130,6 +137,8 @@ import Testing
             "/// The sum, `reduce(0, +)`, trapped here",
             "warnings.append(\"base + imageOffset <= 2^64 fails: total += x.count\")",
             "depth += 1",
+            "let fits = Int.clamping((rect.width - 6) / 7)",
+            "guard let value = Int(exactly: double) else { return nil }",
         ]
         for text in fine {
             #expect(Self.findings(in: text, path: "x.swift").isEmpty, "flagged: \(text)")

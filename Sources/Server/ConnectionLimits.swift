@@ -1,11 +1,8 @@
-import Foundation
 import HTTPTypes
-import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTPTypes
 import Synchronization
-import SystemCalls
 
 /// How long a client may take and how many connections it may hold (`stackline serve`'s
 /// `--header-timeout`, `--body-timeout`, `--body-min-rate`, `--idle-timeout`, `--max-connections`,

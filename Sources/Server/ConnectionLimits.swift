@@ -41,8 +41,10 @@ public struct ConnectionLimits: Sendable {
     }
 
     /// Descriptors kept for everything but client connections: SQLite's files for each pooled
-    /// connection, the workers' pipes, debug files being read, event loops. Measured at about
-    /// 40 on an idle `serve` with 2 workers; the rest is headroom for symbolicate's workers.
+    /// connection, the workers' and parsers' pipes, debug files being read, event loops. An idle
+    /// `serve` holds 26 (/proc/PID/fd); the rest is headroom for SQLite's readers, symbolicate's
+    /// workers and debug files being served, and for the few connections one accept may take
+    /// past the cap.
     static let reservedDescriptors = 96
 
     /// `maxConnections`, lowered so that connections alone can never exhaust the descriptor

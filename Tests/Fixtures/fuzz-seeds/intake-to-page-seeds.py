@@ -163,6 +163,19 @@ def special():
         {"depth": 0, "count": 1, "costTime": 1, "methodAddress": "0x104d08100"},
         {"depth": 1, "count": INT_MAX, "costTime": 1, "methodAddress": "0x104d0824f"},
         {"depth": 1, "count": INT_MAX, "costTime": 1, "methodId": 181}]))
+    # At the limits intake allows (ReportLimits.maxProfileSamples, 2^40; costs up to 1e12 ms), so
+    # the largest accepted numbers reach the flame graph: roots adding up to the limit, children
+    # claiming far more than a parent of count 0, the largest cost.
+    limit = 2**40
+    yield "sdk-lag-root-counts-at-the-limit", dumps(sdk_lag(profile=[
+        {"depth": 0, "count": limit - 2, "costTime": 1e12, "methodAddress": "0x104d08100"},
+        {"depth": 1, "count": 1, "costTime": 1e12, "methodAddress": "0x104d0824f"},
+        {"depth": 0, "count": 1, "costTime": 0, "methodId": 181}]))
+    yield "sdk-lag-children-over-a-zero-parent-at-the-limit", dumps(sdk_lag(profile=[
+        {"depth": 0, "count": 0, "costTime": 0, "methodAddress": "0x104d08100"},
+        {"depth": 1, "count": limit // 2, "costTime": 1e12, "methodAddress": "0x104d0824f"},
+        {"depth": 1, "count": limit // 2, "costTime": 1e12, "methodId": 181}]))
+    yield "metrickit-hang-root-counts-at-the-limit", dumps(metrickit_hang([limit - 1, 1]))
     chain = [{"depth": d, "count": 1 + d, "costTime": d, "methodId": d} for d in range(4097)]
     yield "sdk-lag-profile-depth-4096", dumps(sdk_lag(profile=chain))
     yield "sdk-lag-profile-depth-4097", dumps(sdk_lag(profile=chain + [{"depth": 4097, "count": 1, "costTime": 1, "methodId": 1}]))

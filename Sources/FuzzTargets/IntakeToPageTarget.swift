@@ -169,7 +169,7 @@ enum IntakeToPageTarget {
 
     /// The worker's processing of one stored report, the master's check of the result, and every view of it.
     private static func showStored(_ raw: RawReport, facts: StoredFacts, inputSize: Int, reportId: Int64) throws(FuzzFailure) -> String {
-        try checkRawModel(raw)
+        try ReportTargets.checkModel(raw)
         var views = Views(inputSize: inputSize)
         // `stackline parse` (and the replies that show the parsed report).
         try views.text("parse text", ParsedReportText.render(raw))
@@ -242,17 +242,6 @@ enum IntakeToPageTarget {
             return try JSONDecoder().decode(GroupSummary.self, from: JSONSerialization.data(withJSONObject: row))
         } catch {
             throw FuzzFailure("harness: cannot make the group row: \(error)")
-        }
-    }
-
-    /// What `stackline parse` and the symbolicator index `images` with.
-    private static func checkRawModel(_ report: RawReport) throws(FuzzFailure) {
-        for thread in report.threads {
-            for frame in thread.frames {
-                if let i = frame.imageIndex, !report.images.indices.contains(i) {
-                    throw FuzzFailure("thread \(thread.index): frame imageIndex \(i) outside the \(report.images.count) images")
-                }
-            }
         }
     }
 

@@ -72,7 +72,7 @@ enum ReportTargets {
 
     /// What every consumer of a `RawReport` relies on (`stackline parse` and the
     /// symbolicator index `images` with a frame's `imageIndex`).
-    private static func checkModel(_ report: RawReport) throws(FuzzFailure) {
+    static func checkModel(_ report: RawReport) throws(FuzzFailure) {
         for thread in report.threads {
             for frame in thread.frames {
                 if let i = frame.imageIndex, !report.images.indices.contains(i) {

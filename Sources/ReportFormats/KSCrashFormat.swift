@@ -81,7 +81,7 @@ public struct KSCrashFormat: ReportFormat {
             guard let profile = error?.profile else {
                 throw .invalidReport(format: id, reason: "crash.error.profile: missing in a profile report")
             }
-            lag = try self.profile(profile, images: &frameImages, warnings: &warnings)
+            lag = try self.profile(profile, reportBytes: data.count, images: &frameImages, warnings: &warnings)
         default:
             if threads.allSatisfy({ $0.frames.isEmpty }) && error == nil {
                 throw .invalidReport(format: id, reason: "crash.threads: missing or empty, and no crash.error")
@@ -151,7 +151,7 @@ public struct KSCrashFormat: ReportFormat {
     /// A 2.x profile: unique frames once, samples as indexes into them (deepest call first);
     /// a multi-thread profile (a hang) keeps its primary thread's samples, each repeated `count` times.
     private func profile(
-        _ profile: KSReport.Profile, images: inout FrameImages, warnings: inout WarningLog
+        _ profile: KSReport.Profile, reportBytes: Int, images: inout FrameImages, warnings: inout WarningLog
     ) throws(ReportParseError) -> LagData {
         let table = profile.frames ?? []
         var samples: [KSReport.ProfileSample]
@@ -163,6 +163,10 @@ public struct KSCrashFormat: ReportFormat {
         }
         var lagSamples: [LagSample] = []
         var lagFrames = 0
+        // Copies are bounded by the frame limit and by the report's own size, so a few bytes of
+        // `count` cannot make a report thousands of times larger than what was sent.
+        let (perByte, perByteOverflow) = reportBytes.multipliedReportingOverflow(by: ReportLimits.maxRepeatedFramesPerByte)
+        let maxCopied = perByteOverflow ? ReportLimits.maxFrames : min(ReportLimits.maxFrames, perByte)
         for (n, sample) in samples.enumerated() {
             var frames: [RawFrame] = []
             for (i, index) in (sample.frames ?? []).enumerated() {
@@ -183,9 +187,10 @@ public struct KSCrashFormat: ReportFormat {
             // The repeats are copies: their frames count against the report's frame limit before
             // they are made, so a few bytes of `count` cannot build more than the limit allows.
             let (copied, overflow) = frames.count.multipliedReportingOverflow(by: repeats)
-            guard !overflow, copied <= ReportLimits.maxFrames - lagFrames else {
+            guard !overflow, copied <= maxCopied - lagFrames else {
                 throw .overLimit(
-                    "profile sample \(n): \(frames.count) frames repeated \(repeats) times bring the samples past \(ReportLimits.maxFrames) frames in all")
+                    "profile sample \(n): \(frames.count) frames repeated \(repeats) times bring the samples past \(maxCopied) frames "
+                        + "(\(ReportLimits.maxRepeatedFramesPerByte) a byte of the report's \(reportBytes), at most \(ReportLimits.maxFrames))")
             }
             lagFrames += copied  // overflow: compared with the limit just above
             let timestamp = sample.timeStartUptime.map { "uptime \($0) ns" }

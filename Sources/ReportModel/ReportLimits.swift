@@ -24,6 +24,10 @@ public enum ReportLimits {
     public static let maxProfileSamples = 1 << 40
     /// Milliseconds one profile node may cost (about 31 years): finite, so sums of costs stay finite.
     public static let maxProfileCostMilliseconds = 1e12
+    /// Frames a KSCrash profile's repeated samples (`count`) may copy, per byte of the report:
+    /// without it 114 bytes made 10,000 samples (1.6 MB as JSON). A real profile names its frames
+    /// in far more bytes than this takes.
+    public static let maxRepeatedFramesPerByte = 16
     /// Parse warnings kept per report; the rest are counted in one last line.
     public static let maxWarnings = 200
     /// JSON values (objects, arrays, numbers, strings) in a JSON report, counted before it is

@@ -85,9 +85,10 @@ import Testing
 
     // MARK: KSCrash profiles
 
-    static func ksProfile(_ samples: String) -> String {
+    /// `padding` bytes of an unread field make the report as large as a real one naming its frames.
+    static func ksProfile(_ samples: String, padding: Int = 0) -> String {
         """
-        {"report": {"process_name": "MyApp"}, "system": {"CFBundleExecutable": "MyApp"},
+        {"report": {"process_name": "MyApp", "padding": "\(String(repeating: "x", count: padding))"}, "system": {"CFBundleExecutable": "MyApp"},
          "crash": {"error": {"type": "profile", "profile": {
             "frames": [{"instruction_addr": 4377604587, "symbol_addr": 4377604536, "symbol_name": "main", "object_name": "MyApp", "object_addr": 4377493504}],
             "samples": \(samples)}}}}
@@ -107,9 +108,9 @@ import Testing
     /// Right at the limit every repeat is kept; one more is refused.
     @Test func ksCrashRepeatsUpToTheLimitAreKept() throws {
         let limit = ReportLimits.maxLagSamples
-        let at = try parse(Self.ksProfile(#"[{"frames": [0]}, {"count": \#(limit - 1), "frames": [0]}]"#), KSCrashFormat()).get()
+        let at = try parse(Self.ksProfile(#"[{"frames": [0]}, {"count": \#(limit - 1), "frames": [0]}]"#, padding: 1000), KSCrashFormat()).get()
         #expect(at.lag?.samples.count == limit)
-        let over = refusal(parse(Self.ksProfile(#"[{"frames": [0]}, {"count": \#(limit), "frames": [0]}]"#), KSCrashFormat()))
+        let over = refusal(parse(Self.ksProfile(#"[{"frames": [0]}, {"count": \#(limit), "frames": [0]}]"#, padding: 1000), KSCrashFormat()))
         #expect(over?.contains("profile sample 1: count \(limit) brings the samples") == true)
     }
 
@@ -117,11 +118,24 @@ import Testing
     /// they are made (a 2 KB profile made a quarter of a million frames; fuzz finding 6).
     @Test func ksCrashRepeatedFramesCountAgainstTheFrameLimit() throws {
         func sample(frames: Int) -> String { #"[{"count": 9800, "frames": [\#(Array(repeating: "0", count: frames).joined(separator: ","))]}]"# }
-        let fits = try parse(Self.ksProfile(sample(frames: 26)), KSCrashFormat()).get()
+        let fits = try parse(Self.ksProfile(sample(frames: 26), padding: 16_500), KSCrashFormat()).get()
         #expect(fits.lag?.samples.count == 9800)
         #expect(fits.lag?.samples.map(\.frames.count).reduce(0, +) == 26 * 9800)
-        let over = refusal(parse(Self.ksProfile(sample(frames: 27)), KSCrashFormat()))
-        #expect(over == "report too large: profile sample 0: 27 frames repeated 9800 times bring the samples past \(ReportLimits.maxFrames) frames in all (limits: docs/formats.md)")
+        let text = Self.ksProfile(sample(frames: 27), padding: 16_500)
+        let over = refusal(parse(text, KSCrashFormat()))
+        #expect(over == "report too large: profile sample 0: 27 frames repeated 9800 times bring the samples past 262144 frames (16 a byte of the report's \(text.utf8.count), at most 262144) (limits: docs/formats.md)")
+    }
+
+    /// Fuzz finding 6, minimised: 114 bytes made 10,000 samples (1.6 MB as JSON). Now the
+    /// copies are bounded by 16 frames a byte of the report.
+    @Test func ksCrashRepeatsAreBoundedByTheReportsSize() {
+        let text = #"{"":{"process_name":""},"crash":{"error":{"type":"profile","profile":{"samples":[{"frames":[0],"count":10000}]}}}}"#
+        #expect(text.utf8.count == 114)
+        let over = refusal(parse(text, KSCrashFormat()))
+        #expect(over == "report too large: profile sample 0: 1 frames repeated 10000 times bring the samples past 1824 frames (16 a byte of the report's 114, at most 262144) (limits: docs/formats.md)")
+        // 1,824 copies of its one frame are still within what 114 bytes may make.
+        let within = text.replacingOccurrences(of: "10000", with: "1824 ")
+        #expect(throws: Never.self) { try parse(within, KSCrashFormat()).get() }
     }
 
     // MARK: SDK lag reports

@@ -156,11 +156,11 @@ struct UploadJSON: Encodable {
     var bytesSent: Int64 = 0
     var requeuedReportIds: [Int64] = []
 
-    var refusedCount: Int { refusedLocally.count + uploaded.reduce(0) { $0 + $1.answer.summary.refused } }
+    var refusedCount: Int { refusedLocally.count.saturatingAdding(uploaded.map(\.answer.summary.refused).saturatingSum()) }
 
     var summaryLine: String {
-        let stored = uploaded.reduce(0) { $0 + $1.answer.summary.stored }
-        let kept = uploaded.reduce(0) { $0 + $1.answer.summary.alreadyPresent }
+        let stored = uploaded.map(\.answer.summary.stored).saturatingSum()
+        let kept = uploaded.map(\.answer.summary.alreadyPresent).saturatingSum()
         return "uploaded \(uploaded.count) file\(uploaded.count == 1 ? "" : "s") (\(bytesSent) bytes): stored \(stored), already present \(kept); "
             + "up to date \(upToDate.count), skipped \(skipped) (not debug files), refused \(refusedCount)"
     }

@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The remote worker's command line and its systemd unit, checked by the tools that read them.
+/// The remote worker's command line and the systemd units we ship, checked by the tools that read them.
 @Suite struct WorkerDeploymentTests {
     static let unit = TestPaths.packageRoot + "/Workers/systemd/stackline-worker.service"
 
@@ -27,6 +27,27 @@ import Testing
         let options = execStart.split(separator: " ").filter { $0.hasPrefix("--") }
         #expect(options.count >= 5, "\(execStart)")
         for option in options { #expect(help.contains(option), "the unit passes \(option), which --help does not list") }
+    }
+
+    /// The serve unit we ship: systemd's verifier reads it, pointed at the binary just built,
+    /// it makes what serve creates private (UMask=0077, issue 28 F7), and every option it passes
+    /// is one `stackline serve --help` lists.
+    @Test func theServeUnitVerifiesAndKeepsFilesPrivate() throws {
+        let dir = try TempDirectory("unit")
+        defer { dir.remove() }
+        let text = try String(contentsOfFile: TestPaths.packageRoot + "/deploy/systemd/stackline-serve.service", encoding: .utf8)
+        #expect(text.contains("\nUMask=0077\n") && text.contains("\nStateDirectoryMode=0700\n"))
+        let path = dir.file("stackline-serve.service")
+        try text.replacingOccurrences(of: "/usr/local/bin/stackline", with: TestPaths.stackline).write(toFile: path, atomically: true, encoding: .utf8)
+        let out = try runProcess("/usr/bin/systemd-analyze", ["verify", path])
+        #expect(out.status == 0, "systemd-analyze verify: \(out.stderr)\(out.stdout)")
+        #expect(!out.stderr.contains("Unknown key") && !out.stderr.contains("Invalid"), "\(out.stderr)")
+        let help = try runProcess(TestPaths.stackline, ["serve", "--help"]).stdout
+        let execStart = text.split(separator: "\n").drop { !$0.hasPrefix("ExecStart=") }.prefix { !$0.isEmpty && !$0.hasPrefix("#") }
+            .joined(separator: " ")
+        let options = execStart.split(separator: " ").filter { $0.hasPrefix("--") }
+        #expect(options.count >= 3, "\(execStart)")
+        for option in options { #expect(help.contains(option), "the unit passes \(option), which serve --help does not list") }
     }
 
     @Test func badWorkerOptionsAreRefusedWithTheirReason() throws {

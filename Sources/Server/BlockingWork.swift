@@ -1,9 +1,10 @@
 import Foundation
 import NIOPosix
 
-/// The one way a route handler runs blocking work: every SQLite call, disk read or write,
-/// inflate, AES, parse and wait on a child process a handler makes goes through `run`, on
-/// a thread pool of its own (swift-nio's `NIOThreadPool`).
+/// The one way a route handler or middleware runs blocking work: every SQLite call, disk read
+/// or write, inflate, AES, parse and wait on a child process they make goes through `run`, on
+/// a thread pool of its own (swift-nio's `NIOThreadPool`). BlockingWorkTests fails on a database
+/// or inflate call in Sources/Server outside a `blocking.run` closure.
 ///
 /// Handlers run on Swift's cooperative pool (one thread per core) and answer through the event
 /// loops; a thread of either that waits on the disk or spends seconds on a bomb holds up every
@@ -11,7 +12,7 @@ import NIOPosix
 /// Work here waits in the pool's queue instead, and the threads that accept, read and answer
 /// requests stay free.
 ///
-/// One pool per process (`shared`), so `Offload` and `deps.blocking` are the same threads.
+/// One pool per process (`shared`): `deps.blocking`, and what the middleware was given.
 /// Its size, `defaultThreads`: twice the cores, at least 8. The work is a mix of CPU (inflate,
 /// parse, bounded per request by its budgets) and waits (SQLite's lock, the disk, an on-the-spot
 /// symbolication's worker, up to `--symbolicate-timeout`), so more threads than cores keep a
@@ -36,13 +37,5 @@ public final class BlockingWork: Sendable {
     /// throws). The calling task waits without holding a thread.
     public func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await pool.runIfActive(work)
-    }
-}
-
-/// `BlockingWork.shared.run` under the name routes used before the pool (Debuginfod, Web and
-/// Worker routes): the same threads as `deps.blocking`. New code calls `deps.blocking.run`.
-enum Offload {
-    static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await BlockingWork.shared.run(work)
     }
 }

@@ -100,7 +100,7 @@ public struct ServerDependencies: Sendable {
                 .init(executable: worker.executable, arguments: worker.arguments, size: limits.parsers, timeoutSeconds: limits.parseTimeout),
                 logger: logger))
         writer = GroupCommit(db: db)
-        authenticator = Authenticator(tokens: db.tokens)
+        authenticator = Authenticator(tokens: db.tokens, blocking: blocking)
         self.limits = limits
         ingestLimiter = RateLimiter(rate: limits.ingestRate, burst: limits.ingestBurst)
         self.census = census

@@ -24,9 +24,10 @@ public final class ServerMetrics: Sendable {
 
     init(registry: PrometheusCollectorRegistry) { self.registry = registry }
 
-    /// Prometheus text exposition, with the queue gauges read from the database first.
-    public func render(db: JobDatabase) -> String {
-        if let counts = try? db.stateCounts() {
+    /// Prometheus text exposition, with the queue gauges set from `queueCounts` (the database's
+    /// job counts by state, read by the caller on the blocking pool; nil leaves them as they were).
+    public func render(queueCounts: [JobState: Int]?) -> String {
+        if let counts = queueCounts {
             for state in JobState.allCases {
                 Gauge(label: "stackline_queue_jobs", dimensions: [("state", state.rawValue)]).record(counts[state] ?? 0)
             }

@@ -45,9 +45,17 @@ public final class WebSession: Sendable {
         var endedThrough: [Int64: UInt64] = [:]
     }
     private let state = Mutex(State())
+    /// Where the token's row is read.
+    private let tokens: TokenStore
+    /// The row is read on this pool, never on the request's thread.
+    private let blocking: BlockingWork
 
     /// A session signer with a fresh random key (one per server process).
-    public init() { key = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) } }
+    public init(tokens: TokenStore, blocking: BlockingWork) {
+        key = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+        self.tokens = tokens
+        self.blocking = blocking
+    }
 
     /// A new cookie value for `token`, valid until `now + lifetimeMs`.
     public func value(for token: TokenRecord, now: Int64) -> String {
@@ -60,15 +68,16 @@ public final class WebSession: Sendable {
     }
 
     /// The live `read` token a cookie value stands for: its MAC is ours, it has not expired nor
-    /// been signed out, and the token's row (read through `tokens`, no cache, so a revocation
-    /// ends the session at once) exists, is not revoked and permits `read`. Nil otherwise.
-    public func token(of value: String?, now: Int64, tokens: TokenStore) throws -> TokenRecord? {
+    /// been signed out, and the token's row (read on the pool, no cache, so a revocation ends
+    /// the session at once) exists, is not revoked and permits `read`. Nil otherwise; a missing,
+    /// malformed or expired cookie is refused before any read.
+    public func token(of value: String?, now: Int64) async throws -> TokenRecord? {
         guard let value else { return nil }
         let parts = value.split(separator: ".", omittingEmptySubsequences: false)
         guard value.utf8.count <= 200, parts.count == 5, parts[0] == "v2", let id = Int64(parts[1]), let serial = UInt64(parts[2]),
             let expiry = Int64(parts[3]), expiry > now
         else { return nil }
-        guard let token = try tokens.stored(id: id)?.record else { return nil }
+        guard let token = try await blocking.run({ try self.tokens.stored(id: id)?.record }) else { return nil }
         let expected = mac("v2.\(id).\(serial).\(expiry)", createdAt: token.createdAt)
         // The MAC's bytes must not leak through timing.
         guard ConstantTime.equal(Array(expected.utf8), Array(parts[4].utf8)) else { return nil }

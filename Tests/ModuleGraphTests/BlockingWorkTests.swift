@@ -2,35 +2,32 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Route handlers run on Swift's cooperative pool; blocking work goes through one thread pool
-/// (`deps.blocking.run`, `Sources/Server/BlockingWork.swift`). Checked from the source text: a
-/// database call (`db.`, the clock `db.now()` aside) or an inflate (`Zlib.inflate…`) in a route
-/// file or the body reader must sit inside the braces of a `blocking.run` (or `Offload.run`,
-/// its older name) closure. Comments and string literals do not count.
+/// Handlers and middleware run on Swift's cooperative pool; blocking work goes through one
+/// thread pool (`deps.blocking.run`, or the `BlockingWork` a middleware or `WebSession` was
+/// built with: `Sources/Server/BlockingWork.swift`). Checked from the source text of every file
+/// of the Server module: a call on the database or its token store (`db.…(`, `tokens.…(`, the
+/// clock `now()` aside) or an inflate (`Zlib.inflate…`) must sit inside the braces of a
+/// `blocking.run` closure. Comments and string literals do not count.
 @Suite struct BlockingWorkTests {
-    /// Where handlers are: every route file, and the body reader that inflates their bodies.
+    /// Every Swift file of the Server module: routes, middleware, the session, the body reader.
     static func checkedFiles() throws -> [String] {
-        let routes = "Sources/Server/Routes"
-        let names = try FileManager.default.contentsOfDirectory(atPath: packageRoot + "/" + routes)
-        return names.filter { $0.hasSuffix(".swift") }.sorted().map { routes + "/" + $0 } + ["Sources/Server/BodyReader.swift"]
+        let root = "Sources/Server"
+        let all = FileManager.default.enumerator(atPath: packageRoot + "/" + root)?.compactMap { $0 as? String } ?? []
+        return all.filter { $0.hasSuffix(".swift") }.sorted().map { root + "/" + $0 }
     }
 
-    /// Files not yet converted, each owned by other work in progress: listed, so the check
-    /// covers every other file now, and failing once a listed file is clean (drop it then).
-    static let notYetConverted: Set<String> = ["Sources/Server/Routes/WebRoutes.swift"]
-
-    @Test func routeHandlersCallTheDatabaseAndInflateOnlyOnTheBlockingPool() throws {
-        var found: [String] = []
-        for path in try Self.checkedFiles() {
-            let text = try String(contentsOfFile: packageRoot + "/" + path, encoding: .utf8)
-            let outside = BlockingCallScanner.callsOutsidePool(in: text)
-            if Self.notYetConverted.contains(path) {
-                #expect(!outside.isEmpty, "\(path) is clean now: remove it from notYetConverted")
-            } else {
-                found += outside.map { "\(path):\($0.line): \($0.call)" }
-            }
+    @Test func serverCallsTheDatabaseAndInflatesOnlyOnTheBlockingPool() throws {
+        let files = try Self.checkedFiles()
+        // The walk reaches the subfolder and the files outside Routes (a wrong root would pass empty).
+        for expected in ["Routes/WebRoutes.swift", "Authentication.swift", "WebSession.swift", "BodyReader.swift"] {
+            #expect(files.contains("Sources/Server/" + expected), "not checked: \(expected)")
         }
-        #expect(found == [], "blocking calls outside deps.blocking.run:\n\(found.joined(separator: "\n"))")
+        var found: [String] = []
+        for path in files {
+            let text = try String(contentsOfFile: packageRoot + "/" + path, encoding: .utf8)
+            found += BlockingCallScanner.callsOutsidePool(in: text).map { "\(path):\($0.line): \($0.call)" }
+        }
+        #expect(found == [], "blocking calls outside blocking.run:\n\(found.joined(separator: "\n"))")
     }
 
     /// The scanner on text made here: it flags what is outside the closure, and only that.
@@ -42,33 +39,48 @@ import Testing
                     try deps.db.count() + (try? Zlib.inflate(x)).map { $0.count }!   // inside
                 }
                 // deps.db.count() in a comment, and in a string: "{ deps.db.count() }"
-                let t = deps.db.now()                  // the clock
+                let t = deps.db.now() + tokens.db.now()   // the clock
                 let d = try Zlib.inflateUntrusted(body, limit: 1)   // line 8: outside
-                let r = try await Offload.run({ try db.result(reportId: 1) })
+                let r = try await blocking.run({ [d] in try db.result(reportId: 1) })
                 return try db.groups(filter)           // line 10: outside
             }
+            let session = WebSession(tokens: deps.db.tokens, blocking: deps.blocking)   // a value, no call
+            let row = try tokens.stored(id: id)        // line 13: outside
+            try db.pool.read { db in 1 }               // line 14: a trailing closure is a call
+            let old = try await Offload.run { try db.report(id: 1) }   // line 15: not the pool's name
+            let late = try await blocking.run(work); if x { try db.report(id: 2) }   // line 16: no closure there
             """#
         let calls = BlockingCallScanner.callsOutsidePool(in: source)
-        #expect(calls.map(\.line) == [2, 8, 10])
-        #expect(calls.map(\.call) == ["db.", "Zlib.inflate", "db."])
+        #expect(calls.map(\.line) == [2, 8, 10, 13, 14, 15, 16])
+        #expect(calls.map(\.call) == ["db.", "Zlib.inflate", "db.", "tokens.", "db.", "db.", "db."])
     }
 }
 
 /// A lexical check, deliberately small: it blanks comments and string literals, finds the
-/// brace-delimited closures of `blocking.run` / `Offload.run`, and reports the database and
-/// inflate calls outside all of them.
+/// brace-delimited closures written right after `blocking.run` (`blocking.run {` or
+/// `blocking.run({`), and reports the database, token-store and inflate calls outside all of them.
 enum BlockingCallScanner {
     struct Call: Equatable {
         var line: Int
         var call: String
     }
 
+    /// A call (parentheses or a trailing closure) reached from `receiver` through any chain of
+    /// members, unless the member called is `now` (the database's clock reads no row).
+    static func call(on receiver: String) -> String {
+        #"\b"# + receiver + #"(?:\??\.[A-Za-z_]\w*)*?\??\.(?!now\s*\()[A-Za-z_]\w*\s*[({]"#
+    }
+
+    static let blocking: [(pattern: String, name: String)] = [
+        (call(on: "db"), "db."), (call(on: "tokens"), "tokens."), (#"\bZlib\.inflate"#, "Zlib.inflate"),
+    ]
+
     static func callsOutsidePool(in source: String) -> [Call] {
         let code = Array(blankingCommentsAndStrings(source).utf8)
         let text = String(decoding: code, as: UTF8.self)
         var regions: [Range<Int>] = []
-        for start in offsets(of: #"\b(blocking|Offload)\.run\b"#, in: text) {
-            guard let open = code[start...].firstIndex(of: UInt8(ascii: "{")) else { continue }
+        for match in matches(of: #"\bblocking\.run\s*(?:\(\s*)?\{"#, in: text) {
+            let open = match.upperBound - 1
             var depth = 0
             for i in open..<code.count {
                 if code[i] == UInt8(ascii: "{") { depth += 1 }
@@ -82,8 +94,8 @@ enum BlockingCallScanner {
             }
         }
         var calls: [Call] = []
-        for (pattern, name) in [(#"\bdb\.(?!now\(\))"#, "db."), (#"\bZlib\.inflate"#, "Zlib.inflate")] {
-            for offset in offsets(of: pattern, in: text) where !regions.contains(where: { $0.contains(offset) }) {
+        for (pattern, name) in blocking {
+            for offset in matches(of: pattern, in: text).map(\.lowerBound) where !regions.contains(where: { $0.contains(offset) }) {
                 calls.append(Call(line: code[..<offset].count { $0 == UInt8(ascii: "\n") } + 1, call: name))
             }
         }
@@ -91,11 +103,12 @@ enum BlockingCallScanner {
     }
 
     /// UTF-8 offsets of the matches of `pattern`.
-    static func offsets(of pattern: String, in text: String) -> [Int] {
+    static func matches(of pattern: String, in text: String) -> [Range<Int>] {
         guard let regex = try? NSRegularExpression(pattern: pattern) else { return [] }
         let ns = text as NSString
         return regex.matches(in: text, range: NSRange(location: 0, length: ns.length)).map {
-            ns.substring(to: $0.range.location).utf8.count
+            let start = ns.substring(to: $0.range.location).utf8.count
+            return start..<(start + ns.substring(with: $0.range).utf8.count)
         }
     }
 

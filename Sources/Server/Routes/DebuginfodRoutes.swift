@@ -36,7 +36,7 @@ enum Debuginfod {
         -> Response
     {
         let id = try buildID(text ?? "")
-        let served = try await Offload.run { () throws -> ServedFile in
+        let served = try await deps.blocking.run { () throws -> ServedFile in
             guard let file = try openStored(id, role: role, deps: deps) else { throw APIError.notFound("no \(role == .debugInfo ? "debuginfo" : "executable") for build id \(id)") }
             // The `.debug` role may hold a stripped image when nothing better was added: it is no debuginfo.
             if role == .debugInfo, let entry = deps.store.entry(buildID: id), !entry.hasDWARF && !entry.hasSymbolTable {
@@ -45,7 +45,8 @@ enum Debuginfod {
             return ServedFile(file: file)
         }
         return respond(
-            request, served, file: SymbolStoreDirectory.layoutPath(id, role: role), kind: role == .debugInfo ? "debuginfo" : "executable")
+            request, served, file: SymbolStoreDirectory.layoutPath(id, role: role), kind: role == .debugInfo ? "debuginfo" : "executable",
+            blocking: deps.blocking)
     }
 
     /// The bytes of section `name`, as debuginfod(8) specifies: from the debuginfo file, else
@@ -63,7 +64,7 @@ enum Debuginfod {
         guard !name.isEmpty, name.utf8.count <= 256, name.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else {
             throw APIError.badRequest("not a section name: expected up to 256 printable ASCII characters")
         }
-        let (served, role) = try await Offload.run { () throws -> (ServedFile, SymbolStoreDirectory.Role) in
+        let (served, role) = try await deps.blocking.run { () throws -> (ServedFile, SymbolStoreDirectory.Role) in
             var compressed = false
             for role in [SymbolStoreDirectory.Role.debugInfo, .executable] {
                 // A Mach-O file has no ELF sections to give.
@@ -82,7 +83,7 @@ enum Debuginfod {
                 ? "section \(name) of build id \(id) is compressed in the stored file; fetch the debuginfo or executable instead"
                 : "no section \(name) with contents in the debuginfo or executable of build id \(id)")
         }
-        return respond(request, served, file: SymbolStoreDirectory.layoutPath(id, role: role), kind: "section")
+        return respond(request, served, file: SymbolStoreDirectory.layoutPath(id, role: role), kind: "section", blocking: deps.blocking)
     }
 
     /// The stored file of `id` in `role`, nil when the store has none. A link or a swapped file
@@ -96,8 +97,11 @@ enum Debuginfod {
 
     /// The response for `served`'s bytes: headers, a single `Range`, and the bytes streamed
     /// in chunks (none for HEAD: the router runs this GET route for HEAD too). `Cache-Control:
-    /// private` is `AnswerCaching`'s, as on every authenticated answer. `kind` labels the served-files metric.
-    private static func respond(_ request: Request, _ served: ServedFile, file storedName: String, kind: String) -> Response {
+    /// private` is `AnswerCaching`'s, as on every authenticated answer. `kind` labels the served-files metric;
+    /// the chunks are read on `blocking`.
+    private static func respond(
+        _ request: Request, _ served: ServedFile, file storedName: String, kind: String, blocking: BlockingWork
+    ) -> Response {
         let size = served.length
         var headers: HTTPFields = [
             .contentType: "application/octet-stream",
@@ -130,7 +134,7 @@ enum Debuginfod {
             while offset <= sent.upperBound {
                 let count = Int(min(UInt64(chunkSize), sent.upperBound - offset + 1))
                 let at = offset
-                let chunk = try await Offload.run { try served.read(at: at, count: count) }
+                let chunk = try await blocking.run { try served.read(at: at, count: count) }
                 try await writer.write(chunk)
                 offset += UInt64(count)
             }

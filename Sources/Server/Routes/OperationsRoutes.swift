@@ -17,7 +17,8 @@ func addOperationsRoutes(to router: Router<StacklineRequestContext>, deps: Serve
 
     let read = router.group("").add(middleware: RequireScope(.read, deps))
     read.get("/metrics") { _, _ in
-        JSONResponse.text(try await deps.blocking.run { deps.metrics.render(db: deps.db) }, contentType: "text/plain; version=0.0.4; charset=utf-8")
+        let text = try await deps.blocking.run { deps.metrics.render(queueCounts: try? deps.db.stateCounts()) }
+        return JSONResponse.text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
     }
     read.get("/api/v1/openapi.yaml") { _, _ in
         JSONResponse.text(OpenAPIDocument.yaml, contentType: "application/yaml")

@@ -13,7 +13,7 @@ import WebView
 /// `Authorization: Bearer` on every request. Only GET pages and the sign-in/out forms; the
 /// pages read through the same queries as the API, and WebView renders them.
 func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
-    let sessions = WebSession()
+    let sessions = WebSession(tokens: deps.db.tokens, blocking: deps.blocking)
     let web = router.group("").add(middleware: WebHeaders(logger: deps.logger))
 
     web.get("/login") { request, _ in
@@ -26,7 +26,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         let presented = WebForm.field("token", in: body)?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         let next = WebPage.localPath(WebForm.field("next", in: body))
         // A token is 256 random bits: guessing is hopeless, so no per-address login limit.
-        guard let token = try deps.db.tokens.verify(presented) else {
+        guard let token = try await deps.blocking.run({ try deps.db.tokens.verify(presented) }) else {
             return WebPage.html(
                 Layout.login(error: "That token is not valid (unknown, malformed or revoked).", next: next), status: .unauthorized)
         }
@@ -45,7 +45,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         try WebPage.requireSameOrigin(request)
         // Ended on the server too: a copy of the cookie stops working with the browser's.
         let cookie = request.cookies[WebSession.cookieName]?.value
-        if let token = try await deps.blocking.run({ try sessions.token(of: cookie, now: deps.db.now(), tokens: deps.db.tokens) }) {
+        if let token = try await sessions.token(of: cookie, now: deps.db.now()) {
             sessions.endSessions(of: token.id)
         }
         var response = WebPage.redirect("/login")
@@ -59,8 +59,9 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         return JSONResponse.text(file.body, contentType: file.contentType)
     }
 
+    // Every page is built on the pool: its queries, the stored result's decoding and the
+    // rendering (a flame graph's layout is the costly part) are blocking work alike.
     let pages = web.group("").add(middleware: WebAuthentication(deps: deps, sessions: sessions))
-    let db = deps.db
 
     pages.get("/") { request, _ -> Response in
         let q = QueryParameters(request)
@@ -74,7 +75,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
             if let kind = ReportKind(rawValue: form.kind) { filter.kind = kind } else { filterError = "Kind must be crash or lag." }
         }
         if !form.since.isEmpty {
-            if let since = SinceDate(argument: form.since) { filter.since = since.milliseconds(now: db.now()) } else {
+            if let since = SinceDate(argument: form.since) { filter.since = since.milliseconds(now: deps.db.now()) } else {
                 filterError = "Since must be a duration (30m, 24h, 7d, 2w) or a date (2026-11-01)."
             }
         }
@@ -82,47 +83,54 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         // a next page exists), and drop the pages before. 10,000 is the API's own limit.
         let page = min(max(Int(q.string("page") ?? "") ?? 1, 1), (10_000 - 1) / pageSize)
         filter.limit = page * pageSize + 1
-        let all = filterError == nil ? try db.groups(filter) : []
-        let shown = Array(all.dropFirst((page - 1) * pageSize).prefix(pageSize)).map(GroupJSON.init)
-        let days = 14
-        let trends = try db.dailyCounts(fingerprints: shown.map(\.fingerprint), days: days, now: db.now())
-        return WebPage.html(GroupsPage.render(GroupsPageModel(
-            groups: shown, trends: trends, trendDays: days, filter: form, page: page, perPage: pageSize,
-            hasNextPage: all.count > page * pageSize,
-            filterError: filterError)))
+        return try await deps.blocking.run { [filter, filterError] in
+            let all = filterError == nil ? try deps.db.groups(filter) : []
+            let shown = Array(all.dropFirst((page - 1) * pageSize).prefix(pageSize)).map(GroupJSON.init)
+            let days = 14
+            let trends = try deps.db.dailyCounts(fingerprints: shown.map(\.fingerprint), days: days, now: deps.db.now())
+            return WebPage.html(GroupsPage.render(GroupsPageModel(
+                groups: shown, trends: trends, trendDays: days, filter: form, page: page, perPage: pageSize,
+                hasNextPage: all.count > page * pageSize,
+                filterError: filterError)))
+        }
     }
 
     pages.get("/groups/{fingerprint}") { _, context -> Response in
         let fingerprint = try context.parameters.require("fingerprint")
-        let detail: GroupDetail
-        do {
-            guard let found = try db.group(fingerprint: fingerprint) else {
-                return WebPage.html(Layout.message(title: "No such group", "No group has the fingerprint \(fingerprint)."), status: .notFound)
+        return try await deps.blocking.run {
+            let detail: GroupDetail
+            do {
+                guard let found = try deps.db.group(fingerprint: fingerprint) else {
+                    return WebPage.html(Layout.message(title: "No such group", "No group has the fingerprint \(fingerprint)."), status: .notFound)
+                }
+                detail = found
+            } catch let error as GroupQueryError {
+                return WebPage.html(Layout.message(title: "Which group?", error.description), status: .badRequest)
             }
-            detail = found
-        } catch let error as GroupQueryError {
-            return WebPage.html(Layout.message(title: "Which group?", error.description), status: .badRequest)
+            let representative = try detail.summary.representativeReportId.flatMap { try deps.db.result(reportId: $0) }
+                .map { try ReportPrinter.decode($0) }
+            let appVersions = try deps.db.appVersionCounts(app: detail.summary.app, kind: detail.summary.kind)
+            let history = VersionHistory.analyse(
+                groupVersions: detail.summary.versions, appVersions: appVersions,
+                firstVersion: try deps.db.firstVersion(fingerprint: detail.summary.fingerprint))
+            return WebPage.html(GroupPage.render(GroupPageModel(
+                detail: GroupDetailJSON(detail, representative: representative), history: history,
+                appVersions: appVersions.keys.sorted(by: VersionOrder.less))))
         }
-        let representative = try detail.summary.representativeReportId.flatMap { try db.result(reportId: $0) }
-            .map { try ReportPrinter.decode($0) }
-        let appVersions = try db.appVersionCounts(app: detail.summary.app, kind: detail.summary.kind)
-        let history = VersionHistory.analyse(
-            groupVersions: detail.summary.versions, appVersions: appVersions,
-            firstVersion: try db.firstVersion(fingerprint: detail.summary.fingerprint))
-        return WebPage.html(GroupPage.render(GroupPageModel(
-            detail: GroupDetailJSON(detail, representative: representative), history: history,
-            appVersions: appVersions.keys.sorted(by: VersionOrder.less))))
     }
 
     pages.get("/reports/{id}") { request, context -> Response in
         let id = try webReportId(context)
-        guard let result = try db.result(reportId: id) else { return try notProcessed(db, id) }
-        let group = ReportPrinter.group(of: result, in: db)
-        let model = ReportPageModel(
-            id: id, report: try ReportPrinter.decode(result), groupFingerprint: group?.fingerprint, groupTitle: group?.title,
-            keyFrames: group?.frames ?? [], missing: result.missingImages.map { MissingFile(buildId: $0.buildId, imageName: $0.name) },
-            serverURL: WebPage.serverURL(request, servesTLS: deps.servesTLS))
-        return WebPage.html(ReportPage.render(model))
+        let serverURL = WebPage.serverURL(request, servesTLS: deps.servesTLS)
+        return try await deps.blocking.run {
+            guard let result = try deps.db.result(reportId: id) else { return notProcessed(id, try deps.db.jobStatus(reportId: id)) }
+            let group = ReportPrinter.group(of: result, in: deps.db)
+            let model = ReportPageModel(
+                id: id, report: try ReportPrinter.decode(result), groupFingerprint: group?.fingerprint, groupTitle: group?.title,
+                keyFrames: group?.frames ?? [], missing: result.missingImages.map { MissingFile(buildId: $0.buildId, imageName: $0.name) },
+                serverURL: serverURL)
+            return WebPage.html(ReportPage.render(model))
+        }
     }
 
     // Downloads for the browser (the API's `GET /api/v1/reports/{id}?format=apple|text` wants a
@@ -130,15 +138,17 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
     for (suffix, format) in [("apple.txt", ReportOutputFormat.apple), ("text.txt", .text)] {
         pages.get("/reports/{id}/\(suffix)") { _, context -> Response in
             let id = try webReportId(context)
-            guard let result = try db.result(reportId: id) else { return try notProcessed(db, id) }
-            let text = try ReportPrinter.render(result, format: format, group: ReportPrinter.group(of: result, in: db))
-            return WebPage.download(Data(text.utf8), name: "report-\(id)-\(format.rawValue).txt", type: "text/plain; charset=utf-8")
+            return try await deps.blocking.run {
+                guard let result = try deps.db.result(reportId: id) else { return notProcessed(id, try deps.db.jobStatus(reportId: id)) }
+                let text = try ReportPrinter.render(result, format: format, group: ReportPrinter.group(of: result, in: deps.db))
+                return WebPage.download(Data(text.utf8), name: "report-\(id)-\(format.rawValue).txt", type: "text/plain; charset=utf-8")
+            }
         }
     }
 
     pages.get("/reports/{id}/raw") { _, context -> Response in
         let id = try webReportId(context)
-        guard let stored = try db.report(id: id) else {
+        guard let stored = try await deps.blocking.run({ try deps.db.report(id: id) }) else {
             return WebPage.html(Layout.message(title: "No such report", "There is no report \(id)."), status: .notFound)
         }
         // The exact bytes received, never rendered: served as an opaque download.
@@ -146,11 +156,15 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
     }
 
     pages.get("/symbols") { request, _ -> Response in
-        WebPage.html(SymbolsPage.render(try missingDebugFiles(db: db, store: deps.store), serverURL: WebPage.serverURL(request, servesTLS: deps.servesTLS)))
+        let serverURL = WebPage.serverURL(request, servesTLS: deps.servesTLS)
+        return try await deps.blocking.run {
+            WebPage.html(SymbolsPage.render(try missingDebugFiles(db: deps.db, store: deps.store), serverURL: serverURL))
+        }
     }
 
     pages.get("/workers") { _, _ -> Response in
-        let rows: [WorkerRow] = try await Offload.run { deps.remote?.snapshot() ?? [] }
+        // In memory, under a short lock: no blocking work.
+        let rows = deps.remote?.snapshot() ?? []
         return WebPage.html(WorkersPage.render(WorkersJSON(rows), localSlots: deps.remote == nil ? nil : deps.census.connected))
     }
 }
@@ -162,9 +176,10 @@ private func webReportId(_ context: StacklineRequestContext) throws -> Int64 {
     return id
 }
 
-/// A report without a result: queued, running or failed, in the CLI's words.
-private func notProcessed(_ db: JobDatabase, _ id: Int64) throws -> Response {
-    guard let job = try db.jobStatus(reportId: id) else {
+/// A report without a result: queued, running or failed (its newest job, `job`), in the CLI's
+/// words; no such report when `job` is nil.
+private func notProcessed(_ id: Int64, _ job: JobStatus?) -> Response {
+    guard let job else {
         return WebPage.html(Layout.message(title: "No such report", "There is no report \(id)."), status: .notFound)
     }
     return WebPage.html(Layout.message(title: "Report \(id)", JobStateText.sentence(reportId: id, job)), status: .conflict)
@@ -188,12 +203,12 @@ struct WebAuthentication: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         if request.headers[.authorization] != nil {
-            context.token = try deps.authenticator.authenticate(request, scope: .read)
+            context.token = try await deps.authenticator.authenticate(request, scope: .read)
             return try await next(request, context)
         }
         let cookie = request.cookies[WebSession.cookieName]?.value
         // The token's row is read for every page (no cache: a revocation ends the session at once).
-        if let token = try await deps.blocking.run({ try sessions.token(of: cookie, now: deps.db.now(), tokens: deps.db.tokens) }) {
+        if let token = try await sessions.token(of: cookie, now: deps.db.now()) {
             context.token = token
             return try await next(request, context)
         }

@@ -10,9 +10,8 @@ import WorkerProtocol
 /// (docs/workers.md); and the list of connected workers (scope `read`).
 func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
     router.group("/api/v1/workers").add(middleware: RequireScope(.read, deps)).get("") { _, _ -> Response in
-        let rows: [WorkerRow] = try await Offload.run {
-            deps.remote?.snapshot() ?? []
-        }
+        // In memory, under a short lock: no blocking work.
+        let rows = deps.remote?.snapshot() ?? []
         return try JSONResponse.encode(WorkersJSON(rows))
     }
 
@@ -56,7 +55,7 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         // Results first: they are the previous jobs of the slot that now asks for its next.
         let results = Array(zip(claim.results, frames.dropFirst()))
         // Recorded together: the results share the master's next completion transaction.
-        let delivered: [ClaimAnswer.Delivered] = try await Offload.run {
+        let delivered: [ClaimAnswer.Delivered] = try await deps.blocking.run {
             let recorded = try pool.complete(workerId: id, results: results.map { (header: $0.0, replyFrame: $0.1) })
             return zip(results, recorded).map { (result, recorded) -> ClaimAnswer.Delivered in
                 let jobId = result.0.lease.jobId
@@ -75,7 +74,7 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         while true {
             let jobs: [(JobLease, Data)]
             do {
-                jobs = try await Offload.run { try pool.claim(workerId: id, claim) }
+                jobs = try await deps.blocking.run { try pool.claim(workerId: id, claim) }
             } catch let refusal as RemoteWorkerPool.Refusal {
                 if case .invalid(let why) = refusal { throw APIError.badRequest(why) }
                 // A master that restarted forgot its workers: the worker connects again. When
@@ -105,7 +104,7 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         let pool = try remotePool(deps)
         let id = try await ownedWorkerId(context, pool, deps)
         let beat = try await decode(HeartbeatRequest.self, request, limit: WorkerRouteLimits.messageBytes)
-        let answer = try await Offload.run { try pool.heartbeat(workerId: id, beat) }
+        let answer = try await deps.blocking.run { try pool.heartbeat(workerId: id, beat) }
         return try WorkerWire.encode(answer)
     }
 
@@ -116,7 +115,7 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         let result = try await decode(RemoteResult.self, request, limit: WorkerRouteLimits.resultBytes)
         let outcome: ResultAnswer.Outcome?
         do {
-            outcome = try await Offload.run { try pool.complete(workerId: id, result) }
+            outcome = try await deps.blocking.run { try pool.complete(workerId: id, result) }
         } catch let refusal as RemoteWorkerPool.Refusal {
             throw APIError.badRequest(refusal.description)
         }

@@ -136,9 +136,13 @@ private struct FieldReader {
         let o = try object(value, "delivery", allowed: ["maxAttempts", "initialBackoffSeconds", "maxBackoffSeconds"])
         let attempts = try integer(o, "maxAttempts", "delivery.maxAttempts", min: 1) ?? 8
         let initial = try number(o, "initialBackoffSeconds", "delivery.initialBackoffSeconds") ?? 30
-        guard initial >= 0.01 else { throw fail("delivery.initialBackoffSeconds", "expected at least 0.01 seconds") }
+        guard initial >= 0.01, initial <= 604_800 else {
+            throw fail("delivery.initialBackoffSeconds", "expected 0.01 seconds to a week (604800)")
+        }
         let maximum = try number(o, "maxBackoffSeconds", "delivery.maxBackoffSeconds") ?? max(3600, initial)
         guard maximum >= initial else { throw fail("delivery.maxBackoffSeconds", "must not be less than initialBackoffSeconds") }
+        // Milliseconds in an Int64 below: a larger number (JSON allows 1e308) would trap.
+        guard maximum <= 604_800 else { throw fail("delivery.maxBackoffSeconds", "expected at most a week (604800 seconds)") }
         return DeliveryPolicy(maxAttempts: attempts, backoff: Backoff(initialMs: Int64(initial * 1000), maxMs: Int64(maximum * 1000)))
     }
 

@@ -98,6 +98,9 @@ import Testing
              "rules[0].maxCount", "missing"),
             ("{\(target), \"rules\": [{\"name\": \"a\", \"kind\": \"new_group\", \"severity\": \"loud\", \"targets\": [\"h\"]}]}",
              "rules[0].severity", "expected one of"),
+            // 1e308 seconds would trap when made milliseconds in an Int64.
+            ("{\(target), \"delivery\": {\"maxBackoffSeconds\": 1e308}, \"rules\": []}", "delivery.maxBackoffSeconds", "at most a week"),
+            ("{\(target), \"delivery\": {\"initialBackoffSeconds\": 1e308}, \"rules\": []}", "delivery.initialBackoffSeconds", "to a week"),
             ("{\(target), \"rules\": [{\"name\": \"a\", \"kind\": \"new_group\", \"severity\": \"info\", \"targets\": [\"nope\"]}]}",
              "rules[0].targets[0]", "no target named nope"),
             ("{\(target), \"rules\": [{\"name\": \"a\", \"kind\": \"new_group\", \"severity\": \"info\", \"targets\": [\"h\"]},"

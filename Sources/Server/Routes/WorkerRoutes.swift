@@ -3,6 +3,7 @@ import Hummingbird
 import JobQueue
 import Master
 import Queries
+import ReportModel
 import WorkerProtocol
 
 /// Remote workers (`stackline-worker --connect`, scope `worker`): connect, claim (long-poll),
@@ -69,7 +70,7 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
                 }
             }
         }
-        let deadline = ContinuousClock.now + .milliseconds(Int(wait * 1000))
+        let deadline = ContinuousClock.now + .milliseconds(Int.clamping(wait * 1000))
         var pause = Duration.milliseconds(5)
         while true {
             let jobs: [(JobLease, Data)]

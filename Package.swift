@@ -56,7 +56,14 @@ let package = Package(
             pkgConfig: "libdeflate",
             providers: [.apt(["libdeflate-dev"])]
         ),
-        .target(name: "Compression", dependencies: ["StacklineZlib", "StacklineDeflate"]),
+        // libzstd: ELF sections compressed with ELFCOMPRESS_ZSTD, which Debian 12's libelf cannot inflate.
+        .systemLibrary(
+            name: "StacklineZstd",
+            path: "Sources/CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"])]
+        ),
+        .target(name: "Compression", dependencies: ["StacklineZlib", "StacklineDeflate", "StacklineZstd"]),
         .target(name: "ReportModel"),
         .target(name: "Hashing", dependencies: ["ReportModel", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "Grouping", dependencies: ["ReportModel", "Hashing"]),
@@ -65,7 +72,7 @@ let package = Package(
         // errno-checked system calls, file locks and the directory walk: the one place that calls
         // strerror or flock (Tests/DebugInfoTests/SystemCallsTests).
         .target(name: "SystemCalls", dependencies: ["StacklineMalloc"]),
-        .target(name: "DebugInfo", dependencies: ["CElfUtils", "ReportModel", "SystemCalls"]),
+        .target(name: "DebugInfo", dependencies: ["CElfUtils", "Compression", "ReportModel", "SystemCalls"]),
         // Mangled names to readable ones, through the Swift runtime's and the C++ ABI's demanglers.
         .target(name: "Demangling", dependencies: ["CDemangle"]),
         // The symcache: a debug file's answers precomputed into one memory-mapped, checked index.

@@ -13,9 +13,17 @@ public enum CompressionError: Error, Equatable, CustomStringConvertible {
     /// The output would be more than `maxRatio` times the input, past `Zlib.ratioFloor`: no
     /// report compresses that well, a bomb does (`Zlib.inflateUntrusted`).
     case ratioTooHigh(maxRatio: Int)
+    /// The data is damaged `offset` bytes into its `size` bytes of input.
+    case corruptAt(offset: Int, of: Int, String)
+    /// The data decompresses to `actual` bytes (nil: more than `declared`) where its container
+    /// declared `declared` (an ELF compression header's `ch_size`).
+    case sizeMismatch(declared: Int, actual: Int?)
 
     public var description: String {
         switch self {
+        case .corruptAt(let offset, let size, let why): "corrupt at byte \(offset) of \(size): \(why)"
+        case .sizeMismatch(let declared, let actual):
+            "decompresses to \(actual.map { "\($0) bytes" } ?? "more than \(declared) bytes"), where \(declared) were declared"
         case .tooLarge(let limit): "decompressed size exceeds the limit of \(limit) bytes"
         case .ratioTooHigh(let ratio):
             "inflates more than \(ratio)-fold: a decompression bomb (no report compresses that well)"
@@ -154,6 +162,31 @@ public enum Zlib {
         case .needsSpace: return false
         case .rejected: return (try? inflateStreaming(data, limit: max(size, 1)))?.count == size
         }
+    }
+
+    /// Inflates one zlib stream into exactly `output.count` bytes (an ELF section compressed
+    /// with `ELFCOMPRESS_ZLIB`, whose header states its size). Input libdeflate rejects is
+    /// inflated again by zlib for the exact reason, as in `inflate`.
+    public static func inflate(_ input: UnsafeRawBufferPointer, exactlyInto output: UnsafeMutableRawBufferPointer) throws(CompressionError) {
+        if let decompressor = DecompressorPool.shared.take() {
+            defer { DecompressorPool.shared.give(decompressor) }
+            var made = 0
+            let rc = libdeflate_zlib_decompress(decompressor, input.baseAddress, input.count, output.baseAddress, output.count, &made)
+            switch rc {
+            case LIBDEFLATE_SUCCESS:
+                guard made == output.count else { throw .sizeMismatch(declared: output.count, actual: made) }
+                return
+            case LIBDEFLATE_INSUFFICIENT_SPACE: throw .sizeMismatch(declared: output.count, actual: nil)
+            default: break
+            }
+        }
+        // One byte past the declared size tells "more than declared" from a stream that fits.
+        let inflated: Data
+        do { inflated = try inflateStreaming(Data(input), limit: output.count + 1) } catch .tooLarge {
+            throw .sizeMismatch(declared: output.count, actual: nil)
+        }
+        guard inflated.count == output.count else { throw .sizeMismatch(declared: output.count, actual: inflated.count) }
+        _ = inflated.copyBytes(to: output)
     }
 
     private enum WholeBufferOutcome {

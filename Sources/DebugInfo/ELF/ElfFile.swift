@@ -33,6 +33,10 @@ public final class ElfFile {
     let elf: OpaquePointer
     /// nil when the file has no DWARF sections libdw accepts.
     let dwarf: OpaquePointer?
+    /// Why `dwarf` is nil, in words for a person; nil when the file has DWARF.
+    public let dwarfAbsence: String?
+    /// Sections Stackline inflated for libdw; freed after `elf_end`.
+    private let inflated: CompressedSections
 
     private static let libelfReady: Bool = elf_version(UInt32(EV_CURRENT)) != UInt32(EV_NONE)
 
@@ -153,10 +157,23 @@ public final class ElfFile {
             buildID = nil
         }
 
-        let hasDebugInfo = sections.contains { $0.name == ".debug_info" || $0.name == ".zdebug_info" }
-        dwarf = hasDebugInfo ? dwarf_begin_elf(elf, DWARF_C_READ, nil) : nil
-        if hasDebugInfo && dwarf == nil {
-            throw fail(.corrupt(path: path, detail: "DWARF unreadable (\(Self.dwarfMessage()))"))
+        // After the section list, which describes the file as stored (debuginfod serves its bytes).
+        do { inflated = try CompressedSections.inflate(elf, sections: sections, is64Bit: is64Bit, path: path) } catch { throw fail(error) }
+        let debugInfo = sections.first { $0.name == ".debug_info" || $0.name == ".zdebug_info" }
+        // libdw skips a section without contents and then reports "no DWARF information", as
+        // for a file that never had any: say which it is instead.
+        switch debugInfo {
+        case nil: dwarfAbsence = "no .debug_info section (stripped, or built without -g)"
+        case let section? where !section.hasFileContents:
+            dwarfAbsence = "\(section.name) has no contents here (SHT_NOBITS: the DWARF is in a separate debug file)"
+        case let section? where section.size == 0: dwarfAbsence = "\(section.name) is empty"
+        default: dwarfAbsence = nil
+        }
+        dwarf = dwarfAbsence == nil ? dwarf_begin_elf(elf, DWARF_C_READ, nil) : nil
+        if dwarfAbsence == nil && dwarf == nil {
+            let reason = "DWARF unreadable (\(Self.dwarfMessage()))"
+            inflated.release()
+            throw fail(.corrupt(path: path, detail: reason))
         }
         self.backing = backing
         self.elf = elf
@@ -165,6 +182,7 @@ public final class ElfFile {
     deinit {
         if let dwarf { dwarf_end(dwarf) }
         elf_end(elf)
+        inflated.release()
         backing.release()  // a memory image is unmapped after this, when `backing` is released
     }
 

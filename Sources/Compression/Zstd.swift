@@ -37,7 +37,8 @@ public enum Zstd {
             let before = (source.pos, sink.pos)
             let rc = ZSTD_decompressStream(context, &sink, &source)
             if ZSTD_isError(rc) != 0 {
-                if sink.pos == sink.size && ZSTD_getErrorCode(rc) == ZSTD_error_dstSize_tooSmall {
+                // Also when a frame header states a larger size than the output holds.
+                if ZSTD_getErrorCode(rc) == ZSTD_error_dstSize_tooSmall {
                     throw .sizeMismatch(declared: output.count, actual: nil)
                 }
                 throw .corruptAt(offset: source.pos, of: input.count, errorName(rc))

@@ -7,6 +7,9 @@
 #   OUTDIR/NAME           the unstripped binary (the oracles read this one)
 #   OUTDIR/NAME.debug     objcopy --only-keep-debug of it
 #   OUTDIR/NAME.stripped  the binary without debug info, with a .gnu_debuglink to NAME.debug
+# and, outside the manifest, OUTDIR/c-gcc-pie.debug.zstd (its debug sections compressed with
+# zstd: a seed of the elf fuzz target; llvm-symbolizer 14 cannot read it, so the accuracy
+# tests compress their own copies, Tests/AccuracyTests/ZstdAccuracyTests.swift),
 # and writes OUTDIR/fixtures.tsv, one line per fixture, tab separated:
 #   name  role  language  compiler  unstripped  stripped  debug  build-id  description
 # role: accuracy (compare every .text instruction), crash (runs and crashes; load-address
@@ -101,6 +104,8 @@ run "$GCC" -O2 -g $GCC_COLD -fPIC -shared -DFIXTURE_LIBRARY $BID -o "$out/libc-g
 record libc-gcc.so accuracy c gcc all "C -O2 gcc shared object, DWARF 5"
 run "$GCC" -O2 -g -gz $GCC_COLD -fPIE -pie $BID -o "$out/c-gcc-gz" "$C_SRC"
 record c-gcc-gz accuracy c gcc debug "C -O2 gcc PIE, DWARF 5, zlib-compressed debug sections (-gz)"
+
+run objcopy --compress-debug-sections=zstd "$out/c-gcc-pie.debug" "$out/c-gcc-pie.debug.zstd"
 
 # ---- C, clang
 run "$CLANG" -O2 -g -fPIE -pie $BID -o "$out/c-clang-pie" "$C_SRC"

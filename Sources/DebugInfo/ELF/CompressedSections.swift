@@ -22,18 +22,22 @@ struct CompressedSections {
     /// The buffers handed to libelf; freed by `release` after `elf_end`.
     private(set) var buffers: [UnsafeMutableRawBufferPointer] = []
 
-    /// Whether Stackline reads `section`: a method it cannot inflate there refuses the file,
-    /// elsewhere the section is left as it is.
+    /// Whether Stackline reads `section`: only those are inflated (and refuse the file when they
+    /// cannot be); any other compressed section is left as it is, as libdw leaves it.
     private static func isRead(_ section: ElfSection) -> Bool {
         section.name.hasPrefix(".debug_") || section.type == UInt32(SHT_SYMTAB) || section.name == ".strtab"
     }
 
-    /// Inflates every compressed section of `elf` that has file contents. On error, what was
+    /// Inflates every compressed section of `elf` that Stackline reads. On error, what was
     /// inflated so far is released before throwing.
-    static func inflate(_ elf: OpaquePointer, sections: [ElfSection], is64Bit: Bool, path: String) throws(ElfError) -> CompressedSections {
+    static func inflate(_ elf: OpaquePointer, sections: [ElfSection], is64Bit: Bool, fileSize: UInt64, path: String) throws(ElfError) -> CompressedSections {
         var inflated = CompressedSections()
         var total: UInt64 = 0
-        for section in sections where section.isCompressed && section.hasFileContents {
+        // Sections may overlap in the file (nothing forbids it), each inflating the same bytes:
+        // the ratio holds for the sum as well as for each one.
+        let (byFile, fileOverflow) = fileSize.multipliedReportingOverflow(by: maxRatio)
+        let totalCap = min(maxTotalSize, max(ratioFloor, fileOverflow ? UInt64.max : byFile))
+        for section in sections where section.isCompressed && section.hasFileContents && isRead(section) {
             do throws(ElfError) {
                 guard let scn = elf_getscn(elf, section.index) else { throw ElfError.corrupt(path: path, detail: "section \(section.name) vanished") }
                 var header = GElf_Chdr()
@@ -41,7 +45,6 @@ struct CompressedSections {
                     throw ElfError.corrupt(path: path, detail: "section \(section.name): unreadable compression header (\(ElfFile.elfMessage()))")
                 }
                 guard let method = SectionCompression(rawValue: header.ch_type) else {
-                    guard isRead(section) else { continue }
                     throw ElfError.unsupported(
                         path: path,
                         detail: "section \(section.name) is compressed with method \(header.ch_type) (ELF defines 1, zlib, and 2, zstd), which this build cannot read")
@@ -55,10 +58,10 @@ struct CompressedSections {
                         detail: "section \(section.name) declares \(header.ch_size) bytes once inflated from \(section.size), more than \(maxRatio)-fold")
                 }
                 let (sum, sumOverflow) = total.addingReportingOverflow(header.ch_size)
-                if sumOverflow || sum > maxTotalSize {
+                if sumOverflow || sum > totalCap {
+                    let most = totalCap == maxTotalSize ? "\(maxTotalSize >> 30) GiB, the most Stackline reads" : "\(totalCap) bytes, \(maxRatio) times the file"
                     throw ElfError.tooLarge(
-                        path: path,
-                        detail: "compressed sections inflate to more than \(maxTotalSize >> 30) GiB together (at section \(section.name)), the most Stackline reads")
+                        path: path, detail: "compressed sections inflate to more than \(most) (at section \(section.name))")
                 }
                 total = sum
                 try inflated.inflate(scn, section, header: header, method: method, is64Bit: is64Bit, path: path)

@@ -112,13 +112,17 @@ public final class ElfFile {
         if elf_getshdrstrndx(elf, &shstrndx) != 0 {
             throw fail(.corrupt(path: path, detail: "no section name table (\(Self.elfMessage()))"))
         }
+        // Sections whose name lies outside the name table: libdw refuses the whole file for one.
+        var unnamed: [Int] = []
         var scn = elf_nextscn(elf, nil)
         while let s = scn {
             var shdr = GElf_Shdr()
             guard gelf_getshdr(s, &shdr) != nil else {
                 throw fail(.corrupt(path: path, detail: "unreadable section header (\(Self.elfMessage()))"))
             }
-            let name = elf_strptr(elf, shstrndx, Int(shdr.sh_name)).map { String(cString: $0) } ?? ""
+            let cName = elf_strptr(elf, shstrndx, Int(shdr.sh_name))
+            if cName == nil { unnamed.append(elf_ndxscn(s)) }
+            let name = cName.map { String(cString: $0) } ?? ""
             let section = ElfSection(
                 index: elf_ndxscn(s), name: name, type: shdr.sh_type, flags: shdr.sh_flags,
                 address: shdr.sh_addr, offset: shdr.sh_offset, size: shdr.sh_size,
@@ -158,7 +162,7 @@ public final class ElfFile {
         }
 
         // After the section list, which describes the file as stored (debuginfod serves its bytes).
-        do { inflated = try CompressedSections.inflate(elf, sections: sections, is64Bit: is64Bit, path: path) } catch { throw fail(error) }
+        do { inflated = try CompressedSections.inflate(elf, sections: sections, is64Bit: is64Bit, fileSize: fileSize, path: path) } catch { throw fail(error) }
         let debugInfo = sections.first { $0.name == ".debug_info" || $0.name == ".zdebug_info" }
         // libdw skips a section without contents and then reports "no DWARF information", as
         // for a file that never had any: say which it is instead.
@@ -171,7 +175,8 @@ public final class ElfFile {
         }
         dwarf = dwarfAbsence == nil ? dwarf_begin_elf(elf, DWARF_C_READ, nil) : nil
         if dwarfAbsence == nil && dwarf == nil {
-            let reason = "DWARF unreadable (\(Self.dwarfMessage()))"
+            var reason = "DWARF unreadable (\(Self.dwarfMessage()))"
+            if let first = unnamed.first { reason += ": the name of section #\(first) lies outside the section name table" }
             inflated.release()
             throw fail(.corrupt(path: path, detail: reason))
         }

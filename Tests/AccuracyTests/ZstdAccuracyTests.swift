@@ -31,6 +31,9 @@ struct ZstdAccuracyTests {
         #expect(added.stderr.isEmpty && added.stdout.contains("DWARF"), "symbols add: \(added.summary)")
         let symcache = store + "/.build-id/\(buildID.prefix(2))/\(buildID.dropFirst(2)).symcache"
         #expect(FileManager.default.fileExists(atPath: symcache), "no symcache at \(symcache)")
+        // Stored as it came (debuginfod serves the stored bytes): compressed, not inflated.
+        let stored = store + "/.build-id/\(buildID.prefix(2))/\(buildID.dropFirst(2)).debug"
+        #expect(FileManager.default.contentsEqual(atPath: stored, andPath: zstd), "the store holds other bytes than \(zstd)")
         try #require(try runStackline(["symbols", "add", "--symbols", plainStore, fixture.unstripped]).succeeded)
 
         let addresses = try instructionAddresses(in: fixture.unstripped)

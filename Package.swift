@@ -63,7 +63,14 @@ let package = Package(
             pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"])]
         ),
-        .target(name: "Compression", dependencies: ["StacklineZlib", "StacklineDeflate", "StacklineZstd"]),
+        // liblzma: MiniDebugInfo (`.gnu_debugdata`, an xz-compressed ELF file of symbols).
+        .systemLibrary(
+            name: "StacklineLzma",
+            path: "Sources/CLzma",
+            pkgConfig: "liblzma",
+            providers: [.apt(["liblzma-dev"])]
+        ),
+        .target(name: "Compression", dependencies: ["StacklineZlib", "StacklineDeflate", "StacklineZstd", "StacklineLzma"]),
         .target(name: "ReportModel"),
         .target(name: "Hashing", dependencies: ["ReportModel", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "Grouping", dependencies: ["ReportModel", "Hashing"]),

@@ -5,6 +5,7 @@ packages=(
   libdw-dev libelf-dev libsqlite3-dev zlib1g-dev   # linked libraries
   libdeflate-dev                                    # linked: fast whole-buffer inflate
   libzstd-dev                                       # linked: zstd-compressed ELF sections (elfutils 0.188 cannot inflate them)
+  liblzma-dev xz-utils                              # linked: MiniDebugInfo (.gnu_debugdata); xz makes it in tests
   elfutils llvm-14 lld-14 strace                    # test oracles and fixture tools
   binutils                                          # objcopy for split debug files
   unzip zip python3                                 # test oracles: unzip -l lists zips, zip and python3 build them

@@ -30,6 +30,10 @@ public final class DebugFile {
 
     public convenience init(elf: ElfFile, symbolsFrom companion: ElfFile? = nil) throws(ElfError) {
         var table = SymbolTable(elf: elf)
+        // MiniDebugInfo holds the local functions a stripped binary's .dynsym lacks: both answer.
+        if !elf.hasSymbolTable, let mini = try elf.miniDebugInfoSymbols() {
+            table = SymbolTable(symbols: table.symbols + mini.symbols)
+        }
         if table.isEmpty, let companion { table = SymbolTable(elf: companion) }
         try self.init(elf: elf, symbols: table, machO: nil, preferredBase: elf.preferredBase, architecture: elf.architecture)
     }

@@ -23,9 +23,15 @@ public final class ElfFile {
     private enum Backing {
         case descriptor(Int32)
         case memory(MappedFile)
+        /// Bytes decoded in memory (MiniDebugInfo's inner ELF file), owned here.
+        case heap(UnsafeMutableRawBufferPointer)
 
         func release() {
-            if case .descriptor(let fd) = self { close(fd) }
+            switch self {
+            case .descriptor(let fd): close(fd)
+            case .heap(let bytes): bytes.deallocate()
+            case .memory: break
+            }
         }
     }
 
@@ -75,6 +81,18 @@ public final class ElfFile {
             throw .corrupt(path: path, detail: "in-memory ELF image refused (\(Self.elfMessage()))")
         }
         try self.init(elf: elf, path: path, fileSize: UInt64(region.count), backing: .memory(image))
+    }
+
+    /// Opens an ELF image held in `bytes` (copied), named `path` in messages.
+    convenience init(bytes: [UInt8], path: String) throws(ElfError) {
+        _ = Self.libelfReady
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 16)
+        copy.copyBytes(from: bytes)
+        guard let elf = elf_memory(copy.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) else {
+            copy.deallocate()
+            throw .corrupt(path: path, detail: "in-memory ELF image refused (\(Self.elfMessage()))")
+        }
+        try self.init(elf: elf, path: path, fileSize: UInt64(bytes.count), backing: .heap(copy))
     }
 
     /// Takes ownership of `elf` and `backing`, and releases both if the file is refused.

@@ -16,11 +16,12 @@ func addIngestRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
             inflatedBytes: deps.limits.batchInflateBytes, cpu: .seconds(deps.limits.batchCPUSeconds),
             cpuClock: SystemCall.threadCPUTime))
     ingest.post("/ingest") { request, context -> Response in
-        let (token, body) = try await deps.ingestRequest(request, context: context)
         let response: BatchResponse
         do {
             // The whole batch on one pool thread: its CPU budget is that thread's CPU time.
-            response = try await deps.blocking.run { try batches.ingest(body.bytes, tokenNamespace: token.namespace) }
+            (_, response) = try await deps.ingestRequest(request, context: context) { token, body in
+                try batches.ingest(body.bytes, tokenNamespace: token.namespace)
+            }
         } catch let error as SDKBatchError {
             ServerMetrics.reportRefused(reason: "malformed_batch")
             throw APIError.badRequest(error.description)

@@ -9,10 +9,12 @@ import WorkerProtocol
 func addReportRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
     let ingest = router.group("/api/v1").add(middleware: RequireScope(.ingest, deps))
     ingest.post("/reports") { request, context -> Response in
-        let (token, body) = try await deps.ingestRequest(request, context: context)
+        let token: TokenRecord
         let outcomes: [ReportIntake.Outcome]
         do {
-            let prepared = try await deps.blocking.run {
+            // Inflate, parse (in a parse child), digest and stored form in one pool job.
+            let prepared: ReportIntake.Prepared
+            (token, prepared) = try await deps.ingestRequest(request, context: context) { token, body in
                 try deps.intake.prepare(body.bytes, compressed: body.gzip, defaults: .init(namespace: token.namespace))
             }
             outcomes = try await deps.intake.store(prepared, through: deps.writer)

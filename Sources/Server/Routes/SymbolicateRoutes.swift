@@ -16,11 +16,13 @@ func addSymbolicateRoutes(to router: Router<StacklineRequestContext>, deps: Serv
     read.post("/symbolicate") { request, _ -> Response in
         let format = try QueryParameters(request).value("format", expected: "json, text or apple") { ReportOutputFormat(rawValue: $0) }
             ?? .json
-        let data = try await BodyReader.readReport(request, limit: deps.limits.maxBodyBytes, inflatedLimit: deps.limits.maxReportBytes, blocking: deps.blocking).bytes
         // Detection and splitting are intake's, in a parse child like every ingested report's;
         // symbolication, where debug files are opened, is the worker's.
+        let (data, reply) = try await BodyReader.readReport(
+            request, limit: deps.limits.maxBodyBytes, inflatedLimit: deps.limits.maxReportBytes, blocking: deps.blocking
+        ) { body in (body.bytes, deps.intake.parser.parse(body.bytes)) }
         let parts: [ParsedPartSummary]
-        switch try await deps.blocking.run({ deps.intake.parser.parse(data) }) {
+        switch reply {
         case .parts(let found): parts = found
         case .refused(let error): throw APIError.badRequest(error.description)
         }

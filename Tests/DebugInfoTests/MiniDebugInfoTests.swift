@@ -3,30 +3,17 @@ import Foundation
 import TestSupport
 import Testing
 
-/// MiniDebugInfo made as Fedora's find-debuginfo.sh makes it (an xz-compressed ELF file of the
+/// MiniDebugInfo made as Fedora's find-debuginfo.sh makes it (Tests/Fixtures/add-minidebuginfo.sh) (an xz-compressed ELF file of the
 /// local functions .dynsym lacks, added as `.gnu_debugdata` to the stripped binary): every
 /// `.text` instruction is named as eu-addr2line (elfutils' libdwfl, which reads
 /// `.gnu_debugdata` itself) names it.
 @Suite struct MiniDebugInfoTests {
-    /// find-debuginfo.sh's add_minidebug, step for step.
-    static let recipe = """
-        set -euo pipefail
-        in="$1"; out="$2"; t="$3"
-        nm -D "$in" --format=posix --defined-only | awk '{ print $1 }' | sort > "$t/dynsyms"
-        nm "$in" --format=posix --defined-only | awk '{ if ($2 == "T" || $2 == "t" || $2 == "D") print $1 }' | sort > "$t/funcsyms"
-        comm -13 "$t/dynsyms" "$t/funcsyms" > "$t/keep_symbols"
-        objcopy --only-keep-debug "$in" "$t/debug"
-        objcopy -S --remove-section .gdb_index --remove-section .comment --keep-symbols="$t/keep_symbols" "$t/debug" "$t/mini_debuginfo"
-        strip --strip-all -R .comment -o "$out" "$in"
-        xz "$t/mini_debuginfo"
-        objcopy --add-section .gnu_debugdata="$t/mini_debuginfo.xz" "$out"
-        """
 
     static func hex(_ a: UInt64) -> String { "0x" + String(a, radix: 16) }
 
     static func make(_ source: String, in scratch: TempDirectory) throws -> String {
         let out = scratch.file("mini")
-        try runChecked("/bin/bash", ["-c", recipe, "recipe", source, out, scratch.path])
+        try runChecked("/bin/bash", [packageRoot + "/Tests/Fixtures/add-minidebuginfo.sh", source, out])
         return out
     }
 

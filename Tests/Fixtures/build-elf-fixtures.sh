@@ -9,13 +9,14 @@
 #   OUTDIR/NAME.stripped  the binary without debug info, with a .gnu_debuglink to NAME.debug
 # and, outside the manifest, OUTDIR/c-gcc-pie.debug.zstd (its debug sections compressed with
 # zstd: a seed of the elf fuzz target; llvm-symbolizer 14 cannot read it, so the accuracy
-# tests compress their own copies, Tests/AccuracyTests/ZstdAccuracyTests.swift),
+# tests compress their own copies, Tests/AccuracyTests/ZstdAccuracyTests.swift) and
+# OUTDIR/c-gcc-pie.minidebuginfo (stripped, with Fedora's MiniDebugInfo: another elf seed),
 # and writes OUTDIR/fixtures.tsv, one line per fixture, tab separated:
 #   name  role  language  compiler  unstripped  stripped  debug  build-id  description
 # role: accuracy (compare every .text instruction), crash (runs and crashes; load-address
 # test), no-build-id (linked with --build-id=none; only NAME exists, build-id column is "-").
 #
-# Tools: gcc, g++, clang, clang++ (CLANG/CLANGXX override), swiftc, objcopy, strip, readelf.
+# Tools: gcc, g++, clang, clang++ (CLANG/CLANGXX override), swiftc, objcopy, strip, readelf, nm, xz.
 # A missing tool is an error (exit 2) with a message naming it; nothing is skipped.
 set -euo pipefail
 
@@ -34,7 +35,7 @@ CLANGXX="${CLANGXX:-clang++}"
 SWIFTC="${SWIFTC:-swiftc}"
 
 missing=()
-for tool in "$GCC" "$GXX" "$CLANG" "$CLANGXX" "$SWIFTC" objcopy strip readelf; do
+for tool in "$GCC" "$GXX" "$CLANG" "$CLANGXX" "$SWIFTC" objcopy strip readelf nm xz; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if [ ${#missing[@]} -ne 0 ]; then
@@ -106,6 +107,7 @@ run "$GCC" -O2 -g -gz $GCC_COLD -fPIE -pie $BID -o "$out/c-gcc-gz" "$C_SRC"
 record c-gcc-gz accuracy c gcc debug "C -O2 gcc PIE, DWARF 5, zlib-compressed debug sections (-gz)"
 
 run objcopy --compress-debug-sections=zstd "$out/c-gcc-pie.debug" "$out/c-gcc-pie.debug.zstd"
+run "$here/add-minidebuginfo.sh" "$out/c-gcc-pie" "$out/c-gcc-pie.minidebuginfo"
 
 # ---- C, clang
 run "$CLANG" -O2 -g -fPIE -pie $BID -o "$out/c-clang-pie" "$C_SRC"

@@ -30,6 +30,9 @@ public enum ParseService {
         input: Int32, output: Int32, parser: InProcessParser = InProcessParser(), beforeParse: (Data) -> Void = { _ in }
     ) throws(Failure) {
         let reader = FrameReader(fd: input)
+        // Replies to the inputs of one write (`ParserPool` sends several at once) leave in one
+        // write too: one wakeup of the parent per batch, not per report.
+        var replies: [Data] = []
         while true {
             let frame: Data?
             do { frame = try reader.read() } catch .endOfStream { return } catch { throw .read(error) }
@@ -42,7 +45,10 @@ public enum ParseService {
                 // Parts over the frame limit: the input could never be stored anyway.
                 reply = (try? ParseReply.refused(ParseRefusal("the parsed reports do not fit in one reply frame: \(error)")).encodedFrame()) ?? Data()
             }
-            do { try Framing.write(reply, to: output) } catch { throw .write(error) }
+            replies.append(reply)
+            guard !reader.hasBufferedFrame else { continue }
+            do { try Framing.write(bundled: Framing.bundle(replies), to: output) } catch { throw .write(error) }
+            replies.removeAll(keepingCapacity: true)
         }
     }
 }

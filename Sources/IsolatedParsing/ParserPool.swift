@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReportModel
 import SystemCalls
 import WorkerProtocol
 
@@ -9,7 +10,10 @@ import WorkerProtocol
 /// stackwalkers for the same reason; the master already isolates symbolication in workers.
 ///
 /// Children are started on demand, up to `size`, and kept across requests: a spawn per
-/// request would cost more than the parse (scripts/bench-serve.sh measures the endpoint).
+/// request would cost more than the parse. Under load, the thread that gets a child carries
+/// every input waiting for one, up to half the child's pipe, in one write, and the child
+/// answers them in one write: two wakeups per batch instead of two per report (the parse
+/// children's share of the server's CPU per accepted report in scripts/bench-serve.sh).
 /// `parse` blocks its thread: call it from the blocking-work pool.
 public final class ParserPool: ReportParser, @unchecked Sendable {
     public struct Configuration: Sendable {
@@ -29,12 +33,34 @@ public final class ParserPool: ReportParser, @unchecked Sendable {
         }
     }
 
+    /// What each child's pipes buffer: room for a batch of ordinary reports in one write.
+    static let pipeBytes = 1 << 20
+
+    /// One input waiting for its reply. Its thread sleeps on `wake`, its own, so finishing a
+    /// batch wakes the threads of that batch and at most one more (to take the free child), not
+    /// every waiting thread.
+    private final class Ticket {
+        let frame: Data
+        var reply: ParseReply?
+        let wake = DispatchSemaphore(value: 0)
+        init(frame: Data) { self.frame = frame }
+    }
+
+    /// A child and whether it has answered yet: a child that cannot even take its first batch
+    /// refuses that batch's first input, so a broken worker binary cannot loop spawning.
+    private struct Child {
+        let process: WorkerProcess
+        var answered = false
+    }
+
     private let configuration: Configuration
     private let logger: Logger
-    // Guards `idle` and `started`; waiters sleep on it until a child is handed back.
-    private let condition = NSCondition()
-    private var idle: [WorkerProcess] = []
+    // Guards every var below.
+    private let lock = NSLock()
+    private var idle: [Child] = []
     private var started = 0
+    /// Inputs no child has taken yet, oldest first.
+    private var waiting: [Ticket] = []
 
     public init(_ configuration: Configuration, logger: Logger) {
         self.configuration = configuration
@@ -43,93 +69,147 @@ public final class ParserPool: ReportParser, @unchecked Sendable {
     }
 
     public func parse(_ input: Data) -> ParseReply {
-        let frame: Data
-        do { frame = try ParseRequest.encodedFrame(input) } catch {
+        let ticket: Ticket
+        do { ticket = Ticket(frame: try ParseRequest.encodedFrame(input)) } catch {
             return .refused(ParseRefusal("the report does not fit in a parse frame: \(error)"))
         }
-        let child: WorkerProcess
-        do { child = try checkOut() } catch {
-            logger.error("cannot start a parse child", metadata: ["error": "\(error)"])
-            return .refused(ParseRefusal("the server cannot parse right now (\(error)); send the report again later"))
+        lock.lock()
+        defer { lock.unlock() }
+        waiting.append(ticket)
+        while ticket.reply == nil {
+            var child: Child
+            do {
+                guard let free = try checkOutLocked() else {
+                    lock.unlock()
+                    ticket.wake.wait()
+                    lock.lock()
+                    continue
+                }
+                child = free
+            } catch {
+                waiting.removeAll { $0 === ticket }
+                wakeNextLocked()
+                logger.error("cannot start a parse child", metadata: ["error": "\(error)"])
+                return .refused(ParseRefusal("the server cannot parse right now (\(error)); send the report again later"))
+            }
+            let batch = takeBatchLocked(limit: child.process.sendAheadLimit)
+            lock.unlock()
+            if batch.count > 1 { logger.debug("parse batch", metadata: ["inputs": "\(batch.count)"]) }
+            let (replies, healthy) = exchange(batch.map(\.frame), with: child)
+            lock.lock()
+            for (n, reply) in replies.enumerated() { batch[n].reply = reply }
+            // Inputs the child never reached (it died on an earlier one) go first to the next child.
+            waiting.insert(contentsOf: batch[replies.count...], at: 0)
+            if healthy {
+                child.answered = true
+                idle.append(child)
+            } else {
+                started -= 1
+            }
+            for done in batch where done !== ticket && done.reply != nil { done.wake.signal() }
+            wakeNextLocked()
         }
-        switch exchange(frame, with: child) {
-        case .success(let reply):
-            checkIn(child)
-            return reply
-        case .failure(let refusal):
-            retire(child)
-            return .refused(refusal)
-        }
+        return ticket.reply ?? .refused(ParseRefusal("no parse reply"))
+    }
+
+    /// Wakes the thread of the oldest waiting input when a child is free to take it.
+    private func wakeNextLocked() {
+        guard let next = waiting.first, !idle.isEmpty || started < configuration.size else { return }
+        next.wake.signal()
     }
 
     /// Closes every idle child's input (each exits when it ends); a child still parsing is
-    /// retired when its parse returns.
+    /// retired when its batch returns.
     public func shutdown() {
-        condition.lock()
+        lock.lock()
         let children = idle
         idle = []
         started -= children.count
-        condition.unlock()
+        lock.unlock()
         for child in children {
-            child.closeInput()
-            _ = child.wait(upTo: 1)
+            child.process.closeInput()
+            _ = child.process.wait(upTo: 1)
         }
     }
 
-    private func exchange(_ frame: Data, with child: WorkerProcess) -> Result<ParseReply, ParseRefusal> {
+    /// An idle child, a new one while fewer than `size` run, or nil: all are busy. An idle child
+    /// that has died is found when its batch cannot be sent (`exchange`), not by asking the
+    /// kernel here: a `waitpid` per upload showed in scripts/bench-serve.sh's profile.
+    private func checkOutLocked() throws -> Child? {
+        if let child = idle.popLast() { return child }
+        guard started < configuration.size else { return nil }
+        let process = try WorkerProcess(
+            executable: configuration.executable, arguments: configuration.arguments + ["--parse"], pipeBytes: Self.pipeBytes)
+        started += 1
+        return Child(process: process)
+    }
+
+    /// The oldest waiting inputs whose frames fit in `limit` bytes together (at least one): a
+    /// write of that much to the child's empty pipe never blocks, so the parent is never stuck
+    /// writing while the child is stuck writing replies the parent is not yet reading.
+    private func takeBatchLocked(limit: Int) -> [Ticket] {
+        var bytes = 0
+        var count = 0
+        for ticket in waiting {
+            let size = ticket.frame.count + 4
+            guard count == 0 || size <= limit - bytes else { break }
+            bytes += size  // overflow: frames held in memory, each under the frame limit
+            count += 1
+        }
+        let batch = Array(waiting.prefix(count))
+        waiting.removeFirst(count)
+        return batch
+    }
+
+    /// Sends the frames in one write and reads one reply each, in order. Returns the replies
+    /// read (a prefix of the batch: after a child dies or overruns its deadline, the input it
+    /// was on is refused and the rest are not answered) and whether the child is still usable.
+    private func exchange(_ frames: [Data], with slot: Child) -> ([ParseReply], healthy: Bool) {
+        let child = slot.process
+        let timeoutMs = Int32(clamping: Int.clamping(configuration.timeoutSeconds * 1000))
         do {
-            try child.send(frame)
-            let timeoutMs = Int32(clamping: Int((configuration.timeoutSeconds * 1000).rounded(.up)))
-            guard let replyFrame = try child.reader.read(timeoutMs: timeoutMs) else {
-                child.kill()
-                logger.warning("parse timed out; child killed", metadata: ["seconds": "\(configuration.timeoutSeconds)", "bytes": "\(frame.count)"])
-                return .failure(ParseRefusal("parsing this report took longer than \(configuration.timeoutSeconds) s; it was stopped and nothing was stored"))
-            }
-            return .success(try ParseReply(frame: replyFrame))
-        } catch let error as FrameError {
-            // The child ended mid-parse: this input made a parser trap or run out of memory.
-            child.kill()
-            let exit = child.wait(upTo: 1)
-            logger.error("parse child died on a report", metadata: ["exit": "\(exit)", "bytes": "\(frame.count)", "error": "\(error)"])
-            return .failure(ParseRefusal("the parser stopped on this report (\(exit)); nothing was stored. It is malformed in a way the parser does not handle; please report it with the file"))
+            try child.send(frames: frames)
         } catch {
-            child.kill()
-            logger.error("parse child sent an unreadable reply", metadata: ["error": "\(error)"])
-            return .failure(ParseRefusal("the parser's answer was unreadable (\(error)); nothing was stored"))
+            retire(child, why: "\(error)")
+            // A child that had answered before died between batches, through no fault of these
+            // inputs: they go to the next child. One that never answered refuses the first.
+            guard !slot.answered else { return ([], false) }
+            logger.error("a new parse child could not take its first input", metadata: ["error": "\(error)"])
+            return ([.refused(ParseRefusal("the parse process could not start; send the report again later"))], false)
         }
-    }
-
-    private func checkOut() throws -> WorkerProcess {
-        condition.lock()
-        defer { condition.unlock() }
-        while true {
-            if let child = idle.popLast() {
-                if child.poll() == nil { return child }
-                started -= 1
-                continue
+        var replies: [ParseReply] = []
+        replies.reserveCapacity(frames.count)
+        for frame in frames {
+            do {
+                // Each reply within the deadline of the one before: the child parses in order.
+                guard let replyFrame = try child.reader.read(timeoutMs: timeoutMs) else {
+                    logger.warning("parse timed out; child killed", metadata: ["seconds": "\(configuration.timeoutSeconds)", "bytes": "\(frame.count)"])
+                    retire(child, why: "timeout")
+                    replies.append(.refused(ParseRefusal(
+                        "parsing this report took longer than \(configuration.timeoutSeconds) s; it was stopped and nothing was stored")))
+                    return (replies, false)
+                }
+                replies.append(try ParseReply(frame: replyFrame))
+            } catch let error as FrameError {
+                // The child ended mid-parse: this input made a parser trap or run out of memory.
+                let exit = retire(child, why: "\(error)")
+                logger.error("parse child died on a report", metadata: ["exit": "\(exit)", "bytes": "\(frame.count)"])
+                replies.append(.refused(ParseRefusal(
+                    "the parser stopped on this report (\(exit)); nothing was stored. It is malformed in a way the parser does not handle; please report it with the file")))
+                return (replies, false)
+            } catch {
+                retire(child, why: "unreadable reply")
+                logger.error("parse child sent an unreadable reply", metadata: ["error": "\(error)"])
+                replies.append(.refused(ParseRefusal("the parser's answer was unreadable (\(error)); nothing was stored")))
+                return (replies, false)
             }
-            if started < configuration.size {
-                let child = try WorkerProcess(executable: configuration.executable, arguments: configuration.arguments + ["--parse"])
-                started += 1
-                return child
-            }
-            condition.wait()
         }
+        return (replies, true)
     }
 
-    private func checkIn(_ child: WorkerProcess) {
-        condition.lock()
-        idle.append(child)
-        condition.signal()
-        condition.unlock()
-    }
-
-    private func retire(_ child: WorkerProcess) {
+    @discardableResult
+    private func retire(_ child: WorkerProcess, why: String) -> WorkerExit {
         child.kill()
-        _ = child.wait(upTo: 1)
-        condition.lock()
-        started -= 1
-        condition.signal()
-        condition.unlock()
+        return child.wait(upTo: 1)
     }
 }

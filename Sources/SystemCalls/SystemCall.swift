@@ -78,6 +78,19 @@ public enum SystemCall {
         setNiceness(value, of: 0)
     }
 
+    /// Asks the kernel to buffer `bytes` in the pipe `fd` (F_SETPIPE_SZ; unprivileged processes
+    /// get up to /proc/sys/fs/pipe-max-size, 1 MiB by default). Best effort: false when refused.
+    @discardableResult
+    public static func setPipeCapacity(_ fd: Int32, bytes: Int) -> Bool {
+        #if canImport(Glibc)
+        // F_SETPIPE_SZ (linux/fcntl.h: F_LINUX_SPECIFIC_BASE + 7) is not visible through Glibc.
+        let setPipeSize: Int32 = 1024 + 7
+        return fcntl(fd, setPipeSize, Int32(clamping: bytes)) > 0
+        #else
+        return false
+        #endif
+    }
+
     /// How many bytes the pipe `fd` buffers (F_GETPIPE_SZ), or nil when it cannot say (not a
     /// pipe). A writer that never puts more than this in an empty pipe never blocks on it.
     public static func pipeCapacity(_ fd: Int32) -> Int? {

@@ -83,7 +83,11 @@ public enum Framing {
 
     /// Writes one frame, retrying short writes and EINTR.
     public static func write(_ payload: Data, to fd: Int32) throws(FrameError) {
-        let frame = try bundle([payload])
+        try write(bundled: bundle([payload]), to: fd)
+    }
+
+    /// Writes frames already bundled (`bundle`), in one write where the pipe takes it.
+    public static func write(bundled frame: Data, to fd: Int32) throws(FrameError) {
         let failure: SystemCallError? = frame.withUnsafeBytes { buf in
             do throws(SystemCallError) { try SystemCall.writeAll(fd, buf) } catch { return error }
             return nil
@@ -159,6 +163,12 @@ public final class FrameReader {
             if n == 0 { throw .endOfStream }
             buffer.append(contentsOf: chunk[0..<n])
         }
+    }
+
+    /// Whether a whole frame is already buffered: the next `read` returns without waiting.
+    public var hasBufferedFrame: Bool {
+        guard buffer.count >= 4 else { return false }
+        return buffer.count >= 4 + BigEndian.u32(in: buffer, at: 0)
     }
 
     private func takeFrame() throws(FrameError) -> Data? {

@@ -62,7 +62,7 @@ public final class WorkerProcess {
     public let reader: FrameReader
     public private(set) var exit: WorkerExit?
     /// Half of what the worker's stdin pipe buffers (`canSendAhead`); zero when unknown.
-    private let sendAheadLimit: Int
+    public let sendAheadLimit: Int
 
     /// pipe2 is not visible from Swift on glibc, so pipes are made close-on-exec with fcntl;
     /// spawning under one lock keeps another thread's spawn from inheriting them in between.
@@ -75,7 +75,9 @@ public final class WorkerProcess {
         return fds
     }
 
-    public init(executable: String, arguments: [String], niceness: Int32 = 0) throws {
+    /// `pipeBytes`: how much each pipe should buffer (`SystemCall.setPipeCapacity`), for a parent
+    /// that sends several frames in one write (`ParserPool`); nil keeps the kernel's default.
+    public init(executable: String, arguments: [String], niceness: Int32 = 0, pipeBytes: Int? = nil) throws {
         WorkerProcess.spawnLock.lock()
         defer { WorkerProcess.spawnLock.unlock() }
         let toChild = try WorkerProcess.cloexecPipe()
@@ -102,6 +104,10 @@ public final class WorkerProcess {
             throw WorkerSpawnError.spawnFailed(path: executable, errno: rc)
         }
         if niceness != 0 { SystemCall.setNiceness(niceness, of: child) }
+        if let pipeBytes {
+            SystemCall.setPipeCapacity(toChild[1], bytes: pipeBytes)
+            SystemCall.setPipeCapacity(fromChild[0], bytes: pipeBytes)
+        }
         pid = child
         stdinFD = toChild[1]
         stdoutFD = fromChild[0]
@@ -125,6 +131,11 @@ public final class WorkerProcess {
 
     public func send(_ payload: Data) throws(FrameError) {
         try Framing.write(payload, to: stdinFD)
+    }
+
+    /// Several frames in one write (`Framing.bundle`).
+    public func send(frames: [Data]) throws(FrameError) {
+        try Framing.write(bundled: Framing.bundle(frames), to: stdinFD)
     }
 
     /// Closing stdin is the polite way to stop a worker: it exits when its input ends.

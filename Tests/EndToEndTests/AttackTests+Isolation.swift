@@ -61,3 +61,53 @@ extension AttackTests {
         #expect(parsers.count == 1, "\(parsers)")
     }
 }
+
+extension AttackTests {
+    /// Posts every body at once from a python3 client (one thread each) and returns the statuses
+    /// in order: concurrent uploads are what makes a parse child take several inputs in one batch.
+    static func postConcurrently(_ bodies: [Data], to url: String, token: String, in dir: TempDirectory) throws -> [Int] {
+        for (n, body) in bodies.enumerated() { try body.write(to: URL(fileURLWithPath: dir.file("body-\(n)"))) }
+        let script = """
+            import sys, threading, urllib.request, urllib.error
+            url, token, folder, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+            statuses = [0] * count
+            def post(n):
+                data = open(f"{folder}/body-{n}", "rb").read()
+                request = urllib.request.Request(url, data=data, method="POST", headers={"Authorization": "Bearer " + token})
+                try:
+                    statuses[n] = urllib.request.urlopen(request, timeout=60).status
+                except urllib.error.HTTPError as error:
+                    statuses[n] = error.code
+            threads = [threading.Thread(target=post, args=(n,)) for n in range(count)]
+            for t in threads: t.start()
+            for t in threads: t.join()
+            print(" ".join(map(str, statuses)))
+            """
+        let out = try runProcess("python3", ["-c", script, url, token, dir.path, "\(bodies.count)"], timeout: 180)
+        return out.stdout.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    /// With one parse child and many uploads at once, inputs share batches: the one that kills
+    /// the child (or overruns the deadline) is refused, and every other input of its batch is
+    /// parsed by the next child and stored, never refused for its neighbour.
+    @Test(arguments: ["STACKLINE_TEST_HOOK_PARSE_SEGV", "STACKLINE_TEST_HOOK_PARSE_HANG"])
+    func aFatalInputRefusesOnlyItselfInItsBatch(marker: String) throws {
+        let h = try Harness()
+        let ingest = try h.token("ingest")
+        let server = try h.startServer(
+            ["--workers", "0", "--parsers", "1", "--parse-timeout", "2", "--ingest-rate", "0", "--log-level", "debug"])
+        let dir = try TempDirectory("batch")
+        defer { dir.remove() }
+        var bodies = try (0..<24).map { try Self.wildReport(100 + $0) }
+        let fatal = 7
+        bodies[fatal] = try Self.wildReport(99, marker: marker)
+        let statuses = try Self.postConcurrently(bodies, to: server.baseURL + "/api/v1/reports", token: ingest, in: dir)
+        #expect(statuses.count == bodies.count, "\(statuses)")
+        for (n, status) in statuses.enumerated() { #expect(status == (n == fatal ? 400 : 202), "upload \(n): \(status)") }
+        let count = try runProcess("sqlite3", [h.dbPath, "SELECT count(*) FROM reports"])
+        #expect(count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "\(bodies.count - 1)", "\(count.summary)")
+        #expect(Self.healthy(server))
+        // The uploads did share batches (the log says so at debug level), so the above tested them.
+        #expect(server.log.contains("parse batch"), "no batch of several inputs: \(server.log.suffix(1500))")
+    }
+}

@@ -38,7 +38,7 @@ import Testing
     static let idSpellings: [(spelling: String, lengths: BuildID.Lengths)] = {
         var out: [(String, BuildID.Lengths)] = []
         for (_, text) in fixtureTexts {
-            for s in matches(#""(?:uuid|app_uuid|binaryUUID)"\s*:\s*"([^"]*)""#, in: text) { out.append((s, .appleReport)) }
+            for s in matches(#""(?:uuid|app_uuid|binaryUUID|object_uuid)"\s*:\s*"([^"]*)""#, in: text) { out.append((s, .appleReport)) }
             for s in matches(#"<([0-9A-Fa-f-]{16,})>"#, in: text) { out.append((s, .appleReport)) }
             for s in matches(#""build_?[iI]d"\s*:\s*"([^"]*)""#, in: text) { out.append((s, .gnu)) }
             for s in matches(#"BuildId: ([0-9A-Fa-f]+)"#, in: text) { out.append((s, .gnu)) }

@@ -208,7 +208,9 @@ import WorkerProtocol
         let reply = try JobReply(kind: .workerLost, jobId: 1).encodedFrame()
         func retagged(_ frame: Data, _ tag: UInt8) -> Data { Data([tag]) + frame.dropFirst() }
         #expect(throws: JobFrameError.unknownTag(0x00)) { try JobRequest(frame: retagged(request, 0x00)) }
-        #expect(throws: JobFrameError.unknownTag(0x31)) { try JobReply(frame: retagged(reply, 0x31)) }
+        #expect(throws: JobFrameError.unknownTag(0x51)) { try JobReply(frame: retagged(reply, 0x51)) }
+        // Parse frames share the envelope: one is a frame of another kind, not an unknown tag.
+        #expect(throws: JobFrameError.wrongKind(expected: "job reply", found: "parse request")) { try JobReply(frame: retagged(reply, 0x31)) }
         #expect(throws: JobFrameError.unsupportedVersion(kind: "job request", version: 2)) { try JobRequest(frame: retagged(request, 0x12)) }
         #expect(throws: JobFrameError.unsupportedVersion(kind: "job reply", version: 0)) { try JobReply(frame: retagged(reply, 0x20)) }
         #expect(throws: JobFrameError.wrongKind(expected: "job request", found: "job reply")) { try JobRequest(frame: reply) }

@@ -66,7 +66,7 @@ enum ReportTargets {
 
     private static func summary(_ report: RawReport) throws(FuzzFailure) -> String {
         try checkModel(report)
-        let frames = report.threads.reduce(0) { $0 + $1.frames.count }
+        let frames = report.threads.map(\.frames.count).saturatingSum()
         return "parsed as \(report.format): \(report.images.count) images, \(report.threads.count) threads, \(frames) frames"
     }
 

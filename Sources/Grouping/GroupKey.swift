@@ -10,7 +10,7 @@ extension GroupKey {
         // array of them, a joined String and a Data copy were made for every report).
         var text = Array("stackline-group".utf8)
         // overflow: lengths of strings held in memory, so their sum is bounded by the address space
-        text.reserveCapacity(64 + (app?.utf8.count ?? 0) + frames.reduce(0) { $0 + $1.utf8.count + 1 })
+        text.reserveCapacity(64 + (app?.utf8.count ?? 0) + frames.reduce(0) { $0 &+ $1.utf8.count &+ 1 })
         func add(_ field: String) {
             text.append(UInt8(ascii: "\n"))
             text.append(contentsOf: field.utf8)

@@ -130,7 +130,7 @@ enum GroupLedger {
             sql: "DELETE FROM group_versions WHERE fingerprint = ? AND count <= 0", arguments: [fingerprint])
         try db.execute(
             sql: "UPDATE groups SET count = count - ? WHERE fingerprint = ?",
-            arguments: [versions.values.reduce(0, +), fingerprint])
+            arguments: [versions.values.reduce(0, &+), fingerprint])
         try db.execute(sql: "DELETE FROM groups WHERE fingerprint = ? AND count <= 0", arguments: [fingerprint])
         // First/last seen and the representative may have been among the leavers: recompute
         // them from the members that remain.

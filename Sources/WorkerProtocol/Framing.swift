@@ -101,7 +101,8 @@ public enum Framing {
 extension Framing {
     /// Frames one after another in one buffer: an HTTP body of the remote transport.
     public static func bundle(_ frames: [Data]) throws(FrameError) -> Data {
-        var out = Data(capacity: frames.reduce(0) { $0 + $1.count + 4 })
+        // overflow: sizes of frames held in memory, each checked against the limit below.
+        var out = Data(capacity: frames.reduce(0) { $0 &+ $1.count &+ 4 })
         for payload in frames {
             guard payload.count <= maxFrame else { throw .tooLarge(payload.count) }
             let n = UInt32(payload.count)

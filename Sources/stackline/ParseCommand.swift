@@ -64,8 +64,7 @@ struct ParseCommand: ParsableCommand {
 
     private func render(_ report: RawReport) throws -> String {
         if summary {
-            let frames = report.threads.reduce(0) { $0 + $1.frames.count }
-                + (report.lag?.samples.reduce(0) { $0 + $1.frames.count } ?? 0)
+            let frames = (report.threads.map(\.frames.count) + (report.lag?.samples.map(\.frames.count) ?? [])).saturatingSum()
             if json {
                 return try encodeJSON(ParseSummaryJSON(
                     format: report.format, images: report.images.count, threads: report.threads.count, frames: frames,

@@ -105,8 +105,8 @@ private struct QueueStoreBench {
         var t = Stopwatch()
         let storables = made.map { StorableReport($0) }
         outcome.phases.append(t.phase("prepare: SHA-256 + zlib (no database)", operations: storables.count))
-        outcome.reportBytes = made.map(\.raw.count).reduce(0, +) / made.count
-        outcome.storedReportBytes = storables.map(\.compressed.count).reduce(0, +) / storables.count
+        outcome.reportBytes = made.map(\.raw.count).reduce(0, &+) / made.count
+        outcome.storedReportBytes = storables.map(\.compressed.count).reduce(0, &+) / storables.count
 
         t = Stopwatch()
         for storable in storables[0..<reports] {
@@ -122,8 +122,8 @@ private struct QueueStoreBench {
 
         let results = makeResults()
         let groups = makeGroups()
-        outcome.resultJSONBytes = results.map(\.jsonSize).reduce(0, +) / results.count
-        outcome.resultStoredBytes = results.map(\.compressedJSON.count).reduce(0, +) / results.count
+        outcome.resultJSONBytes = results.map(\.jsonSize).reduce(0, &+) / results.count
+        outcome.resultStoredBytes = results.map(\.compressedJSON.count).reduce(0, &+) / results.count
 
         // (a) The local slots' claim, then its completion.
         var claimTime = Elapsed()

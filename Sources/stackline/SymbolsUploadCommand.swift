@@ -205,11 +205,11 @@ final class UploadProgress: @unchecked Sendable {
     init(files: [String]) {
         names = files.map { ($0 as NSString).lastPathComponent }
         sizes = files.map { path in (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0 }
-        total = sizes.reduce(0, +)
+        total = sizes.saturatingSum()
         sent = Array(repeating: 0, count: files.count)
     }
 
-    var totalSent: Int64 { lock.withLock { sent.reduce(0, +) } }
+    var totalSent: Int64 { lock.withLock { sent.saturatingSum() } }
 
     func update(file: Int, sent bytes: Int64, total _: Int64) {
         lock.withLock {
@@ -235,7 +235,7 @@ final class UploadProgress: @unchecked Sendable {
     private func draw(file: Int) {
         guard tty else { return }
         shown = true
-        let done = sent.reduce(0, +)
+        let done = sent.saturatingSum()
         let width = 30
         let filled = total == 0 ? width : Int(Int64(width) * done / total)
         let bar = "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "]"

@@ -56,7 +56,7 @@ public enum JobFrameError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// The envelope both message kinds share.
+/// The envelope every message kind shares: job request and reply, parse request and reply.
 enum JobFrame {
     static let layoutVersion: UInt8 = 1
     static let requestKind: UInt8 = 1

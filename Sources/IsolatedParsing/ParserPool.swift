@@ -14,7 +14,8 @@ import WorkerProtocol
 /// every input waiting for one, up to half the child's pipe, in one write, and the child
 /// answers them in one write: two wakeups per batch instead of two per report (the parse
 /// children's share of the server's CPU per accepted report in scripts/bench-serve.sh).
-/// `parse` blocks its thread: call it from the blocking-work pool.
+/// `parse` blocks its thread: call it from the blocking-work pool. Children end with `serve`:
+/// their input closes when it exits, and they watch their parent besides.
 public final class ParserPool: ReportParser, @unchecked Sendable {
     public struct Configuration: Sendable {
         /// The worker executable and its arguments; `--parse` is added.
@@ -116,20 +117,6 @@ public final class ParserPool: ReportParser, @unchecked Sendable {
     private func wakeNextLocked() {
         guard let next = waiting.first, !idle.isEmpty || started < configuration.size else { return }
         next.wake.signal()
-    }
-
-    /// Closes every idle child's input (each exits when it ends); a child still parsing is
-    /// retired when its batch returns.
-    public func shutdown() {
-        lock.lock()
-        let children = idle
-        idle = []
-        started -= children.count
-        lock.unlock()
-        for child in children {
-            child.process.closeInput()
-            _ = child.process.wait(upTo: 1)
-        }
     }
 
     /// An idle child, a new one while fewer than `size` run, or nil: all are busy. An idle child

@@ -93,13 +93,22 @@ let package = Package(
         .target(name: "ReportFormats", dependencies: ["ReportModel"]),
         // Every human and JSON view of a report: symbolicated (text, JSON, Apple) and parsed.
         .target(name: "ReportRendering", dependencies: ["ReportModel"]),
+        // Everything the service keeps in its database, one folder per family of tables: jobs and
+        // their leases, groups and their ledger, tokens and namespaces, workers, alert state, retention.
         .target(
-            name: "JobQueue",
+            name: "Storage",
             dependencies: ["ReportModel", "Compression", "Hashing", "SystemCalls", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // The master↔worker wire format (job and reply frames, length-prefixed framing). A worker
-        // links this and never Master: it must not reach JobQueue or GRDB (Tests/ModuleGraphTests).
+        // links this and never Master: it must not reach Storage or GRDB (Tests/ModuleGraphTests).
         .target(name: "WorkerProtocol", dependencies: ["ReportModel", "SystemCalls", "Compression"]),
+        // What every long-running Stackline process shares, master and worker alike: supervising
+        // worker processes, the one job loop over a worker (WorkerSession), retries with backoff,
+        // and the environment read once at start (StacklineEnvironment).
+        .target(
+            name: "ServiceRuntime",
+            dependencies: ["WorkerProtocol", "ReportModel", "SystemCalls", .product(name: "Logging", package: "swift-log")]
+        ),
         // The HTTP client of a `stackline serve` (URLSession): `symbols upload` and remote workers.
         .target(name: "ServiceClient", dependencies: ["ReportModel", "SystemCalls"]),
         // A remote worker's debug files: fetched from the master's debuginfod endpoint into a
@@ -129,11 +138,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Where a request becomes a job: raw bytes split, parsed, tagged and stored (submit, HTTP ingest).
-        .target(name: "Intake", dependencies: ["JobQueue", "ReportFormats", "ReportModel", "SDKProtocol", "IsolatedParsing", "WorkerProtocol"]),
+        .target(name: "Intake", dependencies: ["Storage", "ReportFormats", "ReportModel", "SDKProtocol", "IsolatedParsing", "WorkerProtocol"]),
         .target(
             name: "Master",
             dependencies: [
-                "JobQueue", "WorkerProtocol", "ReportModel", "ReportFormats", "SystemCalls",
+                "Storage", "WorkerProtocol", "ReportModel", "ReportFormats", "SystemCalls",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
@@ -141,13 +150,13 @@ let package = Package(
         // Shared by the CLI's `--json` output and the HTTP API: one definition of each JSON shape.
         .target(
             name: "Queries",
-            dependencies: ["JobQueue", "ReportModel", "ReportRendering", "SymbolStore"]
+            dependencies: ["Storage", "ReportModel", "ReportRendering", "SymbolStore"]
         ),
         // Alert rules, their evaluation over the database, webhook and SMTP delivery (docs/alerts.md).
         .target(
             name: "Alerts",
             dependencies: [
-                "JobQueue", "ReportModel",
+                "Storage", "ReportModel",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -158,13 +167,13 @@ let package = Package(
             ]
         ),
         // The web view's pages, charts and flame graphs: query results in, HTML/SVG out (no HTTP).
-        .target(name: "WebView", dependencies: ["ReportModel", "Queries", "JobQueue"]),
+        .target(name: "WebView", dependencies: ["ReportModel", "Queries", "Storage"]),
         // `stackline serve`: HTTP routes, authentication, limits, metrics. Runs beside the master.
         .target(
             name: "Server",
             dependencies: [
                 "WebView",
-                "JobQueue", "Intake", "IsolatedParsing", "Master", "Queries", "ReportModel", "ReportFormats", "ReportRendering",
+                "Storage", "Intake", "IsolatedParsing", "Master", "Queries", "ReportModel", "ReportFormats", "ReportRendering",
                 "Compression", "Hashing", "StacklineLogging", "SymbolStore", "WorkerProtocol", "SDKProtocol", "DebugInfo", "SystemCalls",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -189,7 +198,7 @@ let package = Package(
             dependencies: [
                 "DebugInfo", "SymbolCache", "SymbolStore", "Symbolication", "Demangling", "ReportModel", "ReportFormats", "ReportRendering",
                 "IsolatedParsing",
-                "JobQueue", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
+                "Storage", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
                 "Intake", "Queries", "Server", "SDKProtocol", "ServiceClient", "Alerts",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -212,7 +221,7 @@ let package = Package(
             dependencies: [
                 "ReportFormats", "ReportModel", "DebugInfo", "SymbolCache", "SymbolStore", "WorkerProtocol", "SystemCalls", "Compression",
                 // intake-to-page: the server's intake, a worker's processing and the pages of its result.
-                "SDKProtocol", "IsolatedParsing", "Symbolication", "Grouping", "JobQueue", "Queries", "ReportRendering", "WebView",
+                "SDKProtocol", "IsolatedParsing", "Symbolication", "Grouping", "Storage", "Queries", "ReportRendering", "WebView",
             ]),
         // libFuzzer's driver entry point, declared for the -sanitize=fuzzer build only.
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
@@ -226,8 +235,8 @@ let package = Package(
             dependencies: ["Symbolication", "Demangling", "SymbolStore", "ReportModel", "TestSupport", "SymbolFetch", "ServiceClient"]),
         .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),
         .testTarget(
-            name: "JobQueueTests",
-            dependencies: ["JobQueue", "Hashing", "ReportModel", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+            name: "StorageTests",
+            dependencies: ["Storage", "Hashing", "ReportModel", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "GroupingTests", dependencies: ["Grouping", "Symbolication", "SymbolStore", "ReportModel", "TestSupport"]),
@@ -235,15 +244,15 @@ let package = Package(
         .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportRendering", "ReportModel", "TestSupport"]),
         .testTarget(name: "ReportRenderingTests", dependencies: ["ReportRendering", "ReportModel", "TestSupport"]),
         .testTarget(name: "WorkerProtocolTests", dependencies: ["WorkerProtocol", "ReportModel", "TestSupport"]),
-        .testTarget(name: "WebViewTests", dependencies: ["WebView", "ReportModel", "Queries", "JobQueue"]),
+        .testTarget(name: "WebViewTests", dependencies: ["WebView", "ReportModel", "Queries", "Storage"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "JobQueue", "StacklineLogging", "ReportModel", "ReportFormats", "TestSupport",
+                "Storage", "StacklineLogging", "ReportModel", "ReportFormats", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "AlertsTests", dependencies: ["Alerts", "JobQueue", "ReportModel", "TestSupport"]),
+        .testTarget(name: "AlertsTests", dependencies: ["Alerts", "Storage", "ReportModel", "TestSupport"]),
         // Reads the target graph from `swift package describe` and the linked worker binary.
         .testTarget(name: "ModuleGraphTests", dependencies: ["TestSupport"]),
     ]

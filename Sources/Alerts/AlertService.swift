@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 import Logging
 import Metrics
 import ServiceLifecycle
@@ -11,7 +11,7 @@ import ServiceLifecycle
 /// its own tables. Stopping it at any point loses nothing and repeats nothing but a delivery
 /// whose answer was not recorded yet (docs/alerts.md, "Retries and dedupe").
 public final class AlertService: Service, Sendable {
-    let db: JobDatabase
+    let db: ServiceDatabase
     let configuration: AlertConfiguration
     let evaluator: RuleEvaluator
     let delivery: AlertDelivery
@@ -23,7 +23,7 @@ public final class AlertService: Service, Sendable {
     /// routes share.
     private let queue = DispatchQueue(label: "stackline.alerts.db")
 
-    public init(db: JobDatabase, configuration: AlertConfiguration, logger: Logger, batch: Int = 1000) {
+    public init(db: ServiceDatabase, configuration: AlertConfiguration, logger: Logger, batch: Int = 1000) {
         self.db = db
         self.configuration = configuration
         self.evaluator = RuleEvaluator(configuration: configuration)

@@ -1,4 +1,4 @@
-import JobQueue
+import Storage
 
 /// Exponential backoff between delivery attempts: the wait doubles after every failed
 /// attempt up to a cap, less up to a fifth at random, so deliveries that failed together (a

@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 import ReportModel
 
 /// Turns results the rules have not seen into events. Every answer comes from the database

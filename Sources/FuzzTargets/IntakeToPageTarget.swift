@@ -2,7 +2,7 @@ import Compression
 import Foundation
 import Grouping
 import IsolatedParsing
-import JobQueue
+import Storage
 import Queries
 import ReportFormats
 import ReportModel

@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 import IsolatedParsing
 import ReportModel
 import WorkerProtocol
@@ -27,12 +27,12 @@ public struct ReportIntake: Sendable {
         case refused(ParseRefusal)
     }
 
-    public let db: JobDatabase
+    public let db: ServiceDatabase
     /// In process for the CLI; `serve` parses in child processes (`ParserPool`), so a parser
     /// defect costs a request, never the server.
     public let parser: any ReportParser
 
-    public init(db: JobDatabase, parser: any ReportParser = InProcessParser()) {
+    public init(db: ServiceDatabase, parser: any ReportParser = InProcessParser()) {
         self.db = db
         self.parser = parser
     }

@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 import ReportFormats
 import ReportModel
 import SDKProtocol

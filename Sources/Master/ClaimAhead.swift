@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 import SystemCalls
 
 /// A slot's next claim, run on a thread of its own so the slot keeps feeding its worker

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import Foundation
-import JobQueue
+import Storage
 import Logging
 import SystemCalls
 internal import WorkerProtocol
@@ -11,7 +11,7 @@ internal import WorkerProtocol
 /// `stackline master`: recovers expired leases, runs one `WorkerSlot` thread per worker,
 /// keeps recovering leases while it runs, and drains on SIGTERM/SIGINT.
 public final class Dispatcher: @unchecked Sendable {
-    private let db: JobDatabase
+    private let db: ServiceDatabase
     private let config: MasterConfiguration
     private let logger: Logger
     private let stop = StopFlag()
@@ -24,7 +24,7 @@ public final class Dispatcher: @unchecked Sendable {
     /// transactions (the remote pool's, when there is one).
     private let completions: CompletionCommitter
 
-    public init(db: JobDatabase, config: MasterConfiguration, logger: Logger, remote: RemoteWorkerPool? = nil) {
+    public init(db: ServiceDatabase, config: MasterConfiguration, logger: Logger, remote: RemoteWorkerPool? = nil) {
         self.db = db
         self.config = config
         self.logger = logger

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import JobQueue
+import Storage
 import Logging
 import Metrics
 internal import WorkerProtocol
@@ -142,7 +142,7 @@ struct JobOutcomes: Sendable {
                 log.error("job failed", metadata: ["attempt": "\(job.attempts.map(String.init) ?? "?")", "reason": "\(reason)"])
             }
             return .failureRecorded
-        } catch JobQueueError.staleLease {
+        } catch StorageError.staleLease {
             log.warning("lease lost before recording failure", metadata: ["reason": "\(failure)"])
             return .stale
         }

@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 
 /// Settings of one `stackline master` run.
 public struct MasterConfiguration: Sendable {
@@ -26,7 +26,7 @@ public struct MasterConfiguration: Sendable {
     public var handlesSignals: Bool
     /// The most jobs a local slot holds at once (running, sent ahead to its worker, waiting),
     /// and so the most one claim statement leases. Within it the slot holds what its worker
-    /// runs in `JobPace.budgetSeconds` at its recent pace. Bounded by `JobDatabase.maxClaimBatch`.
+    /// runs in `JobPace.budgetSeconds` at its recent pace. Bounded by `ServiceDatabase.maxClaimBatch`.
     public var prefetch: Int = MasterConfiguration.defaultPrefetch
     /// 64: on 30-frame reports (about 0.12 ms each) a slot then holds about 8 ms of work, which
     /// outlasts the committer's batches a claim waits behind (fewer held left a worker idle

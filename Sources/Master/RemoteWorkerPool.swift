@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import JobQueue
+import Storage
 import Logging
 import Metrics
 internal import ReportModel
@@ -255,7 +255,7 @@ public final class RemoteWorkerPool: @unchecked Sendable {
             do {
                 try db.release(jobId: lease.jobId, token: lease.leaseToken)
                 log.debug("remote job handed back unrun", metadata: ["job": "\(lease.jobId)"])
-            } catch JobQueueError.staleLease {}
+            } catch StorageError.staleLease {}
             forget(lease)
         }
         var lost: [Int64] = []
@@ -275,7 +275,7 @@ public final class RemoteWorkerPool: @unchecked Sendable {
             }
             do {
                 try db.heartbeat(jobId: lease.jobId, token: lease.leaseToken, leaseMs: leaseMs)
-            } catch JobQueueError.staleLease {
+            } catch StorageError.staleLease {
                 forget(lease)
                 lost.append(lease.jobId)
             }

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Foundation
-import JobQueue
+import Storage
 import Logging
 import Metrics
 import SystemCalls
@@ -187,7 +187,7 @@ final class WorkerSlot: @unchecked Sendable {
             do {
                 job.leaseExpiresAt = try db.heartbeat(jobId: job.jobId, token: job.leaseToken, leaseMs: leaseMs)
                 return job
-            } catch JobQueueError.staleLease {
+            } catch StorageError.staleLease {
                 logger.warning("lease of a waiting job lost; dropped", metadata: ["job": "\(job.jobId)"])
                 return nil
             } catch {
@@ -241,7 +241,7 @@ final class WorkerSlot: @unchecked Sendable {
         guard job.leaseExpiresAt - db.now() < leaseMs / 2 else { return true }
         do {
             _ = try db.heartbeat(jobId: job.jobId, token: job.leaseToken, leaseMs: leaseMs)
-        } catch JobQueueError.staleLease {
+        } catch StorageError.staleLease {
             log.warning("lease of a waiting job lost before it started; skipped")
             return false
         } catch {
@@ -343,7 +343,7 @@ final class WorkerSlot: @unchecked Sendable {
                 do {
                     try db.release(jobId: job.jobId, token: job.leaseToken)
                     log.notice("drain deadline passed; lease released")
-                } catch JobQueueError.staleLease {
+                } catch StorageError.staleLease {
                     log.notice("drain deadline passed; lease already gone")
                 }
                 return
@@ -353,7 +353,7 @@ final class WorkerSlot: @unchecked Sendable {
             renewPrefetched()
             do {
                 try db.heartbeat(jobId: job.jobId, token: job.leaseToken, leaseMs: leaseMs)
-            } catch JobQueueError.staleLease {
+            } catch StorageError.staleLease {
                 // Someone else owns the job now: stop wasting the worker on it.
                 _ = killWorker()
                 log.warning("lease lost during job; worker killed, result discarded")

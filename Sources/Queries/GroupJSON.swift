@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 import ReportModel
 
 /// The `--json` shape of one group (`groups`, `group`, and the `group` of `report --json`).

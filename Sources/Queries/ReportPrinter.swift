@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 import ReportModel
 import ReportRendering
 
@@ -22,7 +22,7 @@ public enum ReportPrinter {
     }
 
     /// The group a result was filed under, if it was grouped.
-    public static func group(of result: StoredResult, in db: JobDatabase) -> GroupSummary? {
+    public static func group(of result: StoredResult, in db: ServiceDatabase) -> GroupSummary? {
         guard let fingerprint = result.fingerprint else { return nil }
         return (try? db.group(fingerprint: fingerprint, latest: 0))?.summary
     }

@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 
 /// The `status REPORT --json` shape.
 public struct JobStatusJSON: Encodable, Sendable {

@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 
 /// GET /api/v1/workers and `stackline workers --json`.
 public struct WorkersJSON: Encodable {

@@ -1,6 +1,6 @@
 /// What a report is grouped by: a fingerprint (crashes) or lag key (hangs), made with a
 /// given rules version, plus a title for people. The worker computes it (Grouping), the
-/// result frame carries it (WorkerProtocol) and the queue files the report under it (JobQueue).
+/// result frame carries it (WorkerProtocol) and the queue files the report under it (Storage).
 public struct GroupKey: Codable, Sendable, Hashable {
     /// 32 lowercase hex digits (Grouping: the first 128 bits of a SHA-256 over kind, rules version and frames).
     public var fingerprint: String

@@ -1,9 +1,9 @@
 import Foundation
 import Hummingbird
-import JobQueue
+import Storage
 
 /// What a token may do: `ingest`, `symbols`, `read`, `worker`, `admin` (admin implies all).
-/// One definition, in JobQueue, where tokens are stored.
+/// One definition, in Storage, where tokens are stored.
 public typealias Scope = TokenScope
 
 /// Checks `Authorization: Bearer TOKEN` against the token store.

@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import JobQueue
+import Storage
 
 extension ServerDependencies {
     /// A request to an ingest endpoint (`/reports`, `/ingest`): the token's rate limit applied,

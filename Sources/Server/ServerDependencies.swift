@@ -1,7 +1,7 @@
 import Foundation
 import Intake
 import IsolatedParsing
-import JobQueue
+import Storage
 import Logging
 import Master
 import SymbolStore
@@ -62,7 +62,7 @@ public struct WorkerLaunch: Sendable {
 /// Everything a route may use, built once by `stackline serve` and handed to every
 /// `add…Routes(to:deps:)` function.
 public struct ServerDependencies: Sendable {
-    public var db: JobDatabase
+    public var db: ServiceDatabase
     public var store: SymbolStoreDirectory
     /// The one place bytes become reports and jobs (`ReportIntake`); ingest routes go through it.
     public var intake: ReportIntake
@@ -88,7 +88,7 @@ public struct ServerDependencies: Sendable {
     public var blocking = BlockingWork.shared
 
     public init(
-        db: JobDatabase, store: SymbolStoreDirectory, limits: ServerLimits, census: WorkerCensus, remote: RemoteWorkerPool? = nil,
+        db: ServiceDatabase, store: SymbolStoreDirectory, limits: ServerLimits, census: WorkerCensus, remote: RemoteWorkerPool? = nil,
         worker: WorkerLaunch, metrics: ServerMetrics, logger: Logger
     ) {
         self.remote = remote

@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import JobQueue
+import Storage
 
 /// The per-request context every route gets: Hummingbird's core storage plus the token that
 /// authenticated the request (set by `RequireScope`; nil on `/healthz`, `/readyz`).

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import Hashing
-import JobQueue
+import Storage
 import ReportModel
 import Synchronization
 

@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 import Queries
 
 /// Missing debug files, most needed first, and the upload command that fixes them.

@@ -1,7 +1,7 @@
 import Alerts
 import ArgumentParser
 import Foundation
-import JobQueue
+import Storage
 import Queries
 
 /// `stackline alerts`: check a rules file, send a sample through a rule's targets, list events.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import JobQueue
+import Storage
 
 /// `--db PATH` (else `$STACKLINE_DB`, else `./data/stackline.sqlite`), shared by every command that uses the queue.
 struct DatabaseOptions: ParsableArguments {
@@ -14,16 +14,16 @@ struct DatabaseOptions: ParsableArguments {
 
     /// Opens the database, creating it (and its folder) if needed: only `submit` and `master`,
     /// which put work into it, may do that.
-    func openOrCreate() throws -> JobDatabase {
-        try JobDatabase(path: resolvedPath)
+    func openOrCreate() throws -> ServiceDatabase {
+        try ServiceDatabase(path: resolvedPath)
     }
 
     /// Opens an existing database. Every command that only reads or tidies the queue uses this:
     /// creating an empty database would make a mistyped `--db` look like an empty service.
-    func open(for command: String) throws -> JobDatabase {
+    func open(for command: String) throws -> ServiceDatabase {
         guard exists else {
             throw fail("stackline \(command): no database at \(resolvedPath) (run `stackline submit` first, or pass --db)")
         }
-        return try JobDatabase(path: resolvedPath)
+        return try ServiceDatabase(path: resolvedPath)
     }
 }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import JobQueue
+import Storage
 import Queries
 import ReportModel
 import ReportRendering

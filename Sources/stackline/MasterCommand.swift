@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Grouping
-import JobQueue
+import Storage
 import Logging
 import Master
 import Queries

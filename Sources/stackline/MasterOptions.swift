@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Grouping
-import JobQueue
+import Storage
 import Master
 import Queries
 import WorkerProtocol
@@ -58,8 +58,8 @@ struct MasterOptions: ParsableArguments {
         if let retain, retain.duration == nil {
             throw ValidationError("--retain takes a duration such as 90d, not a date")
         }
-        guard (1...JobDatabase.maxClaimBatch).contains(prefetch) else {
-            throw ValidationError("--prefetch must be between 1 and \(JobDatabase.maxClaimBatch)")
+        guard (1...ServiceDatabase.maxClaimBatch).contains(prefetch) else {
+            throw ValidationError("--prefetch must be between 1 and \(ServiceDatabase.maxClaimBatch)")
         }
         guard retainInterval > 0 else { throw ValidationError("--retain-interval must be positive") }
         guard (0...19).contains(workerNice ?? 0) else { throw ValidationError("--worker-nice must be between 0 and 19") }

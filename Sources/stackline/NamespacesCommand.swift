@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReportModel
-import JobQueue
+import Storage
 import Queries
 import SDKProtocol
 

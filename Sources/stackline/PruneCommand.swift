@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Queries
-import JobQueue
+import Storage
 
 /// `stackline prune`: retention by age.
 struct PruneCommand: ParsableCommand {

@@ -2,7 +2,7 @@ import ArgumentParser
 import Compression
 import Dispatch
 import Foundation
-import JobQueue
+import Storage
 import Queries
 import ReportModel
 
@@ -54,7 +54,7 @@ struct QueueBenchCommand: ParsableCommand {
         }
         defer { if let temporary { try? FileManager.default.removeItem(at: temporary) } }
 
-        let store = try JobDatabase(path: path)
+        let store = try ServiceDatabase(path: path)
         var bench = QueueStoreBench(store: store, reports: reports)
         let outcome = try bench.run()
         let summary = QueueBenchJSON(
@@ -69,7 +69,7 @@ struct QueueBenchCommand: ParsableCommand {
 
 /// The benchmark itself: data made up front (deterministic), then the timed phases.
 private struct QueueStoreBench {
-    let store: JobDatabase
+    let store: ServiceDatabase
     let reports: Int
     private var random = SplitMix64(seed: 0x5741_434b_4c49_4e45)
 
@@ -88,7 +88,7 @@ private struct QueueStoreBench {
     /// Lease of every claim: long enough that nothing expires during the run.
     private static let leaseMs: Int64 = 600_000
 
-    init(store: JobDatabase, reports: Int) {
+    init(store: ServiceDatabase, reports: Int) {
         self.store = store
         self.reports = reports
         var random = SplitMix64(seed: 0x4255_494c_4449_4453)

@@ -1,7 +1,7 @@
 import Alerts
 import ArgumentParser
 import Foundation
-import JobQueue
+import Storage
 import Logging
 import Master
 import Server

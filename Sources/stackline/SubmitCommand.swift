@@ -4,7 +4,7 @@ import Foundation
 import Queries
 import Intake
 import IsolatedParsing
-import JobQueue
+import Storage
 import ReportFormats
 import ReportModel
 import ReportRendering
@@ -101,7 +101,7 @@ struct SubmitCommand: ParsableCommand {
         if failed || entries.contains(where: { $0.reportId == nil }) { throw ExitCode(1) }
     }
 
-    private func submit(_ item: ReportInput, registry: FormatRegistry, db: JobDatabase) throws -> [ReportIntake.Outcome] {
+    private func submit(_ item: ReportInput, registry: FormatRegistry, db: ServiceDatabase) throws -> [ReportIntake.Outcome] {
         let data = try item.load(limit: maxSize)
         do {
             return try ReportIntake(db: db, parser: InProcessParser(registry: registry)).submit(
@@ -112,7 +112,7 @@ struct SubmitCommand: ParsableCommand {
     }
 
     /// Prints what `--json` and `--wait` ask for; true when a waited-for report failed.
-    private func printResults(_ entries: [Submission], db: JobDatabase) throws -> Bool {
+    private func printResults(_ entries: [Submission], db: ServiceDatabase) throws -> Bool {
         var failed = false
         var documents: [[String: Any]] = []
         for entry in entries {

@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 
 /// Where `WaitProgress` reads job states: the database (`submit --wait`) or a server
 /// (`symbols upload --wait`).
@@ -12,7 +12,7 @@ protocol JobStateSource {
     var idleHint: String { get }
 }
 
-extension JobDatabase: JobStateSource {
+extension ServiceDatabase: JobStateSource {
     func runningCount() throws -> Int { try stateCounts()[.running] ?? 0 }
     var idleHint: String { "waiting for a master: run `stackline master`" }
 }

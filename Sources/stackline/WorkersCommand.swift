@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import JobQueue
+import Storage
 import Queries
 
 /// `stackline workers`: the remote workers connected to the `stackline serve` of this database.

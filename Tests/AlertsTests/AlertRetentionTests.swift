@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 import TestSupport
 import Testing
 
@@ -20,7 +20,7 @@ import Testing
         let dir = try TempDirectory("alerts-prune")
         defer { dir.remove() }
         let clock = Clock()
-        let db = try JobDatabase(path: dir.file("db.sqlite"), clock: { clock.now })
+        let db = try ServiceDatabase(path: dir.file("db.sqlite"), clock: { clock.now })
         let old = try db.recordAlertEvents([event("delivered", scope: ""), event("failed", scope: ""), event("pending", scope: "")], cursorFrom: nil, to: 1)
         for job in try db.takeDueAlertDeliveries(limit: 10, leaseMs: 1) {
             switch job.rule {

@@ -1,12 +1,12 @@
 import Alerts
 import Foundation
-import JobQueue
+import Storage
 import Logging
 import ReportModel
 import TestSupport
 import Testing
 
-/// The rules against a real database: reports submitted and completed through JobQueue, a
+/// The rules against a real database: reports submitted and completed through Storage, a
 /// clock the test moves, and events read back from `alert_events`.
 @Suite struct RuleEvaluatorTests {
     final class Clock: @unchecked Sendable {
@@ -21,13 +21,13 @@ import Testing
     final class Store {
         let dir: TempDirectory
         let clock = Clock(1_800_000_000_000 / 3_600_000 * 3_600_000)
-        let db: JobDatabase
+        let db: ServiceDatabase
         var n = 0
 
         init() throws {
             dir = try TempDirectory("alerts-eval")
             let clock = clock
-            db = try JobDatabase(path: dir.file("db.sqlite"), clock: { clock.now })
+            db = try ServiceDatabase(path: dir.file("db.sqlite"), clock: { clock.now })
         }
 
         deinit { dir.remove() }

@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 import TestSupport
 import Testing
 
@@ -34,7 +34,7 @@ final class Harness {
             .merging(extraEnvironment) { $1 }
     }
 
-    func database() throws -> JobDatabase { try JobDatabase(path: dbPath) }
+    func database() throws -> ServiceDatabase { try ServiceDatabase(path: dbPath) }
 
     /// Writes reports to files under `subdir` and returns their paths.
     func write(_ reports: [Data], subdir: String = "in") throws -> [String] {

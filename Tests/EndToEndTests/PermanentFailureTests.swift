@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 import ReportModel
 import TestSupport
 import Testing

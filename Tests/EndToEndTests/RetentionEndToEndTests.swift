@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 import ReportModel
 import TestSupport
 import Testing
@@ -42,7 +42,7 @@ func databaseFileBytes(_ path: String) -> Int {
     static func buildCorpus(_ h: Harness) throws -> Corpus {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let clock = Locked<Int64>(0)
-        let db = try JobDatabase(path: h.dbPath, clock: { clock.value })
+        let db = try ServiceDatabase(path: h.dbPath, clock: { clock.value })
         var corpus = Corpus()
         let versions = ["3.1", "3.2", nil]
         for n in 0..<184 {

@@ -3,12 +3,12 @@ import TestSupport
 import Testing
 
 /// A worker must never touch the job database, so `stackline-worker` must not depend on
-/// JobQueue or GRDB, not even through another module. Checked twice, from outside our code:
+/// Storage or GRDB, not even through another module. Checked twice, from outside our code:
 /// the target graph as SwiftPM reads it (`swift package describe`), and the linked binary
 /// (`readelf`, `nm`).
 @Suite struct ModuleGraphTests {
     /// Targets and products no worker may reach.
-    static let forbiddenTargets: Set<String> = ["JobQueue", "Master"]
+    static let forbiddenTargets: Set<String> = ["Storage", "Master"]
     static let forbiddenProducts: Set<String> = ["GRDB"]
 
     /// The parts of `swift package describe --type json` the walk needs.
@@ -74,7 +74,7 @@ import Testing
     /// The same walk from the CLI finds both, so the check above is not vacuous.
     @Test func cliTargetReachesJobQueueAndGRDB() throws {
         let cli = try Self.closure(of: "stackline")
-        #expect(cli.targets.isSuperset(of: ["JobQueue", "Master", "WorkerProtocol"]))
+        #expect(cli.targets.isSuperset(of: ["Storage", "Master", "WorkerProtocol"]))
         #expect(cli.products.contains("GRDB"))
     }
 
@@ -108,7 +108,7 @@ import Testing
         let workerNeedsSQLite = worker.needsSQLite, cliNeedsSQLite = cli.needsSQLite
         #expect(!workerNeedsSQLite, "stackline-worker needs libsqlite3")
         #expect(cliNeedsSQLite)
-        for module in ["GRDB", "JobQueue", "Master"] {
+        for module in ["GRDB", "Storage", "Master"] {
             let inWorker = worker.symbols(of: module), inCLI = cli.symbols(of: module)
             #expect(inWorker == 0, "stackline-worker holds symbols of \(module)")
             // The CLI links them, so a zero above is not a broken `nm` or mangling prefix.

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobQueue
+import Storage
 import ReportModel
 import SDKProtocol
 

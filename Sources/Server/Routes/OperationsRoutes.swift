@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import JobQueue
+import Storage
 
 /// `/healthz`, `/readyz` (no token), `/metrics` (read scope) and the API document.
 func addOperationsRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {

@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import JobQueue
+import Storage
 import Queries
 import ReportModel
 

@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 import Intake
-import JobQueue
+import Storage
 import ReportFormats
 import WorkerProtocol
 

@@ -1,7 +1,7 @@
 import DebugInfo
 import Foundation
 import Hummingbird
-import JobQueue
+import Storage
 import ReportModel
 import SymbolStore
 

@@ -11,7 +11,7 @@ public enum TokenScope: String, CaseIterable, Codable, Sendable {
     public func permits(_ needed: TokenScope) -> Bool { self == .admin || self == needed }
 }
 
-/// One stored token, without its secret (only the digest is kept, and never leaves JobQueue).
+/// One stored token, without its secret (only the digest is kept, and never leaves Storage).
 public struct TokenRecord: Sendable, Equatable {
     public var id: Int64
     public var name: String?
@@ -54,9 +54,9 @@ public enum TokenError: Error, Equatable, CustomStringConvertible {
 /// the whole presented token is then compared with the stored one in constant time, so the
 /// time a wrong token takes says nothing about how much of it was right.
 public struct TokenStore: Sendable {
-    public let db: JobDatabase
+    public let db: ServiceDatabase
 
-    public init(db: JobDatabase) { self.db = db }
+    public init(db: ServiceDatabase) { self.db = db }
 
     static let prefix = "sl_"
 
@@ -161,7 +161,7 @@ public struct TokenStore: Sendable {
     }
 }
 
-extension JobDatabase {
+extension ServiceDatabase {
     /// The API tokens kept in this database.
     public var tokens: TokenStore { TokenStore(db: self) }
 }

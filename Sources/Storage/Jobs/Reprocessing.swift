@@ -4,12 +4,12 @@ import GRDB
 /// Reprocessing: more jobs for reports already stored, at the lowest priority, when a debug
 /// file they lacked arrives or a user asks. The writes live here, apart from the read-only
 /// group queries.
-extension JobDatabase {
+extension ServiceDatabase {
     /// Enqueues another job for an existing report at reprocessing priority.
     public func enqueueReprocessing(reportId: Int64) throws -> Int64 {
         try immediate { db in
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM reports WHERE id = ?", arguments: [reportId]) == true else {
-                throw JobQueueError.reportNotFound(reportId)
+                throw StorageError.reportNotFound(reportId)
             }
             return try Self.insertReprocessingJob(db, reportId: reportId, now: clock())
         }

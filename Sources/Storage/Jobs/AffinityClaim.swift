@@ -26,7 +26,7 @@ public enum AffinityMatch: String, Sendable, Codable {
     case fallback
 }
 
-extension JobDatabase {
+extension ServiceDatabase {
     /// How many runnable jobs, in claim order, an affinity claim considers. A bound keeps each
     /// claim's cost flat however deep the queue is; a job beyond it is seen once those before it go.
     public static let affinityCandidates = 256

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import Hashing
-@testable import JobQueue
+@testable import Storage
 import ReportModel
 import TestSupport
 import Testing
@@ -39,7 +39,7 @@ import Testing
             try queue.close()
         }
 
-        let db = try JobDatabase(path: path)
+        let db = try ServiceDatabase(path: path)
         let kept = try sqlite(path, "SELECT id, ifnull(namespace, '-') AS ns FROM reports ORDER BY id")
         #expect(kept.map { $0["id"] as? Int } == [1, 2, 3] && kept.map { $0["ns"] as? String } == ["tenant-a", "-", "tenant-b"])
         #expect(try sqlite(path, "SELECT report_id FROM jobs ORDER BY report_id").map { $0["report_id"] as? Int } == [1, 2, 3])

@@ -1,5 +1,5 @@
 import Foundation
-import JobQueue
+import Storage
 import TestSupport
 import Testing
 
@@ -29,7 +29,7 @@ import Testing
         try f.db.saveWorkers([busier])
         #expect(try f.db.workers() == [rows[1], busier, rows[0]])
         // Reopening reads the same rows back (they are in the file, not in memory).
-        #expect(try JobDatabase(path: f.db.path).workers() == [rows[1], busier, rows[0]])
+        #expect(try ServiceDatabase(path: f.db.path).workers() == [rows[1], busier, rows[0]])
     }
 
     @Test func workersNotHeardFromAreDeleted() throws {

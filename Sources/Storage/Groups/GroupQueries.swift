@@ -69,7 +69,7 @@ public enum GroupQueryError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-extension JobDatabase {
+extension ServiceDatabase {
     /// Groups, most frequent first. Unfiltered counts come from the maintained `groups` table;
     /// with `version`, `since` or `namespace` the members are counted under the filter.
     public func groups(_ filter: GroupFilter) throws -> [GroupSummary] {

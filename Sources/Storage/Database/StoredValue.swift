@@ -3,7 +3,7 @@ import GRDB
 extension Row {
     /// The enum stored as text in `column`. A value no case has is a typed error, not a trap:
     /// GRDB's own conversion stops the process on a value it cannot convert.
-    func stored<T: RawRepresentable>(_ column: String, as _: T.Type = T.self) throws(JobQueueError) -> T
+    func stored<T: RawRepresentable>(_ column: String, as _: T.Type = T.self) throws(StorageError) -> T
     where T.RawValue == String {
         let value: DatabaseValue = self[column]
         guard let text = String.fromDatabaseValue(value), let known = T(rawValue: text) else {

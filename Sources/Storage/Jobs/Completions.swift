@@ -22,7 +22,7 @@ public enum CompletionOutcome: Sendable, Equatable {
     case stale
 }
 
-extension JobDatabase {
+extension ServiceDatabase {
     /// Stores several completions in one IMMEDIATE transaction, in order, and answers each
     /// alone. Each is fenced by its own token: a stale one writes nothing and is answered
     /// `.stale`, and its neighbours still commit. Each stored one changes its job's state,

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import Hashing
-import JobQueue
+import Storage
 import ReportModel
 import TestSupport
 import Testing
@@ -18,12 +18,12 @@ final class ManualClock: @unchecked Sendable {
 struct Fixture {
     let dir: TempDirectory
     let clock = ManualClock()
-    let db: JobDatabase
+    let db: ServiceDatabase
 
     init() throws {
         dir = try TempDirectory("jobqueue")
         let clock = clock
-        db = try JobDatabase(path: dir.file("queue.sqlite"), clock: { clock.now })
+        db = try ServiceDatabase(path: dir.file("queue.sqlite"), clock: { clock.now })
     }
 
     func report(_ n: Int, kind: ReportKind = .crash) -> NewReport {
@@ -33,7 +33,7 @@ struct Fixture {
 
 let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, jitter: 0.5)
 
-@Suite struct JobDatabaseTests {
+@Suite struct ServiceDatabaseTests {
     @Test func databaseIsWALWithMigrationsApplied() throws {
         let f = try Fixture()
         defer { f.dir.remove() }
@@ -47,7 +47,7 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         }
         #expect(Set(tables).isSuperset(of: ["reports", "jobs", "results", "grdb_migrations"]))
         // Reopening runs no migration twice.
-        _ = try JobDatabase(path: f.dir.file("queue.sqlite"))
+        _ = try ServiceDatabase(path: f.dir.file("queue.sqlite"))
     }
 
     @Test func identicalReportIsStoredOnceWithOneJob() throws {
@@ -91,7 +91,7 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         defer { f.dir.remove() }
         for n in 0..<200 { _ = try f.db.submit(f.report(n)) }
         // Four independent connections (as four processes would have) race for the jobs.
-        let dbs = try (0..<4).map { _ in try JobDatabase(path: f.dir.file("queue.sqlite")) }
+        let dbs = try (0..<4).map { _ in try ServiceDatabase(path: f.dir.file("queue.sqlite")) }
         let claimed = Locked<[Int64]>([])
         let failures = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { i in
@@ -121,11 +121,11 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         #expect(second.attempts == 2)
 
         let stale = JobResult(symbolicatedJSON: Data("{\"who\":\"first\"}".utf8), status: .complete)
-        #expect(throws: JobQueueError.staleLease(jobId: first.jobId)) {
+        #expect(throws: StorageError.staleLease(jobId: first.jobId)) {
             try f.db.complete(jobId: first.jobId, token: first.leaseToken, result: stale)
         }
         #expect(try f.db.result(reportId: submitted.reportId) == nil)
-        #expect(throws: JobQueueError.staleLease(jobId: first.jobId)) {
+        #expect(throws: StorageError.staleLease(jobId: first.jobId)) {
             try f.db.heartbeat(jobId: first.jobId, token: first.leaseToken, leaseMs: 5_000)
         }
 
@@ -139,7 +139,7 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         #expect(result.status == .partial)
         #expect(try f.db.jobStatus(reportId: submitted.reportId)?.state == .done)
         // A second completion with the (now cleared) token is refused as well.
-        #expect(throws: JobQueueError.staleLease(jobId: second.jobId)) {
+        #expect(throws: StorageError.staleLease(jobId: second.jobId)) {
             try f.db.complete(jobId: second.jobId, token: second.leaseToken, result: good)
         }
     }
@@ -299,7 +299,7 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         #expect(try f.db.groups(GroupFilter()).map(\.kind) == [.crash])
 
         try queue.write { try $0.execute(sql: "UPDATE results SET status = 'bogus' WHERE report_id = ?", arguments: [crash]) }
-        #expect(throws: JobQueueError.unknownStoredValue(column: "status", value: "\"bogus\"")) {
+        #expect(throws: StorageError.unknownStoredValue(column: "status", value: "\"bogus\"")) {
             try f.db.result(reportId: crash)
         }
         // The rest of the database is still readable.

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import JobQueue
+import Storage
 import ReportModel
 import TestSupport
 import Testing

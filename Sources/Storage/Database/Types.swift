@@ -94,7 +94,7 @@ public struct ClaimedJob: Sendable {
     /// slots never ask, and splitting at every claim was 3% of the master's CPU.
     var storedBuildIds: String?
     /// Build ids of the images the report's frames fall in; empty when none or unknown.
-    public var buildIds: [String] { JobDatabase.buildIds(stored: storedBuildIds) }
+    public var buildIds: [String] { ServiceDatabase.buildIds(stored: storedBuildIds) }
 }
 
 /// What a finished job stores.
@@ -225,7 +225,7 @@ public struct StoredReport: Sendable {
 }
 
 /// Errors at the queue's boundary.
-public enum JobQueueError: Error, Equatable, CustomStringConvertible {
+public enum StorageError: Error, Equatable, CustomStringConvertible {
     /// The lease token no longer matches: the job was recovered, retried or finished elsewhere.
     case staleLease(jobId: Int64)
     case reportNotFound(Int64)

@@ -4,7 +4,7 @@ import ReportModel
 
 /// The few reads the web view needs beyond the CLI's queries: per-day trends, the order an
 /// app's versions appeared in, and a group's first version. Read-only, no schema of their own.
-extension JobDatabase {
+extension ServiceDatabase {
     /// Reports per UTC day for each of `fingerprints` over the `days` days ending today
     /// (oldest first); a group without reports in the window gets zeros.
     public func dailyCounts(fingerprints: [String], days: Int, now: Int64) throws -> [String: [Int]] {

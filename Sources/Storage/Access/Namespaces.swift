@@ -31,7 +31,7 @@ public struct SDKRecordRow: Sendable {
     }
 }
 
-extension JobDatabase {
+extension ServiceDatabase {
     /// One namespace, or nil when none of that name was created.
     public func namespace(_ name: String) throws -> StoredNamespace? {
         try pool.read { db in

@@ -63,7 +63,7 @@ public struct PruneOutcome: Sendable, Codable, Equatable {
     public var bytesAfter: Int64 = 0
 }
 
-extension JobDatabase {
+extension ServiceDatabase {
     /// Deletes reports received before `request.receivedBefore` with their jobs, results and
     /// `missing_symbols` rows (and alert events raised before then), moving them out of their groups through `GroupLedger` in the same
     /// transaction, so every group's count, versions, first/last seen and representative stay

@@ -1,5 +1,5 @@
 /// The calls the master makes to lease and finish jobs, and nothing else: the queue's narrow
-/// interface. `JobDatabase` (SQLite, one master) implements it; a second backend (PostgreSQL,
+/// interface. `ServiceDatabase` (SQLite, one master) implements it; a second backend (PostgreSQL,
 /// for teams that outgrow one master: ARCHITECTURE.md, "Scaling past one master") implements it
 /// in a new file of its own, with claims as `SELECT … FOR UPDATE SKIP LOCKED` plus an `UPDATE`
 /// in one transaction. The master's lease code (`WorkerSlot`, `JobOutcomes`, `RemoteWorkerPool`)
@@ -11,7 +11,7 @@
 ///   random lease token and `lease_expires_at = now + leaseMs`, and returns its report's
 ///   bytes decompressed. Unreadable stored bytes fail that job permanently and the claim moves on.
 /// - `heartbeat`, `complete`, `fail` and `release` match on the job id *and* its current lease
-///   token (the fencing token) and throw `JobQueueError.staleLease` when it is no longer
+///   token (the fencing token) and throw `StorageError.staleLease` when it is no longer
 ///   current, having changed nothing.
 /// - A claim of several jobs leases each as above (its own token), in claim order, in one
 ///   transaction; completions of several jobs commit in one transaction, each checked against
@@ -81,7 +81,7 @@ extension JobLeasing {
     /// no longer current, having changed nothing.
     public func complete(jobId: Int64, token: Int64, result: JobResult) throws {
         if try complete([Completion(jobId: jobId, token: token, result: result)]) == [.stale] {
-            throw JobQueueError.staleLease(jobId: jobId)
+            throw StorageError.staleLease(jobId: jobId)
         }
     }
 }
@@ -106,6 +106,6 @@ public protocol WorkerRoster: Sendable {
     func forgetWorkerOwners(connectedBefore before: Int64) throws
 }
 
-extension JobDatabase: JobLeasing {}
+extension ServiceDatabase: JobLeasing {}
 
-extension JobDatabase: WorkerRoster {}
+extension ServiceDatabase: WorkerRoster {}

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import JobQueue
+import Storage
 import ReportModel
 import TestSupport
 import Testing
@@ -110,7 +110,7 @@ import Testing
         #expect(first.attempts == 1)
         #expect(first.leaseExpiresAt == f.clock.now + 5_000)
         try f.db.heartbeat(jobId: first.jobId, token: first.leaseToken, leaseMs: 5_000)
-        #expect(throws: JobQueueError.staleLease(jobId: first.jobId)) {
+        #expect(throws: StorageError.staleLease(jobId: first.jobId)) {
             try f.db.heartbeat(jobId: first.jobId, token: first.leaseToken &+ 1, leaseMs: 5_000)
         }
         // The holder goes silent; the job is recovered and claimed again under a new token.
@@ -121,7 +121,7 @@ import Testing
         #expect(second.leaseToken != first.leaseToken)
         #expect(second.attempts == 2)
         let result = JobResult(symbolicatedJSON: Data("{}".utf8), status: .complete)
-        #expect(throws: JobQueueError.staleLease(jobId: first.jobId)) {
+        #expect(throws: StorageError.staleLease(jobId: first.jobId)) {
             try f.db.complete(jobId: first.jobId, token: first.leaseToken, result: result)
         }
         try f.db.complete(jobId: second.jobId, token: second.leaseToken, result: result)
@@ -147,7 +147,7 @@ import Testing
     @Test func onlyTheFirstCandidatesInClaimOrderAreConsidered() throws {
         let f = try Fixture()
         defer { f.dir.remove() }
-        for n in 0..<JobDatabase.affinityCandidates { try Self.submit(f, n, buildIds: ["cc01"]) }
+        for n in 0..<ServiceDatabase.affinityCandidates { try Self.submit(f, n, buildIds: ["cc01"]) }
         let hit = try Self.submit(f, -1, buildIds: ["bb01"])
         let preference = Self.preference(holds: ["bb01"], elsewhere: ["cc01"])
         #expect(try f.db.claim(leaseMs: 10_000, affinity: preference) == nil)
@@ -187,7 +187,7 @@ import Testing
         try queue.close()
 
         let clock = f.clock
-        let reopened = try JobDatabase(path: f.db.path, clock: { clock.now })
+        let reopened = try ServiceDatabase(path: f.db.path, clock: { clock.now })
         let columns = try DatabaseQueue(path: f.db.path).read { try $0.columns(in: "reports").map(\.name) }
         #expect(columns.contains("build_ids"))
         #expect(try reopened.workers() == [])

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import JobQueue
+import Storage
 import ReportModel
 import TestSupport
 import Testing
@@ -82,7 +82,7 @@ import Testing
         }
         try queue.close()
 
-        let reopened = try JobDatabase(path: f.db.path)
+        let reopened = try ServiceDatabase(path: f.db.path)
         for id in ids {
             #expect(try reopened.result(reportId: id)?.symbolicatedJSON == Self.resultJSON(Int(id)))
             #expect(try reopened.result(reportId: id)?.fingerprint == "aaaa")
@@ -139,7 +139,7 @@ import Testing
         }
         try queue.close()
 
-        let reopened = try JobDatabase(path: f.db.path)
+        let reopened = try ServiceDatabase(path: f.db.path)
         let check = try DatabaseQueue(path: f.db.path)
         let columns = try check.read { try String.fetchAll($0, sql: "SELECT name FROM pragma_table_info('results') ORDER BY cid") }
         let rows = try check.read { db in

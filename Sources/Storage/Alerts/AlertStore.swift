@@ -193,7 +193,7 @@ public struct AlertCursorMoved: Error, CustomStringConvertible {
     public var description: String { "the alert cursor was moved by another process on the same database" }
 }
 
-extension JobDatabase {
+extension ServiceDatabase {
     static let alertCursorName = "results"
 
     /// The last result position the rules were evaluated on; nil before the first evaluation.

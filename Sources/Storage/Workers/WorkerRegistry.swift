@@ -43,7 +43,7 @@ public struct WorkerRow: Codable, Sendable, Equatable {
     }
 }
 
-extension JobDatabase {
+extension ServiceDatabase {
     /// Writes every row (insert or replace by id) in one transaction, so a reader never sees
     /// half of the master's snapshot.
     public func saveWorkers(_ rows: [WorkerRow]) throws {

@@ -10,7 +10,7 @@ import SystemCalls
 /// Every connection waits on `busy_timeout` instead of failing with SQLITE_BUSY, and every
 /// write runs in an IMMEDIATE transaction so a reader never has to upgrade to a writer
 /// (the one case where SQLite returns BUSY without waiting).
-public final class JobDatabase: Sendable {
+public final class ServiceDatabase: Sendable {
     /// Milliseconds since the Unix epoch; injectable so tests can move time.
     public typealias Clock = @Sendable () -> Int64
 
@@ -20,12 +20,12 @@ public final class JobDatabase: Sendable {
 
     public static let systemClock: Clock = { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    public init(path: String, busyTimeout: TimeInterval = 30, clock: @escaping Clock = JobDatabase.systemClock) throws {
+    public init(path: String, busyTimeout: TimeInterval = 30, clock: @escaping Clock = ServiceDatabase.systemClock) throws {
         self.path = path
         self.clock = clock
         let dir = (path as NSString).deletingLastPathComponent
         if !dir.isEmpty {
-            do throws(SystemCallError) { try PrivateFiles.makeDirectory(dir) } catch { throw JobQueueError.cannotCreate(dir, error.reason) }
+            do throws(SystemCallError) { try PrivateFiles.makeDirectory(dir) } catch { throw StorageError.cannotCreate(dir, error.reason) }
         }
         var config = Configuration()
         config.busyMode = .timeout(busyTimeout)
@@ -39,7 +39,7 @@ public final class JobDatabase: Sendable {
         // migrations before taking the write lock, so both would run "CREATE TABLE".
         pool = try Self.withExclusiveLock(path + "-open.lock") {
             // Owner only: SQLite would make it 0644, and its -wal and -shm copy its mode.
-            do throws(SystemCallError) { try PrivateFiles.createFile(path) } catch { throw JobQueueError.cannotCreate(path, error.reason) }
+            do throws(SystemCallError) { try PrivateFiles.createFile(path) } catch { throw StorageError.cannotCreate(path, error.reason) }
             try Self.createWithIncrementalVacuum(path)
             let pool = try DatabasePool(path: path, configuration: config)
             if try !pool.read({ try Schema.migrator.hasCompletedMigrations($0) }) {
@@ -65,7 +65,7 @@ public final class JobDatabase: Sendable {
 
     private static func withExclusiveLock<T>(_ lockPath: String, _ body: () throws -> T) throws -> T {
         let lock: FileLock
-        do { lock = try FileLock(exclusive: lockPath) } catch { throw JobQueueError.lockUnavailable(lockPath, error.reason) }
+        do { lock = try FileLock(exclusive: lockPath) } catch { throw StorageError.lockUnavailable(lockPath, error.reason) }
         defer { lock.release() }
         return try body()
     }
@@ -210,7 +210,7 @@ public final class JobDatabase: Sendable {
     private struct UnreadableJob: Error {
         var jobId: Int64
         var token: Int64
-        var error: JobQueueError
+        var error: StorageError
     }
 
     private func claimBatch<Choice>(
@@ -255,7 +255,7 @@ public final class JobDatabase: Sendable {
             return try chosen.compactMap { pick -> (Row, Row, Choice)? in
                 guard let job = byId[pick.jobId] else { return nil }
                 let reportId: Int64 = job[1]
-                guard let report = reports[reportId] else { throw JobQueueError.reportNotFound(reportId) }
+                guard let report = reports[reportId] else { throw StorageError.reportNotFound(reportId) }
                 return (job, report, pick.choice)
             }
         }
@@ -265,7 +265,7 @@ public final class JobDatabase: Sendable {
             let raw: Data
             // job: id, report_id, attempts, lease_token, lease_expires_at (RETURNING);
             // report: id, format, raw, raw_size, build_ids (`reportsSQL`).
-            do throws(JobQueueError) { raw = try inflateStored(reportId: job[1], raw: report[2], size: report[3]) } catch {
+            do throws(StorageError) { raw = try inflateStored(reportId: job[1], raw: report[2], size: report[3]) } catch {
                 return .failure(UnreadableJob(jobId: job[0], token: job[3], error: error))
             }
             let claimedJob = ClaimedJob(
@@ -281,7 +281,7 @@ public final class JobDatabase: Sendable {
         return stored.split(separator: " ").map(String.init)
     }
 
-    private func inflateStored(reportId: Int64, raw: Data, size: Int) throws(JobQueueError) -> Data {
+    private func inflateStored(reportId: Int64, raw: Data, size: Int) throws(StorageError) -> Data {
         do {
             return try Zlib.inflate(raw, limit: max(size, 1))
         } catch {
@@ -300,7 +300,7 @@ public final class JobDatabase: Sendable {
                     WHERE id = ? AND lease_token = ? AND state = 'running'
                     """,
                 arguments: [expires, clock(), jobId, token])
-            guard db.changesCount == 1 else { throw JobQueueError.staleLease(jobId: jobId) }
+            guard db.changesCount == 1 else { throw StorageError.staleLease(jobId: jobId) }
             return expires
         }
     }
@@ -312,7 +312,7 @@ public final class JobDatabase: Sendable {
             guard let attempts = try Int.fetchOne(
                 db, sql: "SELECT attempts FROM jobs WHERE id = ? AND lease_token = ? AND state = 'running'",
                 arguments: [jobId, token])
-            else { throw JobQueueError.staleLease(jobId: jobId) }
+            else { throw StorageError.staleLease(jobId: jobId) }
             let now = clock()
             switch failure {
             case .retryable(let reason) where attempts < policy.maxAttempts:
@@ -356,7 +356,7 @@ public final class JobDatabase: Sendable {
                     WHERE id = ? AND lease_token = ? AND state = 'running'
                     """,
                 arguments: [clock(), clock(), jobId, token])
-            guard db.changesCount == 1 else { throw JobQueueError.staleLease(jobId: jobId) }
+            guard db.changesCount == 1 else { throw StorageError.staleLease(jobId: jobId) }
         }
     }
 
@@ -483,7 +483,7 @@ public final class JobDatabase: Sendable {
         guard let (row, missing) = found else { return nil }
         let json: Data
         do { json = try Zlib.inflate(row["symbolicated"], limit: max(row["symbolicated_size"], 1)) } catch {
-            throw JobQueueError.corruptStoredResult(reportId: reportId, error.description)
+            throw StorageError.corruptStoredResult(reportId: reportId, error.description)
         }
         return StoredResult(
             reportId: row["report_id"], symbolicatedJSON: json, status: try row.stored("status"),

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import JobQueue
+import Storage
 import ReportModel
 import TestSupport
 import Testing
@@ -45,7 +45,7 @@ import Testing
         #expect(try batched.db.stateCounts()[.running] == 12)
         // Each token fences its own job only: it completes its job and no other.
         let (a, b) = (claimed[0], claimed[1])
-        #expect(throws: JobQueueError.staleLease(jobId: a.jobId)) {
+        #expect(throws: StorageError.staleLease(jobId: a.jobId)) {
             try batched.db.complete(jobId: a.jobId, token: b.leaseToken, result: Self.result("wrong token"))
         }
         try batched.db.complete(jobId: a.jobId, token: a.leaseToken, result: Self.result("a"))

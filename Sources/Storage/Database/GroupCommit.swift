@@ -13,14 +13,14 @@ public final class GroupCommit: Sendable {
     private let writer: BatchWriter<StorableReport, SubmitOutcome>
 
     /// `maxBatch` bounds one transaction, so a burst never holds the write lock for long.
-    public init(db: JobDatabase, maxBatch: Int = 256) {
+    public init(db: ServiceDatabase, maxBatch: Int = 256) {
         writer = BatchWriter(
             name: "stackline-group-commit", maxBatch: maxBatch,
             writeBatch: { try db.submit($0) },
             writeOne: { try db.submit([$0])[0] })
     }
 
-    /// Stores `report` (deduplicated as `JobDatabase.submit` does) once its batch commits.
+    /// Stores `report` (deduplicated as `ServiceDatabase.submit` does) once its batch commits.
     public func submit(_ report: StorableReport) async throws -> SubmitOutcome {
         try await writer.submit(report)
     }

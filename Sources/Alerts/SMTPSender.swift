@@ -170,6 +170,7 @@ struct SMTPReply: Sendable {
 
 /// Splits the server's bytes into replies (`250-…` lines continue one, `250 …` ends it).
 /// Runs on the channel's event loop only.
+/// Sendable: `pending` and `lines` are touched only on the channel's event loop, where NIO calls every handler method.
 final class SMTPReplyHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
 

@@ -43,9 +43,9 @@ public enum Zlib {
         data.count >= 2 && data[data.startIndex] == 0x1f && data[data.startIndex + 1] == 0x8b
     }
 
-    /// Compresses `data` in the zlib format (level 1 through libdeflate, about twice zlib's
-    /// speed: a worker compresses every result, and zlib's deflate was 17% of its CPU on
-    /// 30-frame crashes). Any zlib reads the output.
+    /// Compresses `data` in the zlib format (level 1 through libdeflate, faster than zlib's
+    /// deflate: a worker compresses every result, and zlib's deflate was a large part of its
+    /// CPU in scripts/bench-queue.sh on 30-frame crashes). Any zlib reads the output.
     public static func compress(_ data: Data) -> Data {
         guard let compressor = CompressorPool.shared.take() else { return compressWithZlib(data) }
         defer { CompressorPool.shared.give(compressor) }
@@ -299,12 +299,13 @@ public enum Zlib {
 
 /// libdeflate compressors kept between calls: allocating one costs more than compressing a
 /// report. Workers compress on one thread, the server on a few; a handful stay idle at most.
+/// Sendable: its only field is the `HandlePool`, which locks.
 private final class CompressorPool: @unchecked Sendable {
     static let shared = CompressorPool()
-    /// Level 1. Level 6 (zlib's default, used until now) cost a worker about 80 µs per 10 KB
-    /// symbolicated report, a fifth of its CPU on 30-frame crashes (perf under
-    /// scripts/bench-queue.sh; libdeflate resets larger match-finder tables for every buffer);
-    /// level 1 takes a quarter of that for output about 9% larger. Any level inflates alike.
+    /// Level 1. Level 6 (zlib's default, used before) resets larger match-finder tables for
+    /// every buffer and cost a worker several times as much per symbolicated report for output
+    /// only slightly smaller (scripts/bench-queue.sh, 30-frame crashes; figures in
+    /// docs/performance.md). Any level inflates alike.
     static let level: Int32 = 1
     private let pool = HandlePool(make: { libdeflate_alloc_compressor(CompressorPool.level) }, free: libdeflate_free_compressor)
 
@@ -314,6 +315,7 @@ private final class CompressorPool: @unchecked Sendable {
 
 /// libdeflate decompressors kept between calls rather than allocated for each: the master
 /// inflates every report it claims and checks every result it stores.
+/// Sendable: its only field is the `HandlePool`, which locks.
 private final class DecompressorPool: @unchecked Sendable {
     static let shared = DecompressorPool()
     private let pool = HandlePool(make: { libdeflate_alloc_decompressor() }, free: libdeflate_free_decompressor)
@@ -323,6 +325,7 @@ private final class DecompressorPool: @unchecked Sendable {
 }
 
 /// Up to eight idle libdeflate handles of one kind, behind a lock.
+/// Sendable: `lock` guards `idle`; `make` and `free` are immutable, and a handle taken is used by one thread until given back.
 private final class HandlePool: @unchecked Sendable {
     private let make: () -> OpaquePointer?
     private let free: (OpaquePointer) -> Void

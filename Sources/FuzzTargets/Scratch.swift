@@ -3,6 +3,7 @@ import SystemCalls
 
 /// A private directory for the targets that need their input as a file. One per process,
 /// reused across inputs (libFuzzer runs millions of them), removed by `removeAll()`.
+/// Sendable: `path` is immutable, and libFuzzer runs one input at a time.
 final class Scratch: @unchecked Sendable {
     static let shared = Scratch()
 

@@ -7,8 +7,9 @@ public struct CrashFingerprinter: Sendable {
     public let rules: GroupingRules
     let skipFunctions: GlobList
     let skipImages: GlobList
-    /// Whether a name (or an image) is machinery, per unique one: perf put the skip at ~5% of a
-    /// worker's CPU, each top frame's name, normalised name and image tried against every pattern.
+    /// Whether a name (or an image) is machinery, per unique one: each top frame's name,
+    /// normalised name and image tried against every pattern showed in a worker's profile
+    /// (scripts/bench-queue.sh).
     private let machineryNames = BoundedMemo<FunctionNormalizer.Name, Bool>(limit: 50_000)
     private let machineryImages = BoundedMemo<String, Bool>(limit: 10_000)
 
@@ -74,8 +75,8 @@ public struct CrashFingerprinter: Sendable {
     /// the message split at newlines (`Character.isNewline`) and each line trimmed of
     /// `CharacterSet.whitespaces`, as Foundation does it.
     ///
-    /// A byte scan: Foundation's split and trim (through NSString) were 3% of a worker's CPU on
-    /// one-line messages (perf). The newlines are scanned as their UTF-8 bytes (each is a
+    /// A byte scan: Foundation's split and trim (through NSString) showed in a worker's profile
+    /// on one-line messages (scripts/bench-queue.sh). The newlines are scanned as their UTF-8 bytes (each is a
     /// grapheme cluster of its own, CR LF aside, so a split at scalars splits at Characters), and
     /// spaces and tabs, the only ASCII members of `.whitespaces`, are trimmed here; a line whose
     /// first or last other byte is not ASCII (a Unicode space such as U+00A0 or U+3000 may be

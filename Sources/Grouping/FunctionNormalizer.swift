@@ -46,8 +46,8 @@ public enum FunctionNormalizer {
     }
 
     /// Normalised names per unique name, for the life of the process: a worker sees the same
-    /// system and app frames in report after report, and normalising was 43% of its CPU on
-    /// 30-frame reports (about 28 µs a frame, 5–6× the cost of resolving the frame).
+    /// system and app frames in report after report, and normalising each again cost more
+    /// than resolving the frame (scripts/bench-queue.sh, 30-frame reports).
     private static let cache = BoundedMemo<Name, String>(limit: 50_000)
 
     private static func uncachedNormalize(_ name: Name) -> String {

@@ -63,8 +63,8 @@ struct FrameSignature {
 /// in-app frames, keep at most `maxFrames`.
 enum FrameSelection {
     /// One pass that stops at the `maxFrames`th in-app frame, since no later frame can change
-    /// the answer: a deep stack's bottom is never signed (perf: signing every frame of a
-    /// 30-frame crash was 4% of a worker's CPU).
+    /// the answer: a deep stack's bottom is never signed (signing every frame showed in a
+    /// worker's profile under scripts/bench-queue.sh on 30-frame crashes).
     static func decide(_ frames: some Sequence<SymbolicatedFrame>, maxFrames: Int) -> [FrameSignature] {
         guard maxFrames > 0 else { return [] }
         var inApp: [FrameSignature] = []

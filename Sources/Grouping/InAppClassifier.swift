@@ -5,8 +5,8 @@ import ReportModel
 public struct InAppClassifier: Sendable {
     let include: GlobList
     let exclude: GlobList
-    /// Verdicts per image (name, path) and app name: perf put `isInApp` at 2–3% of a worker's
-    /// CPU, three candidates tried against every pattern for every image of every report.
+    /// Verdicts per image (name, path) and app name: three candidates tried against every
+    /// pattern for every image of every report showed in a worker's profile (scripts/bench-queue.sh).
     private let verdicts = BoundedMemo<ImageIdentity, Bool>(limit: 10_000)
 
     public init(rules: GroupingRules) {
@@ -79,8 +79,8 @@ public struct InAppClassifier: Sendable {
 /// skipped, and a path with no component at all is kept whole.
 ///
 /// A backward scan of the contiguous UTF-8 rather than `split` (which built two arrays of
-/// substrings for every frame: 14% of a worker's CPU on 30-frame crashes) or `Substring`'s
-/// UTF-8 view (whose index checks made this 2–3%). The cuts are next to ASCII bytes, so both
+/// substrings for every frame, a large part of a worker's CPU in scripts/bench-queue.sh) or
+/// `Substring`'s UTF-8 view (whose index checks still showed). The cuts are next to ASCII bytes, so both
 /// ends are scalar boundaries, as the file system sees them (`split` compared Characters, so a
 /// combining mark right after a `/` hid it).
 func basename(_ path: String) -> String {

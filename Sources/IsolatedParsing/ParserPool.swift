@@ -16,6 +16,7 @@ import WorkerProtocol
 /// children's share of the server's CPU per accepted report in scripts/bench-serve.sh).
 /// `parse` blocks its thread: call it from the blocking-work pool. Children end with `serve`:
 /// their input closes when it exits, and they watch their parent besides.
+/// Sendable: `lock` guards `idle`, `started` and `waiting`; `configuration` and `logger` are immutable.
 public final class ParserPool: ReportParser, @unchecked Sendable {
     public struct Configuration: Sendable {
         /// The worker executable and its arguments; `--parse` is added.

@@ -11,6 +11,7 @@ import SystemCalls
 /// A thread per slot rather than Dispatch's: the thread runs at the slot's nice value, and a
 /// nice value, once raised, stays with the thread (Dispatch's threads also run Swift
 /// concurrency's jobs, such as `serve`'s request handling).
+/// Sendable: `condition` guards `wanted`, `answer`, `pending` and `closed`.
 final class ClaimAhead: @unchecked Sendable {
     // Guards everything below; the claim thread sleeps on it while no claim is wanted.
     private let condition = NSCondition()

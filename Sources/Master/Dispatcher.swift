@@ -10,6 +10,7 @@ internal import WorkerProtocol
 
 /// `stackline master`: recovers expired leases, runs one `WorkerSlot` thread per worker,
 /// keeps recovering leases while it runs, and drains on SIGTERM/SIGINT.
+/// Sendable: `signalSources`, its one mutable field, is touched only by the thread in `run()` (installed at the start, cancelled at the end); the rest is immutable or locks itself (`StopFlag`, `WorkerCensus`).
 public final class Dispatcher: @unchecked Sendable {
     private let db: ServiceDatabase
     private let config: MasterConfiguration
@@ -145,6 +146,7 @@ func formatDuration(milliseconds ms: Int64) -> String {
     return "\(ms)ms"
 }
 
+/// Sendable: `lock` guards `errors`.
 private final class ErrorBox: @unchecked Sendable {
     private let lock = NSLock()
     private var errors: [Error] = []

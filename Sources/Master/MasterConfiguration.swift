@@ -28,7 +28,7 @@ public struct MasterConfiguration: Sendable {
     /// and so the most one claim statement leases. Within it the slot holds what its worker
     /// runs in `JobPace.budgetSeconds` at its recent pace. Bounded by `ServiceDatabase.maxClaimBatch`.
     public var prefetch: Int = MasterConfiguration.defaultPrefetch
-    /// 64: on 30-frame reports (about 0.12 ms each) a slot then holds about 8 ms of work, which
+    /// 64: on 30-frame reports a slot then holds a few milliseconds of work (scripts/bench-queue.sh), which
     /// outlasts the committer's batches a claim waits behind (fewer held left a worker idle
     /// behind every one); slower jobs are held fewer at a time by the pace, and are handed
     /// back after a second behind a slow job.

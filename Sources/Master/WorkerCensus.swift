@@ -3,6 +3,7 @@ import Metrics
 
 /// How many worker processes are alive and how often they were restarted: `/readyz` needs one
 /// connected worker, `/metrics` exports both (through swift-metrics, a no-op without a backend).
+/// Sendable: `lock` guards the two counts; swift-metrics gauges and counters are thread-safe.
 public final class WorkerCensus: @unchecked Sendable {
     private let lock = NSLock()
     private var live = 0

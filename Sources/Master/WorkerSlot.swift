@@ -128,8 +128,8 @@ final class WorkerSlot: @unchecked Sendable {
             try settle()
             if config.once, try db.unfinishedCount() == 0 { return }
             // `--once` waits here only for the other slots' last jobs, a few milliseconds of
-            // work: at the idle poll's 0.1 s the drain ended ~100 ms after its last result in
-            // 3 runs of 4, 5% of a 20,000-report drain (results.completed_at against the exit).
+            // work: at the idle poll's 0.1 s the drain often ended a whole poll after its last
+            // result (scripts/bench-queue.sh; results.completed_at against the exit).
             Thread.sleep(forTimeInterval: config.once ? min(config.idlePollSeconds, 0.005) : config.idlePollSeconds)
         }
         try settle()

@@ -254,7 +254,7 @@ struct AppleCrashTextParser {
     /// names no function and would merge unrelated frames.
     static func deviceSymbol(_ text: String, image: String?) -> (String?, UInt64?) {
         // Runs once per frame: Foundation's trimming and backward `range(of:)` (through
-        // NSString) were 58% of parsing a large `.crash` (scripts/bench-parse.sh under perf).
+        // NSString) were most of parsing a large `.crash` (scripts/bench-parse.sh).
         var name = Substring(text.trimmingWhitespace(newlines: false))
         // A trailing "(file:line)" is where, not who.
         if name.hasSuffix(")"), let open = lastRange(of: " (", in: name), name[open.upperBound...].contains(":") {

@@ -15,7 +15,8 @@ enum ExactJSON {
     /// by the cursor; anything else (JSON5, a wrong type, an error to word) by JSONDecoder.
     static func decode<T: JSONCursorDecodable>(_ type: T.Type, from data: Data, format: String) throws(ReportParseError) -> T {
         // The cursor counts depth and values as the preflight scan does and gives way past the
-        // limits, so a document it reads needs no separate scan (3.8% of ingest CPU); only the
+        // limits, so a document it reads needs no separate scan (which showed in the ingest
+        // profile, scripts/bench-serve.sh); only the
         // UTF-8 check, which the cursor's strings rely on, runs first.
         if let offset = JSONPreflight.firstInvalidUTF8(in: data) { throw .invalidUTF8(offset: offset) }
         if let value = fastDecode(type, from: data) { return value }
@@ -153,7 +154,7 @@ struct JSONFrameAddress: Decodable, Equatable, Sendable {
     /// Nil when the value is not an address; `text` then says what it was.
     let address: Address?
     /// The value as written, quoted in the warning when it is not an address; empty when it is
-    /// one (spelling it for every frame was about 2% of a worker, for a warning never written).
+    /// one (spelling it for every frame showed in a worker's profile, for a warning never written).
     let text: String
 
     /// As `init(from:)` reads an integer from 0 to 2^64−1 or a string (same `address`, same

@@ -5,9 +5,10 @@ import ReportModel
 /// no Codable containers, no `String` for a key it only compares.
 ///
 /// Written by hand because it is a measured hot path: decoding `.ips` bodies through
-/// `JSONDecoder` was 31% of all CPU of `stackline serve` under `scripts/bench-serve.sh` (perf),
-/// ~450 µs for a 16 KB report, most of it in Codable's generic containers rather than in scanning;
-/// decoding the Swift runtime's JSON reports was 28% of a worker's CPU on 30-frame crashes.
+/// `JSONDecoder` was the largest part of `stackline serve`'s CPU under `scripts/bench-serve.sh`,
+/// most of it in Codable's generic containers rather than in scanning, and decoding the Swift
+/// runtime's JSON reports a large part of a worker's under `scripts/bench-queue.sh` (30-frame
+/// crashes). `scripts/bench-parse.sh` times both formats.
 ///
 /// It reads strict JSON (RFC 8259) only. On anything else (JSON5's comments, trailing commas or
 /// quotes, escaped keys, surrogate escapes, a number written with a fraction where an integer is

@@ -19,8 +19,8 @@ enum JSONText {
     /// formats whose first line is a document of its own (`.ips`). Blank lines before it are
     /// skipped, as a JSON reader would skip them. Nil when there is no such line or no newline after it.
     static func headerLine(_ data: Data) -> (header: Range<Data.Index>, rest: Data.Index)? {
-        // Over the raw buffer with memchr: `Data`'s generic index search was 2% of the ingest
-        // endpoint's CPU (every `.ips` upload asks this several times).
+        // Over the raw buffer with memchr: `Data`'s generic index search showed in the ingest
+        // endpoint's profile (scripts/bench-serve.sh; every `.ips` upload asks this several times).
         let found: (start: Int, newline: Int)? = data.withUnsafeBytes { bytes in
             guard let base = bytes.baseAddress else { return nil }
             var start = 0
@@ -39,8 +39,8 @@ enum JSONText {
     }
 
     /// True when `needle` occurs anywhere in `bytes`: `UTF8Search` over the raw buffer. Detection
-    /// asks this of every report several times, and `Data.range(of:)`'s generic search was 6% of
-    /// the ingest endpoint's CPU (scripts/bench-serve.sh under perf).
+    /// asks this of every report several times, and `Data.range(of:)`'s generic search showed in
+    /// the ingest endpoint's profile (scripts/bench-serve.sh).
     static func contains(_ bytes: Data, _ needle: String) -> Bool {
         var needle = needle
         return needle.withUTF8 { pattern in

@@ -10,8 +10,8 @@ public struct Address: Hashable, Comparable, Sendable, Codable, CustomStringConv
     /// Parses `0x1f`, `1f` (hex) or, with `decimal: true`, `31`, ignoring surrounding blanks.
     /// Returns nil on anything else, including values above 2^64-1.
     public init?(parsing text: some StringProtocol, decimal: Bool = false) {
-        // Over the contiguous bytes, not Substring.UTF8View: its index arithmetic was 4% of a
-        // worker's CPU on 30-frame reports (every frame's address arrives as a JSON string).
+        // Over the contiguous bytes, not Substring.UTF8View: its index arithmetic showed in a
+        // worker's profile (scripts/bench-queue.sh; every frame's address arrives as a JSON string).
         var contiguous = String(text)
         guard let parsed = contiguous.withUTF8({ Address(parsingUTF8: $0, decimal: decimal) }) else { return nil }
         self = parsed

@@ -21,7 +21,7 @@ public enum PointerAuthentication {
 
     /// Whether a platform name is one of Apple's, ignoring ASCII case. Byte by byte, without
     /// Foundation: it runs for every frame of an arm64 report (at intake and in the worker),
-    /// and lowercasing plus Foundation's `contains` was 5% of the server's ingest CPU.
+    /// and lowercasing plus Foundation's `contains` showed in the ingest profile (scripts/bench-serve.sh).
     static func isApple(platform: String) -> Bool {
         var platform = platform
         return platform.withUTF8 { text in

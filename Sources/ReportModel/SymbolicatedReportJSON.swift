@@ -1,6 +1,6 @@
 /// A symbolicated report as the JSON a worker sends and `results.symbolicated` stores, written
-/// by hand: JSONEncoder took a third of a worker's CPU on 30-frame crashes (perf, issue
-/// "Throughput"), more than resolving the frames. The bytes are exactly JSONEncoder's with
+/// by hand: JSONEncoder cost a worker more than resolving the frames (scripts/bench-queue.sh,
+/// 30-frame crashes). The bytes are exactly JSONEncoder's with
 /// `.sortedKeys` and `.withoutEscapingSlashes` (`SymbolicatedReportJSONTests`), so what reads
 /// them (`JSONDecoder`, SQL's `json_extract`, older rows written by JSONEncoder) sees no
 /// difference. Keys are written in sorted order; nil optionals are left out, as synthesized

@@ -1,7 +1,7 @@
 extension StringProtocol {
     /// The text without leading and trailing white space, as Foundation's `trimmingCharacters`
     /// trims `.whitespacesAndNewlines` (or `.whitespaces` with `newlines: false`), without its
-    /// bridging through NSString, which was 2% of the ingest endpoint's CPU (perf under
+    /// bridging through NSString, which showed in the ingest endpoint's profile (perf under
     /// scripts/bench-serve.sh). Those sets are Unicode's White_Space property, and its space
     /// separators plus tab.
     public func trimmingWhitespace(newlines: Bool = true) -> String {

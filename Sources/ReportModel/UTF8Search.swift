@@ -23,9 +23,9 @@ public enum UTF8Search {
         guard let key = pattern.baseAddress, !pattern.isEmpty else { return true }
         guard let base = haystack.baseAddress, haystack.count >= pattern.count else { return false }
         // memchr looks for one byte of the pattern, the rarest in crash reports: every stop is a
-        // call, and anchoring on a quote stopped it at nearly every token (4% of the ingest
-        // endpoint's CPU), on `c` of `"crash"` or `_` of `"binary_images"` at every tenth or so
-        // byte of an `.ips` body (memchr alone was then 2.2%).
+        // call, and anchoring on a quote stopped it at nearly every token, on `c` of `"crash"`
+        // or `_` of `"binary_images"` at every tenth or so byte of an `.ips` body (both showed in
+        // the ingest endpoint's profile, scripts/bench-serve.sh).
         var anchor = 0
         for i in 0..<pattern.count where rarity[Int(pattern[i])] < rarity[Int(pattern[anchor])] { anchor = i }
         let last = haystack.count - pattern.count
@@ -34,7 +34,7 @@ public enum UTF8Search {
             guard let hit = memchr(base + start + anchor, Int32(pattern[anchor]), last - start + 1) else { return false }
             let candidate = UnsafeRawPointer(hit) - anchor
             // The ends first, inline: most anchor hits are some other word, and a memcmp call
-            // for each was 1.9% of the ingest endpoint's CPU on `.ips` uploads.
+            // for each showed in the ingest endpoint's profile on `.ips` uploads (scripts/bench-serve.sh).
             if candidate.load(as: UInt8.self) == pattern[0],
                 candidate.load(fromByteOffset: pattern.count - 1, as: UInt8.self) == pattern[pattern.count - 1],
                 memcmp(candidate, key, pattern.count) == 0

@@ -12,8 +12,8 @@ public final class Authenticator: Sendable {
     private let lastTouched = LockedDictionary<Int64, Int64>()
     /// `last_used_at` is a write: record it at most this often per token.
     private let touchIntervalMs: Int64 = 60_000
-    /// Token rows read within `rowLifetime`, by id: a database read per request was 2% of the
-    /// ingest endpoint's CPU. The secret is still hashed and compared on every request; what
+    /// Token rows read within `rowLifetime`, by id: a database read per request showed in the
+    /// ingest endpoint's profile (scripts/bench-serve.sh). The secret is still hashed and compared on every request; what
     /// the cache delays is only a revocation (or a new scope) made elsewhere, by at most this.
     private let rows = LockedDictionary<Int64, (row: TokenStore.StoredToken, readAt: ContinuousClock.Instant)>()
     public static let rowLifetime: Duration = .seconds(1)
@@ -41,7 +41,7 @@ public final class Authenticator: Sendable {
             throw APIError.unauthorized("Authorization must be: Bearer TOKEN")
         }
         // Only spaces and tabs can trail the token here (`split` dropped the leading ones);
-        // Foundation's CharacterSet trimming was 3% of ingest CPU.
+        // Foundation's CharacterSet trimming showed in the ingest profile (scripts/bench-serve.sh).
         var presented = parts[1]
         while presented.last == " " || presented.last == "\t" { presented.removeLast() }
         guard let token = try await verify(String(presented)) else {
@@ -113,6 +113,7 @@ public struct RequireScope: RouterMiddleware {
 }
 
 /// A dictionary behind a lock, for the few per-token tables the server keeps.
+/// Sendable: `lock` guards `values`.
 final class LockedDictionary<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var values: [Key: Value] = [:]

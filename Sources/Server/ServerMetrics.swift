@@ -73,6 +73,7 @@ public final class ServerMetrics: Sendable {
 }
 
 /// swift-metrics counters by key, created on first use.
+/// Sendable: `lock` guards `counters`; swift-metrics counters are thread-safe.
 final class CounterCache<Key: Hashable & Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var counters: [Key: Metrics.Counter] = [:]

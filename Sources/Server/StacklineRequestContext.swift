@@ -30,6 +30,7 @@ public struct StacklineRequestContext: RequestContext {
 }
 
 /// What inner middleware learned about a request, for the request log.
+/// Sendable: `lock` guards `id`.
 final class RequestFacts: @unchecked Sendable {
     private let lock = NSLock()
     private var id: Int64?

@@ -188,6 +188,7 @@ public final class ServiceClient: Sendable {
 }
 
 /// Writes a download to disk as it arrives, up to a byte limit.
+/// Sendable: `lock` guards the descriptor and counts while the delegate writes; `overflowed` and `failure` are read after the transfer's `finished` semaphore, which orders them.
 private final class FileSink: @unchecked Sendable {
     private let lock = NSLock()
     private var fd: Int32
@@ -229,6 +230,7 @@ private final class FileSink: @unchecked Sendable {
 }
 
 /// Collects one task's answer; reports bytes sent; streams a download into a sink.
+/// Sendable: `lock` guards `status`, `headers`, `data` and `error`; `progress` and `sink` are immutable.
 private final class Transfer: @unchecked Sendable {
     let finished = DispatchSemaphore(value: 0)
     private let lock = NSLock()
@@ -248,6 +250,7 @@ private final class Transfer: @unchecked Sendable {
 }
 
 /// The session's delegate: finds the `Transfer` of each task by its identifier.
+/// Sendable: `lock` guards `transfers`.
 private final class TransferRouter: NSObject, @unchecked Sendable {
     private let lock = NSLock()
     private var transfers: [Int: Transfer] = [:]

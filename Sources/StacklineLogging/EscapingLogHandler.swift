@@ -23,7 +23,8 @@ public struct EscapingLogHandler: LogHandler {
 
     /// Kept here unescaped and escaped when a line is written: Hummingbird sets a request id on
     /// every request's logger, and escaping it (and the wrapped handler re-rendering its metadata)
-    /// on each set was 1.4% of the ingest endpoint's CPU, for lines mostly never written.
+    /// on each set showed in the ingest endpoint's profile (scripts/bench-serve.sh), for lines
+    /// mostly never written.
     public var metadata: Logger.Metadata = [:]
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {

@@ -8,8 +8,8 @@ import SystemCalls
 /// Writes the lines swift-log's `StreamLogHandler` writes to standard error, byte for byte
 /// (`2026-11-26T23:14:00+0000 info stackline.master: job=7 ms=1 [Master] job done`), at a
 /// fraction of the cost. The master logs "job done" for every stored result, on the thread that
-/// commits results, and there `StreamLogHandler` cost about 25 µs a line, 9% of that thread
-/// (perf under scripts/bench-queue.sh): `localtime` stat()s /etc/localtime on every call, and the
+/// commits results, and there `StreamLogHandler` was a large part of that thread (perf under
+/// scripts/bench-queue.sh): `localtime` stat()s /etc/localtime on every call, and the
 /// metadata went through two merges and a lazy sort. Escaping stays `EscapingLogHandler`'s job.
 public struct LineLogHandler: LogHandler {
     public var logLevel: Logger.Level = .info
@@ -38,8 +38,8 @@ public struct LineLogHandler: LogHandler {
     /// Writes one line: `metadata` and the line's own `explicit` metadata (which wins, as
     /// `StreamLogHandler` merges them), sorted by key, each value as `render` spells it.
     /// `EscapingLogHandler` calls this with its metadata and its escaping, rather than merging
-    /// and escaping two dictionaries first: with the timestamp below, the "job done" line went
-    /// from 13% to 10% of the committing thread's samples (perf under scripts/bench-queue.sh).
+    /// and escaping two dictionaries first: with the timestamp below, the "job done" line costs
+    /// the committing thread less (perf under scripts/bench-queue.sh).
     func write(
         level: Logger.Level, message: String, metadata: Logger.Metadata, explicit: Logger.Metadata?, source: String,
         render: (Logger.Metadata.Value) -> String
@@ -87,6 +87,7 @@ public struct LineLogHandler: LogHandler {
 
 /// The current second's timestamp: under load lines come by the thousand a second, and
 /// `localtime_r` plus `strftime` for each made the same text over and over.
+/// Sendable: `lock` guards `second` and `text`.
 private final class TimestampCache: @unchecked Sendable {
     private let lock = NSLock()
     private var second: time_t = -1

@@ -52,7 +52,7 @@ struct SymbolCacheLayout: Equatable {
     let wideStarts: Bool
 
     // Stored, not computed: every lookup reads several of them per frame, and working each out
-    // from the counts again was 3% of a batch's profile.
+    // from the counts again showed in a batch's profile (`make bench`, the lookup part).
     let startsOffset: Int
     let chainOfSegmentOffset: Int
     let chainStartsOffset: Int

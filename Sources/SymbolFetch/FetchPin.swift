@@ -6,6 +6,7 @@ import ReportModel
 ///
 /// Keep the pin for the whole job and call `release()` when the job's reply is in. Releasing
 /// twice does nothing; a pin dropped without `release()` releases itself when it is freed.
+/// Sendable: the id lists are immutable; `lock` guards `unpin`.
 public final class FetchPin: @unchecked Sendable {
     /// In the cache and pinned.
     public let pinned: [BuildID]

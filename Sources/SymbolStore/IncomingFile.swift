@@ -7,6 +7,7 @@ import SystemCalls
 /// open file once complete. The name is unlinked as soon as the file is open, so a crash or
 /// a dropped connection leaves nothing behind. Sendable so a request handler can hand it to
 /// the thread that writes; one request uses it at a time.
+/// Sendable: every field is immutable after init; one request appends at a time (its handler hands it to the writing thread, never shares it).
 public final class IncomingFile: @unchecked Sendable {
     /// Optional cap on one upload, in bytes (the store's free space caps it too).
     public static let limitVariable = "STACKLINE_SYMBOLS_MAX_UPLOAD_BYTES"

@@ -2,8 +2,8 @@ import Demangling
 import ReportModel
 import SymbolCache
 
-/// `stackline lookup --json`'s entries, written by hand (`JSONBytes`): JSONEncoder was 48% of a
-/// JSON batch (issue "Throughput"). The bytes are exactly what `JSONEncoder` with `.sortedKeys`
+/// `stackline lookup --json`'s entries, written by hand (`JSONBytes`): JSONEncoder was about
+/// half of a JSON batch (`make bench`, the lookup part's `--json` rate). The bytes are exactly what `JSONEncoder` with `.sortedKeys`
 /// and `.withoutEscapingSlashes` wrote for `{"address": …, "frames": [ResolvedFrame]}`, which
 /// `LookupJSONTests` holds it to, so scripts reading the old output see no change.
 public enum LookupJSON {

@@ -121,8 +121,8 @@ public enum SystemCall {
     /// Lets glibc's malloc keep freed memory for reuse instead of returning it to the kernel
     /// after every job. By default buffers over 128 KiB (job frames, reports) are mapped and
     /// unmapped each time, and a thread arena is trimmed whenever it shrinks, so each job paid
-    /// for `madvise` and then page faults to get the memory back: 16% of the master's CPU on
-    /// 30-frame reports (perf under scripts/bench-queue.sh). A process keeps at most 64 MiB it
+    /// for `madvise` and then page faults to get the memory back, a large part of the master's
+    /// CPU on 30-frame reports (perf under scripts/bench-queue.sh). A process keeps at most 64 MiB it
     /// no longer uses per arena; allocations of 32 MiB and more are still mapped and unmapped.
     /// Called first thing by the long-running processes (master, serve, workers).
     public static func keepFreedMemoryForReuse() {

@@ -40,7 +40,7 @@ public struct FlameLayout: Sendable, Equatable {
     public var rects: [FlameRect]
     public var width: Double
     public var height: Double
-    /// Samples across all roots (the 100 % of the shares).
+    /// Samples across all roots (the whole that every share is a part of).
     public var total: Int
     /// Nodes not drawn because they lie deeper than `FlameGraph.maxLevels`.
     public var omitted: Int

@@ -10,7 +10,7 @@ import ReportModel
 //
 // Integers are big-endian like the length prefix; a string is a u32 byte count, then UTF-8.
 // The bulk bytes travel raw: as base64 inside JSON, reading and writing these frames was a
-// fifth of the master's CPU and a sixth of a worker's (perf, 30-frame queue benchmark).
+// large part of the master's and the workers' CPU (scripts/bench-queue.sh, 30-frame crashes).
 // A fixed binary header, not JSON: the master reads it from another machine's bytes, and length-checked reads are all that takes.
 
 /// Why a job or reply frame cannot be read: whatever bytes a pipe or another machine delivers,

@@ -40,8 +40,8 @@ public struct JobReply: Sendable, Equatable {
 /// A symbolicated report in the form the database keeps it, made by the worker: its JSON,
 /// zlib-compressed, plus the few facts the master records beside it. The master stores it as
 /// it comes. Decoding the whole report from the reply, encoding it again and compressing it
-/// was about 1 ms of the master's CPU per job, several times the cost of symbolicating it
-/// (perf under scripts/bench-serve.sh), and it ran in the process that also answers ingest.
+/// cost the master several times what symbolicating it costs a worker (perf under
+/// scripts/bench-serve.sh), and it ran in the process that also answers ingest.
 public struct CompressedResult: Sendable, Equatable {
     /// zlib of the report's JSON (`SymbolicatedReportJSON`), as `results.symbolicated` holds it.
     public var compressed: Data
@@ -84,8 +84,8 @@ public struct CompressedResult: Sendable, Equatable {
     }
 
     /// True when `compressed` inflates to exactly `size` bytes: what the master checks before
-    /// storing bytes it does not otherwise read (inflating is a few tens of µs, decoding the
-    /// report was a millisecond). A size over the frame limit is refused before inflating: no
+    /// storing bytes it does not otherwise read (inflating costs a small part of what decoding
+    /// the report did). A size over the frame limit is refused before inflating: no
     /// worker sends one (it replies `permanentError`), and a remote peer's claim must not
     /// decide how much the master inflates.
     public var isIntact: Bool {

@@ -2,6 +2,7 @@ import Foundation
 
 /// A flag set once (by SIGTERM/SIGINT, `--once` completion or a refused remote worker) and read
 /// by every worker slot, the master's and a remote worker's alike.
+/// Sendable: `lock` guards `stoppedAt`.
 public final class StopFlag: @unchecked Sendable {
     private let lock = NSLock()
     private var stoppedAt: Date?

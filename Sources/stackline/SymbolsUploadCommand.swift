@@ -193,6 +193,7 @@ struct RemoteJobStates: JobStateSource {
 }
 
 /// Upload progress on stderr, on a terminal only: a bar over the bytes of all files.
+/// Sendable: `lock` guards `sent` and `shown`; the rest is immutable after init.
 final class UploadProgress: @unchecked Sendable {
     private let lock = NSLock()
     private let names: [String]

@@ -3,8 +3,9 @@ import WorkerProtocol
 
 /// Keeps one slot's jobs ahead topped up and delivers its finished results, on a thread of its
 /// own: the slot thread only feeds its process, so the process never sits idle while the
-/// master answers a claim (when the slot thread made the claims itself, that wait left about a
-/// tenth of the CPU idle in `scripts/bench-remote.sh`).
+/// master answers a claim (when the slot thread made the claims itself, that wait left CPU
+/// idle in `scripts/bench-remote.sh`).
+/// Sendable: `condition` guards `ahead`, `finished`, `slow`, `waiting`, `drained` and `ended`; `connection` and `courier` are immutable.
 final class SlotFeeder: @unchecked Sendable {
     /// Jobs leased per slot: one request's HTTP cost is shared by this many jobs and their
     /// results, while at most this many wait behind a slow one (and only for

@@ -170,6 +170,7 @@ enum Debuginfod {
 }
 
 /// The open stored file a response streams from; kept open until the body is written.
+/// Sendable: immutable after init, and `read` uses `pread`, which moves no shared file offset.
 final class ServedFile: @unchecked Sendable {
     let file: RegularFile
     let modified: Int?

@@ -68,7 +68,7 @@ struct ReportAcceptedJSON: Encodable {
 
     /// The answer for one stored report, byte for byte what `JSONOutput.encoder` writes for it
     /// (pretty-printed, sorted keys), without JSONEncoder: it is the answer to nearly every
-    /// upload, and the encoder's generic containers were 1.5% of the endpoint's CPU.
+    /// upload, and the encoder's generic containers showed in its profile (scripts/bench-serve.sh).
     func singleReportJSON() -> Data? {
         guard reports == nil, let id, let duplicate else { return nil }
         return Data("{\n  \"duplicate\" : \(duplicate),\n  \"id\" : \(id)\n}".utf8)

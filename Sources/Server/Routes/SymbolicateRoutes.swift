@@ -66,6 +66,7 @@ func addSymbolicateRoutes(to router: Router<StacklineRequestContext>, deps: Serv
 
 /// At most `limit` holders at once; `acquire` answers at once instead of queueing, so a burst
 /// of requests gets 503 + Retry-After rather than piling up worker processes.
+/// Sendable: `lock` guards `inUse`; `limit` is immutable.
 final class ConcurrencySlots: @unchecked Sendable {
     private let lock = NSLock()
     private var inUse = 0

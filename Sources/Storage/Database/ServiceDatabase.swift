@@ -240,7 +240,8 @@ public final class ServiceDatabase: Sendable {
                 leased = try Row.fetchAll(db.cachedStatement(sql: Self.leaseSQL[chosen.count]), arguments: arguments)
             }
             // Columns by position (RETURNING's and the SELECT's order): by name, GRDB lowercases
-            // and compares each name on every read, 3% of the claim's CPU.
+            // and compares each name on every read (it showed in the claim's profile,
+            // scripts/bench-queue-store.sh).
             let byId = Dictionary(leased.map { (($0[0] as Int64), $0) }, uniquingKeysWith: { first, _ in first })
             // The leased jobs' reports in one statement, not one per job.
             let reportIds = Array(Set(leased.map { $0[1] as Int64 }))

@@ -91,7 +91,8 @@ public struct ClaimedJob: Sendable {
     /// Decompressed report bytes.
     public var raw: Data
     /// `reports.build_ids` as stored (space-separated), split only when asked for: the local
-    /// slots never ask, and splitting at every claim was 3% of the master's CPU.
+    /// slots never ask, and splitting at every claim showed in the master's profile
+    /// (scripts/bench-queue.sh).
     var storedBuildIds: String?
     /// Build ids of the images the report's frames fall in; empty when none or unknown.
     public var buildIds: [String] { ServiceDatabase.buildIds(stored: storedBuildIds) }

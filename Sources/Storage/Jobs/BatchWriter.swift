@@ -62,6 +62,7 @@ final class BatchWriter<Item: Sendable, Outcome: Sendable>: Sendable {
         return ticket
     }
 
+    /// Sendable: `condition` guards `pending` and `closed`.
     private final class Queue: @unchecked Sendable {
         // Guards `pending` and `closed`; the writer thread sleeps on it while nothing is queued.
         private let condition = NSCondition()
@@ -119,6 +120,7 @@ final class BatchWriter<Item: Sendable, Outcome: Sendable>: Sendable {
 /// One queued write's answer, for a caller on a thread of its own (a worker slot, a remote
 /// worker's route on Dispatch): `wait()` blocks until the writer (or whoever holds the ticket
 /// to answer) has answered. Answered once; later answers are ignored.
+/// Sendable: `condition` guards `answer`.
 public final class Ticket<Outcome: Sendable>: @unchecked Sendable {
     private let condition = NSCondition()
     private var answer: Result<Outcome, any Error>?

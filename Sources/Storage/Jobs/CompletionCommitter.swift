@@ -8,7 +8,8 @@ public final class CompletionCommitter: Sendable {
     private let writer: BatchWriter<Completion, CompletionOutcome>
 
     /// `maxBatch` bounds one transaction, and so how long it holds the write lock that claims
-    /// and ingest also need: at 30-40 µs per completion, 64 hold it for 2-3 ms.
+    /// and ingest also need: 64 hold it for a few milliseconds (scripts/bench-queue-store.sh
+    /// measures a completion's cost).
     /// `niceness` above 0 puts the committer behind what runs at 0: `serve` gives it its
     /// workers' nice, so uploads are answered first and results wait in the queue.
     public init(store: any JobLeasing, maxBatch: Int = 64, niceness: Int32 = 0) {

@@ -46,7 +46,7 @@ extension ServiceDatabase {
         // The fencing check comes first and writes only when the token is current, so a stale
         // completion leaves nothing behind to roll back and needs no savepoint of its own.
         // Cached statements here and in `GroupLedger`'s per-result path: compiling them again
-        // for every job was about half of a completion's CPU.
+        // for every job was about half of a completion's CPU (scripts/bench-queue-store.sh).
         guard let reportId = try Int64.fetchOne(
             db.cachedStatement(sql: """
                 UPDATE jobs SET state = 'done', lease_token = NULL, lease_expires_at = NULL,

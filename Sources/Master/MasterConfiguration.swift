@@ -44,13 +44,13 @@ public struct MasterConfiguration: Sendable {
     public var workerNiceness: Int32 = 0
     /// Nice value of the dispatcher's own threads (the slots, their claims, the committer).
     /// `serve` gives them its workers' value: draining the queue then waits behind request
-    /// handling, as the workers do (at 0 they took the CPU from uploads: 3,700-3,800 against
-    /// 5,000+ accepted reports/s in scripts/bench-serve.sh).
+    /// handling, as the workers do (at 0 they took the CPU from uploads: fewer accepted
+    /// reports/s in scripts/bench-serve.sh; docs/performance.md).
     public var dispatchNiceness: Int32 = 0
     /// The most results one completion transaction commits. 64 for `master`: fewer, larger
     /// transactions. `serve` takes 8: its uploads wait for the same write lock, and behind 64
-    /// results they were answered a third slower (scripts/bench-serve.sh: 4,500-4,600 against
-    /// 5,600-5,800 accepted reports/s; 4 gave 5,950 and drained less).
+    /// results they were answered markedly slower, and 4 drained less (scripts/bench-serve.sh;
+    /// the figures are in docs/performance.md).
     public var completionBatch = 64
 
     /// The master's one completion writer, as this configuration sizes and prioritises it (the

@@ -71,10 +71,10 @@ final class WorkerSlot: @unchecked Sendable {
     /// How many results a slot may have committing at once. One (collect the last before
     /// recording the next) made a slot wait on every commit, and a worker on its slot: with the
     /// committer's transactions holding one or two results each, the committer was the busiest
-    /// thread and two cores were a third idle on 30-frame reports. Several in flight let the
+    /// thread and the two cores were partly idle on 30-frame reports (scripts/bench-queue.sh). Several in flight let the
     /// committer batch them; each still commits or fails alone behind its own fencing token.
     /// 64 rather than 8: with eight, a slot waited on the committer's batch (several
-    /// milliseconds under load) while its worker ran dry (6,100 against 6,600 reports/s).
+    /// milliseconds under load) while its worker ran dry (slower in scripts/bench-queue.sh).
     static let maxCommitting = 64
     /// A job already written to the worker, next after the one it runs (sent ahead) or after
     /// the reply just read: `run` hands it to `handle` without sending it again. `started` is
@@ -388,8 +388,7 @@ final class WorkerSlot: @unchecked Sendable {
         // The worker has started the job sent ahead, if there is one; otherwise it gets its next
         // job now, before this reply's outcome is recorded (the committer's queue, the "job
         // done" line): between a reply and the next job, a worker waited on all the slot's
-        // bookkeeping, a third of two cores idle on 30-frame reports (scripts/bench-queue.sh:
-        // 1.3 of 2 cores busy).
+        // bookkeeping, leaving the cores partly idle on 30-frame reports (scripts/bench-queue.sh).
         let replied = DispatchTime.now()
         pace.record(seconds: Double(replied.uptimeNanoseconds &- min(started.uptimeNanoseconds, replied.uptimeNanoseconds)) / 1e9)
         if let next = handedOver { handedOver = (next.job, replied, next.log) }

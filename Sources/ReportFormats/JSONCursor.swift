@@ -33,7 +33,7 @@ struct JSONCursor {
 
     /// The document, read through a pointer into `storage`: as a `[UInt8]` in this inout struct,
     /// every byte cost a bounds check and a reload of the array, and the scanning loops were
-    /// a quarter of an `.ips` parse (perf under scripts/bench-serve.sh). Every read below is
+    /// a large part of an `.ips` parse (perf under scripts/bench-serve.sh). Every read below is
     /// behind a `position < bytes.count` check, as it was with the array.
     private let bytes: UnsafeBufferPointer<UInt8>
     private let storage: Storage

@@ -3,8 +3,8 @@ import Foundation
 /// One line of a text report, read as UTF-8 bytes through a position that only moves forward.
 ///
 /// Hand-written instead of Swift `Regex` on purpose: the regex engine backtracks, so one long
-/// line of blanks cost seconds to minutes (quadratic), and even well-formed reports parsed at
-/// about 1 MB/s. Every method here looks at each byte at most a bounded number of times, so a
+/// line of blanks cost seconds to minutes (quadratic), and even well-formed reports parsed
+/// far slower than byte scanning (scripts/bench-parse.sh). Every method here looks at each byte at most a bounded number of times, so a
 /// parser built from them runs in time linear in its input.
 struct TextLine {
     /// The whole report; lines share it, nothing is copied.

@@ -86,8 +86,8 @@ struct MasterOptions: ParsableArguments {
         config.prefetch = prefetch
         config.handBackSeconds = handBackAfter
         // serve puts request handling first; a standalone master has nothing to put first, and
-        // its workers at 10 waited behind the committer and the slots (scripts/bench-queue.sh,
-        // 30-frame reports: 7,900 against 8,500 reports/s).
+        // its workers at 10 waited behind the committer and the slots (slower in
+        // scripts/bench-queue.sh on 30-frame reports; docs/performance.md).
         config.workerNiceness = workerNice ?? (command == "serve" ? 10 : 0)
         if command == "serve" {
             config.dispatchNiceness = config.workerNiceness

@@ -102,7 +102,7 @@ public final class ServiceDatabase: Sendable {
     private func insert(_ storable: StorableReport, _ db: Database) throws -> SubmitOutcome {
         let report = storable.report
         // Cached statements: under ingest load, compiling (and GRDB authorizing) these three
-        // statements for every report was a tenth of the writer's time.
+        // statements for every report showed in the writer's profile (scripts/bench-serve.sh).
         // The expression of the `reports_digest` unique index (v9), so the lookup uses it.
         if let existing = try Int64.fetchOne(
             db.cachedStatement(sql: "SELECT id FROM reports WHERE digest = ? AND ifnull(namespace, '') = ?"),

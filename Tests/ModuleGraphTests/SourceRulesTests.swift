@@ -92,21 +92,8 @@ import Testing
         return nil
     }
 
-    /// Every Swift file under Sources/ and Workers/, as (path from the package root, text).
-    static func sourceFiles() throws -> [(path: String, text: String)] {
-        var files: [(path: String, text: String)] = []
-        for top in scanned {
-            let root = packageRoot + "/" + top
-            guard let walker = FileManager.default.enumerator(atPath: root) else { throw TestSupportError("cannot list \(root)") }
-            for case let relative as String in walker where relative.hasSuffix(".swift") {
-                files.append((top + "/" + relative, try String(contentsOfFile: root + "/" + relative, encoding: .utf8)))
-            }
-        }
-        return files
-    }
-
     @Test func everyUncheckedSendableSaysWhatGuardsIt() throws {
-        let files = try Self.sourceFiles()
+        let files = try swiftSourceFiles(in: Self.scanned)
         #expect(files.count > 200, "the scan found only \(files.count) files: wrong root?")
         let found = files.flatMap { Self.uncommentedUncheckedSendable(in: $0.text, path: $0.path) }
         #expect(
@@ -116,7 +103,7 @@ import Testing
     }
 
     @Test func noCommentQuotesAPercentage() throws {
-        let found = try Self.sourceFiles().flatMap { Self.quotedPercentages(in: $0.text, path: $0.path) }
+        let found = try swiftSourceFiles(in: Self.scanned).flatMap { Self.quotedPercentages(in: $0.text, path: $0.path) }
         #expect(
             found.isEmpty,
             "comments quoting a measured share (keep the reason, name the benchmark, move the figure to docs/performance.md):\n\(found.map(\.description).joined(separator: "\n"))"

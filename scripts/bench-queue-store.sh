@@ -7,7 +7,7 @@
 # each) each followed by a completion, then both in batches (4 and 8 jobs per claim statement,
 # their completions in one transaction each). Prints operations/s, µs and CPU µs per operation per
 # phase (CPU well under wall time means waiting: for the disk, or for a CPU others hold):
-# the ceiling one master's store puts on reports/s (ARCHITECTURE.md, "Scaling past one master").
+# the ceiling one master's store puts on reports/s (docs/scaling.md).
 #
 #   scripts/bench-queue-store.sh [N]     # N reports per phase, default 10000
 #

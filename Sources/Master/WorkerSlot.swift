@@ -15,7 +15,7 @@ internal import WorkerProtocol
 /// waits for each reply while renewing the lease, and records the outcome. Only this thread
 /// touches its worker.
 ///
-/// Batching (ARCHITECTURE.md, "Claims and completions in batches"):
+/// Batching (docs/service-loop.md, "Claims and completions in batches"):
 /// - Claims: the slot leases up to `config.prefetch` jobs per claim statement, each with its own
 ///   token. The next claim runs on another thread (`ClaimAhead`) once half of them are gone,
 ///   while the slot goes on feeding its worker, so neither waits for the write lock a claim

@@ -1,7 +1,7 @@
 /// Arithmetic on numbers that came from a report, a payload or a stored result. Swift traps on
 /// integer overflow and on `Int(Double)` of NaN, infinity or anything out of range, and a trap
 /// takes the whole process down: every such sum, product or conversion goes through these
-/// (ARCHITECTURE.md, "Overflow-free arithmetic"; Tests/ModuleGraphTests/OverflowFitnessTests.swift
+/// (ARCHITECTURE.md, "Invariants", overflow-safe input; Tests/ModuleGraphTests/OverflowFitnessTests.swift
 /// fails on a new unchecked one).
 extension FixedWidthInteger {
     /// `self + other`, held at the type's bounds instead of trapping: for totals that are only

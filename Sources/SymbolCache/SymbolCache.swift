@@ -11,7 +11,7 @@ import Glibc
 /// Opening maps the file read-only, checks the header, the size, a CRC-32 of every byte and
 /// every cross-reference (string, frame and chain indexes); after that a lookup is one binary
 /// search over the segment starts and a walk of one chain's frame records, reading only the
-/// mapped pages it needs. Layout: `SymbolCacheLayout`, and ARCHITECTURE.md "The symcache".
+/// mapped pages it needs. Layout: `SymbolCacheLayout`, and docs/symcache.md.
 public final class SymbolCache {
     /// Bumped whenever the layout or what it holds changes; other versions are rebuilt.
     public static let formatVersion: UInt32 = 1

@@ -7,8 +7,8 @@ import Queries
 import ReportModel
 
 /// `stackline bench-queue-store` (hidden): the SQLite job store alone, with no worker and no
-/// parsing, to find where one master's store stops scaling (ARCHITECTURE.md, "Scaling past one
-/// master"; scripts/bench-queue-store.sh). Everything runs on one thread, as one master's
+/// parsing, to find where one master's store stops scaling (docs/scaling.md;
+/// scripts/bench-queue-store.sh). Everything runs on one thread, as one master's
 /// writer connection does.
 struct QueueBenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

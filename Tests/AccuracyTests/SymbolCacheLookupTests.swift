@@ -83,7 +83,7 @@ struct SymbolCacheLookupTests {
         let intact = try #require(FileManager.default.contents(atPath: path))
         let probe = try instructionAddresses(in: fixture.unstripped).first!
         let expected = try runStackline(["lookup", "--symbols", store, "--build-id", buildID, hex(probe)])
-        // The version is the little-endian word after the 8-byte magic (ARCHITECTURE.md, "The symcache").
+        // The version is the little-endian word after the 8-byte magic (docs/symcache.md, "Layout").
         var older = intact
         let version = older[8..<12].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
         withUnsafeBytes(of: (version &- 1).littleEndian) { older.replaceSubrange(8..<12, with: $0) }

@@ -1,6 +1,6 @@
 /// The calls the master makes to lease and finish jobs, and nothing else: the queue's narrow
 /// interface. `ServiceDatabase` (SQLite, one master) implements it; a second backend (PostgreSQL,
-/// for teams that outgrow one master: ARCHITECTURE.md, "Scaling past one master") implements it
+/// for teams that outgrow one master: docs/scaling.md) implements it
 /// in a new file of its own, with claims as `SELECT … FOR UPDATE SKIP LOCKED` plus an `UPDATE`
 /// in one transaction. The master's lease code (`WorkerSlot`, `JobOutcomes`, `RemoteWorkerPool`)
 /// depends on this protocol, not on SQLite.

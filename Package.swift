@@ -71,7 +71,15 @@ let package = Package(
             providers: [.apt(["liblzma-dev"])]
         ),
         .target(name: "Compression", dependencies: ["StacklineZlib", "StacklineDeflate", "StacklineZstd", "StacklineLzma"]),
-        .target(name: "ReportModel"),
+        // The one JSON-writing family (no dependencies): `JSONBytes` for the hot paths, `JSONStyle`
+        // (the one configured encoder: `document`, `compact`) for everything else, and `JSONValue`.
+        .target(name: "JSONFormat"),
+        // The data every module shares and its coding: reports raw and symbolicated, addresses,
+        // build ids, architectures, group keys, namespaces, limits; the one report JSON writer
+        // (`SymbolicatedReportJSON`); and the small rules over that data that several modules
+        // must agree on: the address → image search (`ImageLocator`), pointer authentication,
+        // the order of app versions (`VersionOrder`), searching and escaping report text.
+        .target(name: "ReportModel", dependencies: ["JSONFormat"]),
         .target(name: "Hashing", dependencies: ["ReportModel", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "Grouping", dependencies: ["ReportModel", "Hashing"]),
         // glibc's malloc.h (mallopt), which the Glibc module leaves out; used by SystemCalls only.
@@ -147,10 +155,16 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
-        // Shared by the CLI's `--json` output and the HTTP API: one definition of each JSON shape.
+        // The HTTP API's answer shapes and parameters (GroupJSON, JobStatusJSON, WorkersJSON,
+        // MissingSymbolsAnswer, ReprocessingAnswer, SinceDate): what a client decodes, without
+        // the server or the database.
+        .target(name: "APIModel", dependencies: ["ReportModel", "JSONFormat"]),
+        // What the CLI and the HTTP API make of stored data, one definition each: database rows
+        // into APIModel answers, a stored result as text, JSON or an Apple report (ReportPrinter),
+        // the debug files processed reports lacked. The SQL itself stays in Storage.
         .target(
-            name: "Queries",
-            dependencies: ["Storage", "ReportModel", "ReportRendering", "SymbolStore"]
+            name: "Presentation",
+            dependencies: ["APIModel", "JSONFormat", "Storage", "ReportModel", "ReportRendering", "SymbolStore"]
         ),
         // Alert rules, their evaluation over the database, webhook and SMTP delivery (docs/alerts.md).
         .target(
@@ -167,13 +181,13 @@ let package = Package(
             ]
         ),
         // The web view's pages, charts and flame graphs: query results in, HTML/SVG out (no HTTP).
-        .target(name: "WebView", dependencies: ["ReportModel", "Queries", "Storage"]),
+        .target(name: "WebView", dependencies: ["ReportModel", "APIModel", "Storage"]),
         // `stackline serve`: HTTP routes, authentication, limits, metrics. Runs beside the master.
         .target(
             name: "Server",
             dependencies: [
                 "WebView",
-                "Storage", "Intake", "IsolatedParsing", "Master", "Queries", "ReportModel", "ReportFormats", "ReportRendering",
+                "Storage", "Intake", "IsolatedParsing", "Master", "APIModel", "Presentation", "JSONFormat", "ReportModel", "ReportFormats", "ReportRendering",
                 "Compression", "Hashing", "StacklineLogging", "SymbolStore", "WorkerProtocol", "SDKProtocol", "DebugInfo", "SystemCalls",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -199,7 +213,7 @@ let package = Package(
                 "DebugInfo", "SymbolCache", "SymbolStore", "Symbolication", "Demangling", "ReportModel", "ReportFormats", "ReportRendering",
                 "IsolatedParsing",
                 "Storage", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
-                "Intake", "Queries", "Server", "SDKProtocol", "ServiceClient", "Alerts",
+                "Intake", "APIModel", "Presentation", "JSONFormat", "Server", "SDKProtocol", "ServiceClient", "Alerts",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -221,7 +235,7 @@ let package = Package(
             dependencies: [
                 "ReportFormats", "ReportModel", "DebugInfo", "SymbolCache", "SymbolStore", "WorkerProtocol", "SystemCalls", "Compression",
                 // intake-to-page: the server's intake, a worker's processing and the pages of its result.
-                "SDKProtocol", "IsolatedParsing", "Symbolication", "Grouping", "Storage", "Queries", "ReportRendering", "WebView",
+                "SDKProtocol", "IsolatedParsing", "Symbolication", "Grouping", "Storage", "Presentation", "ReportRendering", "WebView",
             ]),
         // libFuzzer's driver entry point, declared for the -sanitize=fuzzer build only.
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
@@ -244,7 +258,9 @@ let package = Package(
         .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportRendering", "ReportModel", "TestSupport"]),
         .testTarget(name: "ReportRenderingTests", dependencies: ["ReportRendering", "ReportModel", "TestSupport"]),
         .testTarget(name: "WorkerProtocolTests", dependencies: ["WorkerProtocol", "ReportModel", "TestSupport"]),
-        .testTarget(name: "WebViewTests", dependencies: ["WebView", "ReportModel", "Queries", "Storage"]),
+        .testTarget(name: "WebViewTests", dependencies: ["WebView", "ReportModel", "APIModel", "Presentation", "Storage"]),
+        // The one configured encoder and the hot-path writer; the fitness test that keeps them the only ones.
+        .testTarget(name: "JSONFormatTests", dependencies: ["JSONFormat", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 
 /// An alert as every target receives it: the webhook's JSON body (docs/alerts.md), and what
 /// presets, templates and mails are made from. Stored with its event when the rule fires, so
@@ -96,10 +97,8 @@ extension AlertEvent {
 
     /// The JSON body: keys sorted, so equal events are equal bytes.
     public func json() -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Every field is a string, number or bool: encoding cannot fail.
-        return (try? encoder.encode(self)) ?? Data("{}".utf8)
+        (try? JSONStyle.compact.encode(self)) ?? Data("{}".utf8)
     }
 
     public static func decode(_ text: String) throws -> AlertEvent {

@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 
 /// Reads a rules file (JSON, docs/alerts.md) into an `AlertConfiguration`. Every field is
 /// checked, unknown fields included (a misspelt `multipler` must not silently mean the
@@ -20,7 +21,7 @@ public enum AlertRulesParser {
     ) throws(AlertRulesError) -> AlertConfiguration {
         let root: JSONValue
         do { root = try JSONDecoder().decode(JSONValue.self, from: data) } catch {
-            throw AlertRulesError(file: file, field: "", problem: "not valid JSON (\(JSONValue.describe(error)))")
+            throw AlertRulesError(file: file, field: "", problem: "not valid JSON (\(describe(error)))")
         }
         let reader = FieldReader(file: file, environment: environment)
         return try reader.configuration(root)
@@ -59,7 +60,7 @@ private struct FieldReader {
 
     func number(_ object: [String: JSONValue], _ key: String, _ field: String) throws(AlertRulesError) -> Double? {
         guard let value = object[key] else { return nil }
-        guard case .number(let n) = value, n.isFinite else { throw fail(field, "expected a number") }
+        guard let n = value.numberValue, n.isFinite else { throw fail(field, "expected a number") }
         return n
     }
 
@@ -303,48 +304,10 @@ private struct FieldReader {
     }
 }
 
-/// A JSON value as the rules file holds it: unlike `JSONSerialization`, a boolean is never a number.
-enum JSONValue: Decodable, Equatable {
-    case null
-    case bool(Bool)
-    case number(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
-
-    init(from decoder: Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let b = try? container.decode(Bool.self) {
-            self = .bool(b)
-        } else if let n = try? container.decode(Double.self) {
-            self = .number(n)
-        } else if let s = try? container.decode(String.self) {
-            self = .string(s)
-        } else if let a = try? container.decode([JSONValue].self) {
-            self = .array(a)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
+/// A decoding error in one line, without Foundation's coding-path dump.
+private func describe(_ error: Error) -> String {
+    if case DecodingError.dataCorrupted(let context) = error {
+        return context.underlyingError.map { ($0 as NSError).localizedDescription } ?? context.debugDescription
     }
-
-    /// The array's strings, nil when this is not an array of strings only.
-    var strings: [String]? {
-        guard case .array(let items) = self else { return nil }
-        var out: [String] = []
-        for item in items {
-            guard case .string(let s) = item else { return nil }
-            out.append(s)
-        }
-        return out
-    }
-
-    /// A decoding error in one line, without Foundation's coding-path dump.
-    static func describe(_ error: Error) -> String {
-        if case DecodingError.dataCorrupted(let context) = error {
-            return context.underlyingError.map { ($0 as NSError).localizedDescription } ?? context.debugDescription
-        }
-        return "\(error)"
-    }
+    return "\(error)"
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 
 /// A webhook body with `{{field}}` placeholders (docs/alerts.md). Values are inserted
 /// JSON-escaped without quotes, so `"text": "{{title}}"` stays valid JSON whatever a report's
@@ -75,8 +76,9 @@ public enum WebhookTemplate {
 
     /// The inside of a JSON string literal holding `text`.
     static func jsonEscaped(_ text: String) -> String {
-        let encoded = (try? JSONEncoder().encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
-        return String(encoded.dropFirst().dropLast())
+        var json = JSONBytes()
+        json.string(text)
+        return String(decoding: json.bytes.dropFirst().dropLast(), as: UTF8.self)
     }
 
     /// The body of a chat tool's incoming webhook: a plain text message (each tool's
@@ -86,18 +88,18 @@ public enum WebhookTemplate {
     public static func preset(
         _ preset: WebhookPreset, _ event: AlertEvent, feishuSignature: (timestamp: String, sign: String)? = nil
     ) -> Data {
-        let text = event.message
-        var object: [String: Any] =
+        let text: JSONValue = .string(event.message)
+        var object: [String: JSONValue] =
             switch preset {
             case .slack: ["text": text]
-            case .dingtalk: ["msgtype": "text", "text": ["content": text]]
-            case .feishu: ["msg_type": "text", "content": ["text": text]]
-            case .wecom: ["msgtype": "text", "text": ["content": text]]
+            case .dingtalk: ["msgtype": .string("text"), "text": .object(["content": text])]
+            case .feishu: ["msg_type": .string("text"), "content": .object(["text": text])]
+            case .wecom: ["msgtype": .string("text"), "text": .object(["content": text])]
             }
         if preset == .feishu, let feishuSignature {
-            object["timestamp"] = feishuSignature.timestamp
-            object["sign"] = feishuSignature.sign
+            object["timestamp"] = .string(feishuSignature.timestamp)
+            object["sign"] = .string(feishuSignature.sign)
         }
-        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return JSONValue.object(object).encoded()
     }
 }

@@ -3,7 +3,9 @@ import Foundation
 import Grouping
 import IsolatedParsing
 import Storage
-import Queries
+import APIModel
+import JSONFormat
+import Presentation
 import ReportFormats
 import ReportModel
 import ReportRendering
@@ -222,7 +224,7 @@ enum IntakeToPageTarget {
             try views.text("text", ReportPrinter.render(report, format: .text, group: summary))
             try views.text("apple", ReportPrinter.render(report, format: .apple, group: summary))
             try views.json("report json", JSONReportRenderer.render(object: ReportPrinter.document(report, group: summary)))
-            try views.json("group json", String(decoding: JSONOutput.encoder.encode(groupJSON), as: UTF8.self))
+            try views.json("group json", String(decoding: JSONStyle.document.encode(groupJSON), as: UTF8.self))
         } catch let failure as FuzzFailure { throw failure } catch {
             throw FuzzFailure("a rendering threw: \(error)")
         }
@@ -232,14 +234,15 @@ enum IntakeToPageTarget {
     /// The group row as the master's ledger writes it and `db.group(fingerprint:)` reads it
     /// (one report): `GroupSummary` has no public initializer, and decoding is how it is made.
     private static func groupSummary(_ key: GroupKey, facts: StoredFacts, reportId: Int64) throws(FuzzFailure) -> GroupSummary {
-        var row: [String: Any] = [
-            "fingerprint": key.fingerprint, "kind": key.kind.rawValue, "title": key.title, "count": 1,
-            "firstSeen": 0, "lastSeen": 0, "versions": [facts.version ?? "": 1], "rulesVersion": key.rulesVersion,
-            "representativeReportId": reportId, "frames": key.frames,
+        var row: [String: JSONValue] = [
+            "fingerprint": .string(key.fingerprint), "kind": .string(key.kind.rawValue), "title": .string(key.title),
+            "count": .integer(1), "firstSeen": .integer(0), "lastSeen": .integer(0),
+            "versions": .object([facts.version ?? "": .integer(1)]), "rulesVersion": .integer(Int64(key.rulesVersion)),
+            "representativeReportId": .integer(reportId), "frames": .array(key.frames.map(JSONValue.string)),
         ]
-        if let app = facts.app { row["app"] = app }
+        if let app = facts.app { row["app"] = .string(app) }
         do {
-            return try JSONDecoder().decode(GroupSummary.self, from: JSONSerialization.data(withJSONObject: row))
+            return try JSONDecoder().decode(GroupSummary.self, from: JSONValue.object(row).encoded())
         } catch {
             throw FuzzFailure("harness: cannot make the group row: \(error)")
         }

@@ -1,3 +1,5 @@
+import JSONFormat
+
 /// A symbolicated report as the JSON a worker sends and `results.symbolicated` stores, written
 /// by hand: JSONEncoder cost a worker more than resolving the frames (scripts/bench-queue.sh,
 /// 30-frame crashes). The bytes are exactly JSONEncoder's with

@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 import ReportModel
 
 /// Renders a symbolicated report as JSON (the `SymbolicatedReport` Codable shape), with keys in
@@ -13,88 +14,65 @@ public enum JSONReportRenderer {
     ]
 
     public static func render(_ report: SymbolicatedReport) throws -> String {
-        render(object: try object(report))
+        render(object: .object(try object(report)))
     }
 
     /// The report as a JSON object, for documents that carry it with more fields (`report
     /// --json` adds the group, `submit --wait --json` the submission).
-    public static func object(_ report: SymbolicatedReport) throws -> [String: Any] {
-        try object(encoding: report, with: JSONEncoder()) as? [String: Any] ?? [:]
+    public static func object(_ report: SymbolicatedReport) throws -> [String: JSONValue] {
+        guard case .object(let fields) = try JSONValue(encoding: report) else { return [:] }
+        return fields
     }
 
-    /// Any Encodable as a JSON value, encoded by `encoder`, ready to be placed in a document.
-    public static func object<T: Encodable>(encoding value: T, with encoder: JSONEncoder) throws -> Any {
-        try JSONSerialization.jsonObject(with: try encoder.encode(value), options: [.fragmentsAllowed])
-    }
-
-    /// Writes a JSON value (as `JSONSerialization` returns them) indented, keys in reading order.
-    public static func render(object: Any) -> String {
-        var out = ""
+    /// Writes a JSON value indented, keys in reading order; strings escaped by `JSONBytes`, the
+    /// one escaping every JSON writer shares.
+    public static func render(object: JSONValue) -> String {
+        var out = JSONBytes()
         write(object, indent: 0, into: &out)
-        return out
+        return String(decoding: out.bytes, as: UTF8.self)
     }
+
+    public static func render(object fields: [String: JSONValue]) -> String { render(object: .object(fields)) }
 
     private static func rank(_ key: String) -> Int { keyOrder.firstIndex(of: key) ?? keyOrder.count }
 
-    private static func write(_ value: Any, indent: Int, into out: inout String) {
-        let pad = String(repeating: "  ", count: indent + 1)
-        let closePad = String(repeating: "  ", count: indent)
-        switch value {
-        case let dict as [String: Any]:
-            if dict.isEmpty { out += "{}"; return }
-            out += "{\n"
-            let keys = dict.keys.sorted { (rank($0), $0) < (rank($1), $1) }
-            for (i, key) in keys.enumerated() {
-                out += pad + quoted(key) + ": "
-                write(dict[key]!, indent: indent + 1, into: &out)
-                out += i == keys.count - 1 ? "\n" : ",\n"
-            }
-            out += closePad + "}"
-        case let array as [Any]:
-            if array.isEmpty { out += "[]"; return }
-            out += "[\n"
-            for (i, item) in array.enumerated() {
-                out += pad
-                write(item, indent: indent + 1, into: &out)
-                out += i == array.count - 1 ? "\n" : ",\n"
-            }
-            out += closePad + "]"
-        case let string as String:
-            out += quoted(string)
-        // Swift values placed in a document by hand (JSONSerialization hands back NSNumber).
-        case let flag as Bool where type(of: value) == Bool.self:
-            out += flag ? "true" : "false"
-        case let number as Int64 where type(of: value) == Int64.self:
-            out += String(number)
-        case let number as Int where type(of: value) == Int.self:
-            out += String(number)
-        case let number as NSNumber:
-            // JSONSerialization hands back booleans as NSNumber too.
-            if String(describing: type(of: number)).contains("Boolean") {
-                out += number.boolValue ? "true" : "false"
-            } else {
-                out += number.stringValue
-            }
-        case is NSNull:
-            out += "null"
-        default:
-            out += quoted("\(value)")
-        }
+    private static func newline(_ indent: Int, into out: inout JSONBytes) {
+        out.raw("\n")
+        for _ in 0..<indent { out.raw("  ") }
     }
 
-    private static func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
-            default: out.unicodeScalars.append(scalar)
+    private static func write(_ value: JSONValue, indent: Int, into out: inout JSONBytes) {
+        switch value {
+        case .object(let fields):
+            if fields.isEmpty { return out.raw("{}") }
+            out.raw("{")
+            let keys = fields.keys.sorted { (rank($0), $0) < (rank($1), $1) }
+            for (i, key) in keys.enumerated() {
+                if i > 0 { out.raw(",") }
+                newline(indent + 1, into: &out)
+                out.string(key)
+                out.raw(": ")
+                write(fields[key] ?? .null, indent: indent + 1, into: &out)
             }
+            newline(indent, into: &out)
+            out.raw("}")
+        case .array(let items):
+            if items.isEmpty { return out.raw("[]") }
+            out.raw("[")
+            for (i, item) in items.enumerated() {
+                if i > 0 { out.raw(",") }
+                newline(indent + 1, into: &out)
+                write(item, indent: indent + 1, into: &out)
+            }
+            newline(indent, into: &out)
+            out.raw("]")
+        case .string(let text): out.string(text)
+        case .bool(let flag): out.bool(flag)
+        case .integer(let n): out.integer(Int(n))
+        case .unsigned(let n): out.integer(n)
+        // JSON text never decodes to a non-finite number, and `JSONValue(encoding:)` refuses one.
+        case .number(let n): out.number(n)
+        case .null: out.raw("null")
         }
-        return out + "\""
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 import ReportModel
 
 /// The `parse --json` shape: the raw report with every address absolute.
@@ -44,8 +45,6 @@ public struct ParsedReportJSON: Encodable {
                             symbol: $0.symbol, symbolOffset: $0.symbolOffset)
                     })
             }, lag: report.lag, warnings: report.warnings)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        return try encodeJSON(value)
     }
 }

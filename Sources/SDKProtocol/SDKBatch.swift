@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 
 /// Why a batch as a whole was refused (HTTP 400); a bad record only refuses itself.
 public enum SDKBatchError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 import ReportModel
 
 /// Why a configuration document was refused.
@@ -172,16 +173,12 @@ public struct SDKConfiguration: Sendable, Equatable, Codable {
     public func served(namespace: NamespaceName, defaultURL: String) -> Data {
         var config = self
         config.url = config.url ?? defaultURL
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Plain strings, booleans and integers always encode.
-        return (try? encoder.encode([namespace.value: config])) ?? Data("{}".utf8)
+        return (try? JSONStyle.compact.encode([namespace.value: config])) ?? Data("{}".utf8)
     }
 
     /// Compact JSON with sorted keys: what is stored.
     public func stored() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+        String(decoding: (try? JSONStyle.compact.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
     }
 }

@@ -1,3 +1,4 @@
+import JSONFormat
 import ReportModel
 
 /// Why one field of an SDK record or configuration was refused: names the field and the problem.

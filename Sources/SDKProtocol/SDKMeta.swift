@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 
 /// A record's `meta`: the SDK's basic fields (its `PCTCommonModel`), kept whole for storage, with
 /// the ones the server reads checked to be strings.

@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 import ReportModel
 
 /// One record of an SDK batch upload (docs/sdk-protocol.md), checked field by field.

@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import Queries
+import JSONFormat
 import ReportRendering
 
 /// Builds responses: JSON in the style of docs/json.md (the CLI's `--json` encoder), text, errors.
@@ -9,11 +9,11 @@ public enum JSONResponse {
 
     /// `value` encoded with the same encoder as the CLI's `--json`.
     public static func encode<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
-        bytes(try JSONOutput.encoder.encode(value), status: status, contentType: jsonType)
+        bytes(try JSONStyle.document.encode(value), status: status, contentType: jsonType)
     }
 
     /// A document built as a JSON object (the report views `JSONReportRenderer` makes).
-    public static func object(_ object: Any, status: HTTPResponse.Status = .ok) -> Response {
+    public static func object(_ object: [String: JSONValue], status: HTTPResponse.Status = .ok) -> Response {
         text(JSONReportRenderer.render(object: object), status: status, contentType: jsonType)
     }
 
@@ -31,7 +31,7 @@ public enum JSONResponse {
 
     /// `{"error": message}`.
     public static func error(_ status: HTTPResponse.Status, _ message: String, headers: HTTPFields = [:]) -> Response {
-        var response = object(["error": message], status: status)
+        var response = object(["error": .string(message)], status: status)
         for field in headers { response.headers.append(field) }
         return response
     }

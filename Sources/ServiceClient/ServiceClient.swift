@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 import ReportModel
 import SystemCalls
 #if canImport(FoundationNetworking)
@@ -141,7 +142,7 @@ public final class ServiceClient: Sendable {
         _ path: String, _ value: some Encodable, as type: T.Type, timeout: Double = 60
     ) throws(ServiceClientError) -> T {
         let body: Data
-        do { body = try JSONEncoder().encode(value) } catch {
+        do { body = try JSONStyle.compact.encode(value) } catch {
             throw ServiceClientError(.transport, "cannot encode the request to /\(path): \(error)")
         }
         return try Self.decode(type, try expectSuccess("POST", path, body: .data(body, contentType: "application/json"), timeout: timeout))

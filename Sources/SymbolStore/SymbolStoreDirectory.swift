@@ -1,5 +1,6 @@
 import DebugInfo
 import Foundation
+import JSONFormat
 import ReportModel
 import SymbolCache
 import SystemCalls
@@ -390,12 +391,7 @@ public struct SymbolStoreDirectory: Sendable {
         return try body()
     }
 
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.prettyPrinted, .sortedKeys]
-        e.dateEncodingStrategy = .iso8601
-        return e
-    }()
+    static var encoder: JSONEncoder { JSONStyle.document }
 
     static let decoder: JSONDecoder = {
         let d = JSONDecoder()

@@ -1,4 +1,5 @@
 import Demangling
+import JSONFormat
 import ReportModel
 import SymbolCache
 

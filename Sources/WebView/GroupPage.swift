@@ -1,5 +1,5 @@
 import Foundation
-import Queries
+import APIModel
 import ReportModel
 
 /// Where a group stands across the app's versions.

@@ -1,5 +1,5 @@
 import Foundation
-import Queries
+import APIModel
 
 /// The landing page's filters, as the form holds them (text, so the form shows what was typed).
 public struct GroupsFilterForm: Sendable, Equatable {

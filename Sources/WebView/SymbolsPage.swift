@@ -1,6 +1,6 @@
 import Foundation
 import Storage
-import Queries
+import APIModel
 
 /// Missing debug files, most needed first, and the upload command that fixes them.
 public enum SymbolsPage {

@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 import ReportModel
 
 // The network transport of the worker protocol. A local worker gets `JobRequest` frames on a

@@ -2,7 +2,7 @@ import Alerts
 import ArgumentParser
 import Foundation
 import Storage
-import Queries
+import JSONFormat
 
 /// `stackline alerts`: check a rules file, send a sample through a rule's targets, list events.
 struct AlertsCommand: AsyncParsableCommand {

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Storage
-import Queries
+import APIModel
+import JSONFormat
+import Presentation
 import ReportModel
 import ReportRendering
 

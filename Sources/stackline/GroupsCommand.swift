@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Storage
-import Queries
+import APIModel
+import JSONFormat
+import Presentation
 import ReportModel
 
 /// `stackline groups`: top crash and hang groups, most frequent first.

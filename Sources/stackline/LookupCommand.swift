@@ -2,6 +2,7 @@ import ArgumentParser
 import DebugInfo
 import Demangling
 import Foundation
+import JSONFormat
 import ReportModel
 import SymbolCache
 import SymbolStore

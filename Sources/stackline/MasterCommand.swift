@@ -4,7 +4,7 @@ import Grouping
 import Storage
 import Logging
 import Master
-import Queries
+import APIModel
 import StacklineLogging
 import SystemCalls
 

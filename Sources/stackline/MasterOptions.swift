@@ -3,7 +3,7 @@ import Foundation
 import Grouping
 import Storage
 import Master
-import Queries
+import APIModel
 import WorkerProtocol
 
 /// The master's options, shared by `stackline master` and `stackline serve` (which runs a master).

@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import ReportModel
 import Storage
-import Queries
+import APIModel
+import JSONFormat
 import SDKProtocol
 
 /// `stackline namespaces …`: the reporting SDK's namespaces, their AES keys and remote configurations.

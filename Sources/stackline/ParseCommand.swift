@@ -1,7 +1,7 @@
 import ArgumentParser
 import Compression
 import Foundation
-import Queries
+import JSONFormat
 import ReportFormats
 import ReportModel
 import ReportRendering

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import Queries
+import APIModel
+import JSONFormat
 import Storage
 
 /// `stackline prune`: retention by age.

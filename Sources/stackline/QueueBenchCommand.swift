@@ -3,7 +3,7 @@ import Compression
 import Dispatch
 import Foundation
 import Storage
-import Queries
+import JSONFormat
 import ReportModel
 
 /// `stackline bench-queue-store` (hidden): the SQLite job store alone, with no worker and no

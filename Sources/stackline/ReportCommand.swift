@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Storage
-import Queries
+import Presentation
 
 /// `stackline report`: print a symbolicated report.
 struct ReportCommand: ParsableCommand {

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
-import Server
+import APIModel
 import ServiceClient
 import SymbolStore
 

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Storage
-import Queries
+import APIModel
+import JSONFormat
+import Presentation
 
 /// `stackline status`: queue counts, or one report's job.
 struct StatusCommand: ParsableCommand {

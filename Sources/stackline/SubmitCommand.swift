@@ -1,7 +1,8 @@
 import ArgumentParser
 import Compression
 import Foundation
-import Queries
+import JSONFormat
+import Presentation
 import Intake
 import IsolatedParsing
 import Storage
@@ -114,31 +115,31 @@ struct SubmitCommand: ParsableCommand {
     /// Prints what `--json` and `--wait` ask for; true when a waited-for report failed.
     private func printResults(_ entries: [Submission], db: ServiceDatabase) throws -> Bool {
         var failed = false
-        var documents: [[String: Any]] = []
+        var documents: [JSONValue] = []
         for entry in entries {
             var document = entry.document
             if wait, let id = entry.reportId {
                 if let result = try db.result(reportId: id) {
-                    document["state"] = JobState.done.rawValue
+                    document["state"] = .string(JobState.done.rawValue)
                     let group = ReportPrinter.group(of: result, in: db)
                     if json {
-                        document["report"] = try ReportPrinter.document(result, group: group)
+                        document["report"] = .object(try ReportPrinter.document(result, group: group))
                     } else {
                         print(try ReportPrinter.render(result, format: .text, group: group))
                     }
                 } else if let status = try db.jobStatus(reportId: id) {
-                    document["state"] = status.state.rawValue
+                    document["state"] = .string(status.state.rawValue)
                     if status.state == .failed {
                         failed = true
                         let why = JobStateText.sentence(reportId: id, status)
-                        document["error"] = why
+                        document["error"] = .string(why)
                         printError("stackline submit: \(why)")
                     }
                 }
             }
-            documents.append(document)
+            documents.append(.object(document))
         }
-        if json { print(JSONReportRenderer.render(object: documents)) }
+        if json { print(JSONReportRenderer.render(object: .array(documents))) }
         return failed
     }
 }
@@ -157,10 +158,10 @@ struct Submission {
     }
 
     /// `{input, reportId, duplicate}` or `{input, error}`.
-    var document: [String: Any] {
+    var document: [String: JSONValue] {
         switch outcome {
-        case .stored(let o): ["input": input, "reportId": o.reportId, "duplicate": o.duplicate]
-        case .refused(let message): ["input": input, "error": message]
+        case .stored(let o): ["input": .string(input), "reportId": .integer(o.reportId), "duplicate": .bool(o.duplicate)]
+        case .refused(let message): ["input": .string(input), "error": .string(message)]
         }
     }
 }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
-import Queries
+import APIModel
+import JSONFormat
+import Presentation
 import ReportModel
 import SymbolStore
 import Symbolication

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
 import Storage
-import Queries
+import JSONFormat
 import ReportModel
-import Server
+import APIModel
 import SymbolStore
 
 extension SymbolsCommand {
@@ -183,8 +183,14 @@ struct RemoteJobStates: JobStateSource {
     let client: ServerClient
 
     func states(reportIds: [Int64]) throws -> [Int64: JobState] {
-        let answer = try client.reprocessing(reportIds)
-        return Dictionary(answer.reports.map { ($0.id, $0.state) }, uniquingKeysWith: { $1 })
+        var states: [Int64: JobState] = [:]
+        for report in try client.reprocessing(reportIds).reports {
+            guard let state = JobState(rawValue: report.state) else {
+                throw ServerClientError(.transport, "the server's answer names an unknown job state \"\(TerminalText.escape(report.state))\"")
+            }
+            states[report.id] = state
+        }
+        return states
     }
 
     func runningCount() throws -> Int { try client.reprocessing([]).running }

@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
 import Storage
-import Queries
+import APIModel
+import JSONFormat
 
 /// `stackline tokens …`: API tokens for `stackline serve`.
 struct TokensCommand: ParsableCommand {

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Storage
-import Queries
+import APIModel
+import JSONFormat
+import Presentation
 
 /// `stackline workers`: the remote workers connected to the `stackline serve` of this database.
 struct WorkersCommand: ParsableCommand {

@@ -68,7 +68,7 @@ import Testing
         // the database stores them.
         #expect(
             try Self.closure(of: "WorkerProtocol").targets
-                == ["ReportModel", "SystemCalls", "StacklineMalloc", "Compression", "StacklineZlib", "StacklineDeflate", "StacklineZstd", "StacklineLzma"])
+                == ["ReportModel", "JSONFormat", "SystemCalls", "StacklineMalloc", "Compression", "StacklineZlib", "StacklineDeflate", "StacklineZstd", "StacklineLzma"])
     }
 
     /// The same walk from the CLI finds both, so the check above is not vacuous.

@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 import ReportModel
 import Symbolication
 import Testing

@@ -1,6 +1,7 @@
 import DebugInfo
 import Demangling
 import Foundation
+import JSONFormat
 import ReportModel
 import SymbolCache
 import Symbolication

@@ -1,6 +1,7 @@
 import Foundation
 import Storage
-import Queries
+import APIModel
+import Presentation
 import ReportModel
 import Testing
 import WebView

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import JSONFormat
 import Grouping
 import Logging
 import ReportFormats
@@ -266,7 +267,7 @@ final class RemoteConnection: @unchecked Sendable {
             }
             let response: ServiceClient.Response
             do {
-                let body = try Framing.bundle([try JSONEncoder().encode(request)] + finished.map(\.reply))
+                let body = try Framing.bundle([try JSONStyle.compact.encode(request)] + finished.map(\.reply))
                 response = try client.send(
                     "POST", "api/v1/workers/\(workerId)/claim",
                     body: .data(body, contentType: RemoteProtocol.framesContentType), timeout: waitSeconds + 55)

@@ -1,11 +1,12 @@
 import Foundation
 import Hummingbird
 import Storage
-import Queries
+import APIModel
+import Presentation
 import ReportModel
 
 /// The read API (scope read): what the CLI commands of the same names print with `--json`,
-/// built by the same code (the Queries module), with their filters as query parameters.
+/// built by the same code (the Presentation module), with their filters as query parameters.
 func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
     let read = router.group("/api/v1").add(middleware: RequireScope(.read, deps))
 

@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 import Hummingbird
 import Intake
 import Storage
@@ -66,7 +67,7 @@ struct ReportAcceptedJSON: Encodable {
         reports = parts.count > 1 ? parts : nil
     }
 
-    /// The answer for one stored report, byte for byte what `JSONOutput.encoder` writes for it
+    /// The answer for one stored report, byte for byte what `JSONStyle.document` writes for it
     /// (pretty-printed, sorted keys), without JSONEncoder: it is the answer to nearly every
     /// upload, and the encoder's generic containers showed in its profile (scripts/bench-serve.sh).
     func singleReportJSON() -> Data? {

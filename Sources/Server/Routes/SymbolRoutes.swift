@@ -1,3 +1,4 @@
+import APIModel
 import DebugInfo
 import Foundation
 import Hummingbird
@@ -63,7 +64,7 @@ func addSymbolRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         let answer = try await deps.blocking.run {
             let states = try deps.db.states(reportIds: ids)
             return ReprocessingAnswer(
-                reports: ids.compactMap { id in states[id].map { ReprocessingAnswer.Report(id: id, state: $0) } },
+                reports: ids.compactMap { id in states[id].map { ReprocessingAnswer.Report(id: id, state: $0.rawValue) } },
                 running: try deps.db.stateCounts()[.running] ?? 0)
         }
         return try JSONResponse.encode(answer)
@@ -121,20 +122,7 @@ struct SymbolOfferItem: Decodable, Sendable {
     }
 }
 
-/// The answer of `POST /api/v1/symbols/missing`.
-public struct MissingSymbolsAnswer: Codable, Sendable {
-    /// One item that is not a build id.
-    public struct Invalid: Codable, Sendable {
-        public var buildId: String
-        public var error: String
-    }
-
-    /// Build ids (normalised, each once, in request order) of which the store wants a file:
-    /// it has none, or the offer has more debug information, or fills the empty executable role.
-    /// A bare id is missing when the store holds nothing for it.
-    public var missing: [BuildID]
-    public var invalid: [Invalid]
-
+extension MissingSymbolsAnswer {
     init(_ items: [SymbolOfferItem], store: SymbolStoreDirectory) {
         var missing: [BuildID] = []
         var seen: Set<BuildID> = []
@@ -154,21 +142,6 @@ public struct MissingSymbolsAnswer: Codable, Sendable {
                 missing.append(id)
             }
         }
-        self.missing = missing
-        self.invalid = invalid
+        self.init(missing: missing, invalid: invalid)
     }
-}
-
-/// The answer of `POST /api/v1/symbols/reprocessing`.
-public struct ReprocessingAnswer: Codable, Sendable {
-    /// The newest job of one report.
-    public struct Report: Codable, Sendable {
-        public var id: Int64
-        public var state: JobState
-    }
-
-    /// The reports asked about that exist, with their newest job's state.
-    public var reports: [Report]
-    /// Jobs running in the whole queue (none for a while: no worker is claiming).
-    public var running: Int
 }

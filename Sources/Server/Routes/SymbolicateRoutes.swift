@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 import Master
-import Queries
+import Presentation
 import ReportFormats
 import ReportModel
 import WorkerProtocol

@@ -4,7 +4,8 @@ import Hummingbird
 import Storage
 import Logging
 import Master
-import Queries
+import APIModel
+import Presentation
 import ReportModel
 import WebView
 

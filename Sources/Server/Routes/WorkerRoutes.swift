@@ -1,8 +1,10 @@
 import Foundation
+import JSONFormat
 import Hummingbird
 import Storage
 import Master
-import Queries
+import APIModel
+import Presentation
 import ReportModel
 import WorkerProtocol
 
@@ -82,13 +84,13 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
                 // results came along, they were recorded: say what became of them, so the
                 // worker does not send them again.
                 guard delivered.isEmpty else {
-                    let answer = try JSONEncoder().encode(ClaimAnswer(jobs: [], delivered: delivered, reconnect: true))
+                    let answer = try JSONStyle.compact.encode(ClaimAnswer(jobs: [], delivered: delivered, reconnect: true))
                     return JSONResponse.bytes(try Framing.bundle([answer]), contentType: RemoteProtocol.framesContentType)
                 }
                 throw APIError(.notFound, refusal.description)
             }
             if !jobs.isEmpty || (!delivered.isEmpty && (ContinuousClock.now >= deadline || claim.maxJobs <= 0)) {
-                let answer = try JSONEncoder().encode(ClaimAnswer(jobs: jobs.map(\.0), delivered: delivered))
+                let answer = try JSONStyle.compact.encode(ClaimAnswer(jobs: jobs.map(\.0), delivered: delivered))
                 return JSONResponse.bytes(try Framing.bundle([answer] + jobs.map(\.1)), contentType: RemoteProtocol.framesContentType)
             }
             if ContinuousClock.now >= deadline || claim.maxJobs <= 0 || Task.isCancelled {
@@ -162,10 +164,10 @@ enum WorkerRouteLimits {
     static var resultBytes: Int { Framing.maxFrame / 3 * 4 + (1 << 20) }
 }
 
-/// The worker protocol's JSON: plain `JSONEncoder`, as the pipe frames are, so both
-/// transports carry the same bytes for the same message.
+/// The worker protocol's JSON: one line in the compact style, as a remote worker writes its
+/// own messages (RemoteConnection), so both directions carry the same form.
 enum WorkerWire {
     static func encode<T: Encodable>(_ value: T) throws -> Response {
-        JSONResponse.bytes(try JSONEncoder().encode(value), contentType: JSONResponse.jsonType)
+        JSONResponse.bytes(try JSONStyle.compact.encode(value), contentType: JSONResponse.jsonType)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSONFormat
 import GRDB
 import ReportModel
 
@@ -94,7 +95,7 @@ enum GroupLedger {
                 ).execute(arguments: [group.count, group.firstSeen, group.lastSeen, group.title, group.firstReportId,
                                       group.first.fingerprint])
                 if db.changesCount == 0 {
-                    let frames = String(decoding: try JSONEncoder().encode(group.first.frames), as: UTF8.self)
+                    let frames = String(decoding: try JSONStyle.compact.encode(group.first.frames), as: UTF8.self)
                     try db.execute(
                         sql: """
                             INSERT INTO groups (fingerprint, kind, title, rules_version, frames, app, count, first_seen, last_seen,

@@ -1,8 +1,8 @@
 import Foundation
-import ReportFormats
 
-/// Any JSON value, decoded without loss of integer precision, so free-form SDK fields (meta)
-/// can be checked and stored again as JSON.
+/// Any JSON value, decoded without loss of integer precision and without taking a boolean for
+/// a number (as `JSONSerialization` does): free-form SDK fields (meta) checked and stored again,
+/// the alert rules file, and documents assembled from parts (`report --json`).
 public enum JSONValue: Sendable, Equatable, Codable {
     case null
     case bool(Bool)
@@ -48,30 +48,6 @@ public enum JSONValue: Sendable, Equatable, Codable {
         }
     }
 
-    /// Parses JSON text after the checks every JSON report passes first (UTF-8, nesting, value
-    /// count); the error is one line saying what is wrong and where.
-    public static func parse(_ data: Data) throws(JSONTextError) -> JSONValue {
-        do {
-            try JSONPreflight.check(data)
-        } catch {
-            throw JSONTextError(message: "\(error)")
-        }
-        do {
-            return try JSONDecoder().decode(JSONValue.self, from: data)
-        } catch let error as DecodingError {
-            switch error {
-            case .dataCorrupted(let context):
-                throw JSONTextError(message: context.underlyingError.map { "\($0)" } ?? context.debugDescription)
-            case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context):
-                throw JSONTextError(message: context.debugDescription)
-            @unknown default:
-                throw JSONTextError(message: "\(error)")
-            }
-        } catch {
-            throw JSONTextError(message: "\(error)")
-        }
-    }
-
     /// The JSON type's name, for messages.
     public var typeName: String {
         switch self {
@@ -87,15 +63,33 @@ public enum JSONValue: Sendable, Equatable, Codable {
 
     /// Compact JSON with sorted keys (stable bytes for storage).
     public func encoded() -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Only non-finite doubles can fail to encode, and JSON text never decodes to one.
-        return (try? encoder.encode(self)) ?? Data("null".utf8)
+        (try? JSONStyle.compact.encode(self)) ?? Data("null".utf8)
     }
-}
 
-/// Why bytes are not JSON text.
-public struct JSONTextError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
+    /// Any Encodable as a JSON value, to be placed in a document assembled from parts.
+    public init<T: Encodable>(encoding value: T) throws {
+        self = try JSONDecoder().decode(JSONValue.self, from: JSONStyle.compact.encode(value))
+    }
+
+    /// The array's strings, nil when this is not an array of strings only.
+    public var strings: [String]? {
+        guard case .array(let items) = self else { return nil }
+        var out: [String] = []
+        for item in items {
+            guard case .string(let s) = item else { return nil }
+            out.append(s)
+        }
+        return out
+    }
+
+    /// The value as a `Double` when it is a number of any spelling (`3`, `3.5`, `1e3`).
+    public var numberValue: Double? {
+        switch self {
+        case .integer(let n): Double(n)
+        case .unsigned(let n): Double(n)
+        case .number(let n): n
+        default: nil
+        }
+    }
 }

@@ -1,10 +1,14 @@
 /// JSON written straight into bytes, in exactly the form `JSONEncoder` with `.sortedKeys` and
 /// `.withoutEscapingSlashes` writes: the callers emit keys in sorted order themselves.
 ///
-/// Written by hand because JSONEncoder is a measured hot path twice over: 48% of a
-/// `lookup --json` batch, and a third of a worker's CPU encoding each symbolicated report
-/// (issue "Throughput"). `JSONBytesTests` and `SymbolicatedReportJSONTests` hold the bytes
-/// equal to JSONEncoder's.
+/// The hot-path half of the one JSON-writing family (the other half is `JSONStyle`, the one
+/// configured encoder): written by hand because JSONEncoder's generic containers dominated a
+/// `lookup --json` batch and a worker encoding each symbolicated report (`make bench`'s batch
+/// and queue parts, scripts/bench-queue.sh). `LookupJSONTests`, `SymbolCacheLookupJSONTests` and
+/// `SymbolicatedReportJSONTests` hold the bytes equal to JSONEncoder's.
+// The writers are `@inlinable`: their callers are in other modules (ReportModel's report
+// writer, Symbolication's lookup writer), and a call per key and value across a module boundary
+// is what this type exists to avoid.
 public struct JSONBytes {
     /// What was written so far; a streaming caller writes it out and empties it.
     public var bytes: [UInt8] = []
@@ -14,14 +18,16 @@ public struct JSONBytes {
     }
 
     /// Text known to be JSON already: punctuation, `true`, `null`.
+    @inlinable
     public mutating func raw(_ text: StaticString) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// `"name":`, preceded by a comma unless it is the object's first key.
+    @inlinable
     public mutating func key(_ name: StaticString, first: inout Bool) {
         // `,"name":` assembled on the stack and appended once: each `append` checks the array's
-        // uniqueness and capacity (that check alone was 2% of a worker writing 30-frame reports).
+        // uniqueness and capacity which showed in a worker writing 30-frame reports.
         let count = name.utf8CodeUnitCount
         let comma = first ? 0 : 1
         first = false
@@ -35,12 +41,12 @@ public struct JSONBytes {
         }
     }
 
-    /// An address as a JSON string, spelled as `Address.description` spells it (`"0x1f0"`),
-    /// without making that `String`: two per frame, and `String(_:radix:)` plus the
-    /// concatenation were 3% of a worker's CPU writing 30-frame reports.
-    public mutating func address(_ address: Address) {
+    /// A value as a JSON string of lowercase hex digits after `0x` (`"0x1f0"`), without making
+    /// that `String`: two per frame (ReportModel's `address(_:)` spells an `Address` with it),
+    /// and `String(_:radix:)` plus the concatenation showed in a worker's profile.
+    @inlinable
+    public mutating func hex(_ value: UInt64) {
         let digits: StaticString = "0123456789abcdef"
-        let value = address.value
         // Hex digits from the highest nonzero nibble (at least one, for zero), assembled on the
         // stack and appended once: a digit per `append` was most of the cost.
         let count = value == 0 ? 1 : (67 - value.leadingZeroBitCount) / 4
@@ -56,17 +62,21 @@ public struct JSONBytes {
         }
     }
 
+    @inlinable
     public mutating func integer(_ value: some BinaryInteger) {
         bytes.append(contentsOf: String(value).utf8)
     }
 
     // Concrete overloads for the widths reports and lookups write (lines, columns, offsets,
     // counts): a generic `BinaryInteger` called from another module goes through witness
-    // tables, which was most of the 10% a lookup batch spent writing numbers.
+    // tables, which was most of what a lookup batch spent writing numbers.
+    @inlinable
     public mutating func integer(_ value: Int) { Self.decimal(value, to: &bytes) }
+    @inlinable
     public mutating func integer(_ value: UInt64) { Self.decimal(value, to: &bytes) }
 
     /// `value` in decimal, as `String(value)` spells it, appended without making the `String`.
+    @inlinable
     public static func decimal(_ value: Int, to out: inout [UInt8]) {
         if value < 0 {
             out.append(UInt8(ascii: "-"))
@@ -77,6 +87,7 @@ public struct JSONBytes {
         }
     }
 
+    @inlinable
     public static func decimal(_ value: UInt64, to out: inout [UInt8]) {
         var v = value
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: 20 digits fit.
@@ -91,12 +102,14 @@ public struct JSONBytes {
         }
     }
 
+    @inlinable
     public mutating func bool(_ value: Bool) {
         value ? raw("true") : raw("false")
     }
 
     /// A finite number as JSONEncoder writes it: Swift's shortest round-trip spelling without
     /// a trailing `.0`. JSONEncoder refuses non-finite values; callers must check `isFinite`.
+    @inlinable
     public mutating func number(_ value: Double) {
         var text = value.description
         if text.hasSuffix(".0") { text.removeLast(2) }
@@ -105,10 +118,11 @@ public struct JSONBytes {
 
     /// A JSON string as JSONEncoder escapes it: quote, backslash and controls below 0x20 (the
     /// short forms where JSON has them), everything else as UTF-8, slashes unescaped.
+    @inlinable
     public mutating func string(_ text: String) {
         // Through the contiguous bytes, so a name that needs no escape is copied whole: the
-        // byte-by-byte loop over `String.UTF8View` was 10% of a worker's CPU writing
-        // 30-frame reports (perf under scripts/bench-queue.sh).
+        // byte-by-byte loop over `String.UTF8View` showed in a worker writing 30-frame reports
+        // (perf under scripts/bench-queue.sh).
         var text = text
         text.withUTF8 { string(utf8: UnsafeRawBufferPointer($0)) }
     }
@@ -116,6 +130,7 @@ public struct JSONBytes {
     /// `string(utf8:)` for mapped bytes (a symcache's strings): nearly every name and path needs
     /// no escape, and those are copied whole (the byte-by-byte loop through a generic sequence
     /// was half of a `lookup --json` batch from a symcache).
+    @inlinable
     public mutating func string(utf8 text: UnsafeRawBufferPointer) {
         guard text.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
             bytes.append(UInt8(ascii: "\""))
@@ -128,6 +143,7 @@ public struct JSONBytes {
 
     /// `string(_:)` for UTF-8 bytes held elsewhere (a symcache's mapped strings), without
     /// making a `String` of them.
+    @inlinable
     public mutating func string<Bytes: Sequence<UInt8>>(utf8: Bytes) {
         bytes.append(UInt8(ascii: "\""))
         for byte in utf8 {
@@ -141,7 +157,9 @@ public struct JSONBytes {
             case 0x09: bytes.append(contentsOf: #"\t"#.utf8)
             case 0..<0x20:
                 bytes.append(contentsOf: #"\u00"#.utf8)
-                bytes.append(contentsOf: HexText.lowercase(CollectionOfOne(byte)).utf8)
+                let digits: StaticString = "0123456789abcdef"
+                bytes.append(digits.utf8Start[Int(byte >> 4)])
+                bytes.append(digits.utf8Start[Int(byte & 0xf)])
             default: bytes.append(byte)
             }
         }
@@ -149,6 +167,7 @@ public struct JSONBytes {
     }
 
     /// `[e0,e1,…]`, each element written by `element`.
+    @inlinable
     public mutating func array<C: Collection>(_ items: C, _ element: (inout JSONBytes, C.Element) -> Void) {
         bytes.append(UInt8(ascii: "["))
         var first = true

@@ -5,5 +5,5 @@ import SymbolStore
 /// `symbols missing` and `GET /api/v1/symbols/missing`: build ids processed reports needed that
 /// the store still lacks (a file added since the report was processed no longer counts).
 public func missingDebugFiles(db: ServiceDatabase, store: SymbolStoreDirectory) throws -> [MissingSymbolSummary] {
-    try db.missingSymbols { (try? BuildID($0)).flatMap { store.entry(buildID: $0) } != nil }
+    try db.missingSymbols { store.entry(buildID: $0) != nil }
 }

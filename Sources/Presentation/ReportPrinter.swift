@@ -1,4 +1,6 @@
+import APIModel
 import Foundation
+import JSONFormat
 import Storage
 import ReportModel
 import ReportRendering
@@ -39,19 +41,19 @@ public enum ReportPrinter {
             guard let group else { return text }
             return text + "\n\n" + TerminalText.escape(
                 "Group: \(group.fingerprint)  \(group.title)  (\(group.count) report\(group.count == 1 ? "" : "s"))")
-        case .json: return JSONReportRenderer.render(object: try document(report, group: group))
+        case .json: return JSONReportRenderer.render(object: .object(try document(report, group: group)))
         case .apple: return AppleReportRenderer.render(report)
         }
     }
 
     /// The `report --json` document: the report with its group (docs/json.md).
-    public static func document(_ result: StoredResult, group: GroupSummary?) throws -> [String: Any] {
+    public static func document(_ result: StoredResult, group: GroupSummary?) throws -> [String: JSONValue] {
         try document(decode(result), group: group)
     }
 
-    public static func document(_ report: SymbolicatedReport, group: GroupSummary?) throws -> [String: Any] {
+    public static func document(_ report: SymbolicatedReport, group: GroupSummary?) throws -> [String: JSONValue] {
         var object = try JSONReportRenderer.object(report)
-        if let group { object["group"] = try JSONReportRenderer.object(encoding: GroupJSON(group), with: JSONOutput.encoder) }
+        if let group { object["group"] = try JSONValue(encoding: GroupJSON(group)) }
         return object
     }
 }

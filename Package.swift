@@ -105,7 +105,7 @@ let package = Package(
         // their leases, groups and their ledger, tokens and namespaces, workers, alert state, retention.
         .target(
             name: "Storage",
-            dependencies: ["ReportModel", "Compression", "Hashing", "SystemCalls", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["ReportModel", "Compression", "Hashing", "SystemCalls", "ServiceRuntime", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // The master↔worker wire format (job and reply frames, length-prefixed framing). A worker
         // links this and never Master: it must not reach Storage or GRDB (Tests/ModuleGraphTests).
@@ -142,7 +142,7 @@ let package = Package(
         .target(
             name: "IsolatedParsing",
             dependencies: [
-                "ReportFormats", "ReportModel", "WorkerProtocol", "SystemCalls",
+                "ReportFormats", "ReportModel", "WorkerProtocol", "ServiceRuntime", "SystemCalls",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Where a request becomes a job: raw bytes split, parsed, tagged and stored (submit, HTTP ingest).
@@ -150,7 +150,7 @@ let package = Package(
         .target(
             name: "Master",
             dependencies: [
-                "Storage", "WorkerProtocol", "ReportModel", "ReportFormats", "SystemCalls",
+                "Storage", "WorkerProtocol", "ServiceRuntime", "ReportModel", "ReportFormats", "SystemCalls",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
@@ -170,7 +170,7 @@ let package = Package(
         .target(
             name: "Alerts",
             dependencies: [
-                "Storage", "ReportModel",
+                "Storage", "ReportModel", "ServiceRuntime",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -222,7 +222,7 @@ let package = Package(
         .executableTarget(
             name: "stackline-worker",
             dependencies: [
-                "Symbolication", "SymbolStore", "ReportFormats", "ReportModel", "WorkerProtocol", "StacklineLogging",
+                "Symbolication", "SymbolStore", "ReportFormats", "ReportModel", "WorkerProtocol", "ServiceRuntime", "StacklineLogging",
                 "Grouping", "ServiceClient", "SymbolFetch", "SystemCalls", "IsolatedParsing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -258,6 +258,7 @@ let package = Package(
         .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportRendering", "ReportModel", "TestSupport"]),
         .testTarget(name: "ReportRenderingTests", dependencies: ["ReportRendering", "ReportModel", "TestSupport"]),
         .testTarget(name: "WorkerProtocolTests", dependencies: ["WorkerProtocol", "ReportModel", "TestSupport"]),
+        .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "WorkerProtocol", "ReportModel", "TestSupport"]),
         .testTarget(name: "WebViewTests", dependencies: ["WebView", "ReportModel", "APIModel", "Presentation", "Storage"]),
         // The one configured encoder and the hot-path writer; the fitness test that keeps them the only ones.
         .testTarget(name: "JSONFormatTests", dependencies: ["JSONFormat", "TestSupport"]),
@@ -268,7 +269,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "AlertsTests", dependencies: ["Alerts", "Storage", "ReportModel", "TestSupport"]),
+        .testTarget(name: "AlertsTests", dependencies: ["Alerts", "Storage", "ReportModel", "ServiceRuntime", "TestSupport"]),
         // Reads the target graph from `swift package describe` and the linked worker binary.
         .testTarget(name: "ModuleGraphTests", dependencies: ["TestSupport"]),
     ]

@@ -1,5 +1,6 @@
 import Foundation
 import ReportModel
+import ServiceRuntime
 
 /// How urgent an alert is; chat presets and the mail subject show it.
 public enum AlertSeverity: String, Sendable, CaseIterable, Codable {
@@ -119,6 +120,10 @@ public struct DeliveryPolicy: Sendable, Equatable {
     /// Attempts before a delivery is marked failed.
     public var maxAttempts: Int
     public var backoff: Backoff
+
+    /// Each wait is the doubling step less up to a fifth, at random, so deliveries that failed
+    /// together (a receiver that was down) do not all come back in the same instant.
+    public static let jitter: ClosedRange<Int> = 80...100
 }
 
 /// A parsed, checked rules file.

@@ -1,5 +1,6 @@
 import Foundation
 import JSONFormat
+import ServiceRuntime
 
 /// Reads a rules file (JSON, docs/alerts.md) into an `AlertConfiguration`. Every field is
 /// checked, unknown fields included (a misspelt `multipler` must not silently mean the
@@ -133,7 +134,7 @@ private struct FieldReader {
     }
 
     func deliveryPolicy(_ value: JSONValue?) throws(AlertRulesError) -> DeliveryPolicy {
-        guard let value else { return DeliveryPolicy(maxAttempts: 8, backoff: Backoff(initialMs: 30_000, maxMs: 3_600_000)) }
+        guard let value else { return DeliveryPolicy(maxAttempts: 8, backoff: Backoff(initialMs: 30_000, maxMs: 3_600_000, jitter: DeliveryPolicy.jitter)) }
         let o = try object(value, "delivery", allowed: ["maxAttempts", "initialBackoffSeconds", "maxBackoffSeconds"])
         let attempts = try integer(o, "maxAttempts", "delivery.maxAttempts", min: 1) ?? 8
         let initial = try number(o, "initialBackoffSeconds", "delivery.initialBackoffSeconds") ?? 30
@@ -144,7 +145,7 @@ private struct FieldReader {
         guard maximum >= initial else { throw fail("delivery.maxBackoffSeconds", "must not be less than initialBackoffSeconds") }
         // Milliseconds in an Int64 below: a larger number (JSON allows 1e308) would trap.
         guard maximum <= 604_800 else { throw fail("delivery.maxBackoffSeconds", "expected at most a week (604800 seconds)") }
-        return DeliveryPolicy(maxAttempts: attempts, backoff: Backoff(initialMs: Int64(initial * 1000), maxMs: Int64(maximum * 1000)))
+        return DeliveryPolicy(maxAttempts: attempts, backoff: Backoff(initialMs: Int64(initial * 1000), maxMs: Int64(maximum * 1000), jitter: DeliveryPolicy.jitter))
     }
 
     func target(_ value: JSONValue?, _ field: String) throws(AlertRulesError) -> AlertTarget {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ReportModel
+import ServiceRuntime
 import SystemCalls
 import WorkerProtocol
 

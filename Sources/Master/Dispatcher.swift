@@ -6,6 +6,7 @@ import Foundation
 import Storage
 import Logging
 import SystemCalls
+internal import ServiceRuntime
 internal import WorkerProtocol
 
 /// `stackline master`: recovers expired leases, runs one `WorkerSlot` thread per worker,

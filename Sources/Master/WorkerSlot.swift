@@ -9,11 +9,12 @@ import SystemCalls
 // Implementation details: none of these types appear in Master's API.
 internal import ReportFormats
 internal import ReportModel
+internal import ServiceRuntime
 internal import WorkerProtocol
 
 /// One worker process and the thread that owns it: claims jobs, hands them over one at a time,
-/// waits for each reply while renewing the lease, and records the outcome. Only this thread
-/// touches its worker.
+/// waits for each reply while renewing the lease (`WorkerSession`, the job loop every worker
+/// shares), and records the outcome. Only this thread touches its worker.
 ///
 /// Batching (docs/service-loop.md, "Claims and completions in batches"):
 /// - Claims: the slot leases up to `config.prefetch` jobs per claim statement, each with its own
@@ -35,6 +36,7 @@ internal import WorkerProtocol
 ///   a drain). At most one job waits inside a worker, behind the one it runs: if the worker
 ///   dies, is killed or is lost before it replied to the running one, the job behind never
 ///   started and goes back to the front of the line, its attempt not counted.
+/// Sendable only to reach its thread (`Dispatcher`): after `init`, only that thread touches it.
 final class WorkerSlot: @unchecked Sendable {
     let index: Int
     private let db: any JobLeasing
@@ -43,22 +45,8 @@ final class WorkerSlot: @unchecked Sendable {
     private let stop: StopFlag
     private var logger: Logger
     private let census: WorkerCensus
-    private var everStarted = false
-    private var worker: WorkerProcess? {
-        didSet {
-            if oldValue != nil, worker == nil {
-                census.stopped()
-                // The job behind the one that ended this worker never started: it goes first to
-                // the next worker, under the same lease.
-                takeBackHandedOver()
-            }
-            if oldValue == nil, worker != nil {
-                census.started(isRestart: everStarted)
-                everStarted = true
-            }
-        }
-    }
-    private var lastSpawn = Date.distantPast
+    /// The worker process and the job loop over it.
+    private let session: WorkerSession
     private var outcomes: JobOutcomes { JobOutcomes(db: db, completions: completions, retry: config.retry) }
     /// Leased and not yet handed to the worker, in claim order.
     private var prefetched: [ClaimedJob] = []
@@ -95,6 +83,16 @@ final class WorkerSlot: @unchecked Sendable {
         self.logger[metadataKey: "slot"] = "\(index)"
         claims = ClaimAhead(
             db, leaseMs: Int64(config.leaseSeconds * 1000), niceness: config.dispatchNiceness, name: "claims-\(index)")
+        session = WorkerSession(
+            command: WorkerCommand(executable: config.workerExecutable, arguments: config.workerArguments, niceness: config.workerNiceness),
+            logger: self.logger)
+        session.onStart = { [census] isRestart in census.started(isRestart: isRestart) }
+        session.onEnd = { [unowned self] in
+            census.stopped()
+            // The job behind the one that ended this worker never started: it goes first to
+            // the next worker, under the same lease.
+            takeBackHandedOver()
+        }
     }
 
     private var leaseMs: Int64 { Int64(config.leaseSeconds * 1000) }
@@ -102,7 +100,7 @@ final class WorkerSlot: @unchecked Sendable {
     /// The slot's loop; returns when stopped, or in `--once` mode when no work is left.
     func run() throws {
         if config.dispatchNiceness > 0 { SystemCall.setThreadNiceness(config.dispatchNiceness) }
-        defer { shutdownWorker() }
+        defer { session.stop(grace: 5) }
         // After the hand-back below, which takes what a claim under way leased.
         defer { claims.close() }
         // Stopping (or a slot error) must not leave jobs that never started to lease expiry.
@@ -115,7 +113,7 @@ final class WorkerSlot: @unchecked Sendable {
                 continue
             }
             guard !stop.isSet else { break }
-            try ensureWorker()
+            try session.ensureStarted()
             if prefetched.isEmpty {
                 prefetched = try claims.take(waiting: true)
                     ?? db.claim(leaseMs: leaseMs, limit: pace.target(limit: config.prefetch))
@@ -197,41 +195,6 @@ final class WorkerSlot: @unchecked Sendable {
         }
     }
 
-    // MARK: Worker lifecycle
-
-    private func ensureWorker() throws {
-        if let worker, let exit = worker.poll() {
-            logger.warning("worker exited while idle", metadata: ["pid": "\(worker.pid)", "exit": "\(exit)"])
-            self.worker = nil
-        }
-        guard worker == nil else { return }
-        // A worker that dies at start must not turn into a fork loop.
-        let sinceLast = Date().timeIntervalSince(lastSpawn)
-        if sinceLast < 1 { Thread.sleep(forTimeInterval: 1 - sinceLast) }
-        lastSpawn = Date()
-        let started = try WorkerProcess(
-            executable: config.workerExecutable, arguments: config.workerArguments, niceness: config.workerNiceness)
-        logger.debug("worker started", metadata: ["pid": "\(started.pid)"])
-        worker = started
-    }
-
-    private func shutdownWorker() {
-        guard let worker else { return }
-        worker.closeInput()
-        let exit = worker.wait(upTo: 5)
-        logger.debug("worker stopped", metadata: ["pid": "\(worker.pid)", "exit": "\(exit)"])
-        self.worker = nil
-    }
-
-    /// Kills the current worker and returns how it ended.
-    private func killWorker() -> WorkerExit? {
-        guard let worker else { return nil }
-        worker.kill(SIGKILL)
-        let exit = worker.wait()
-        self.worker = nil
-        return exit
-    }
-
     // MARK: One job
 
     /// Renews the lease of a job about to start if half of it is gone: a job that waited (behind
@@ -263,7 +226,7 @@ final class WorkerSlot: @unchecked Sendable {
     /// previous reply arrived), then waits for its reply while renewing the leases.
     private func handle(_ job: ClaimedJob, handedOverAt: (started: DispatchTime, log: Logger)? = nil) throws {
         let log = handedOverAt?.log ?? jobLogger(job)
-        guard let worker else {
+        guard session.isRunning else {
             // Not started: it waits for the next worker process, still leased and renewed.
             prefetched.insert(job, at: 0)
             return
@@ -274,16 +237,15 @@ final class WorkerSlot: @unchecked Sendable {
         } else {
             guard readyToStart(job, log) else { return }
             started = DispatchTime.now()
-            log.debug("job started", metadata: ["attempt": "\(job.attempts)", "worker": "\(worker.pid)"])
-            do {
-                try worker.send(try Self.frame(for: job))
-            } catch .tooLarge(let size) {
-                // Checked before a byte is written, so the worker's stream is still in sync. The
-                // same report makes the same frame on every attempt: fail once.
+            log.debug("job started", metadata: ["attempt": "\(job.attempts)", "worker": "\(session.pid ?? 0)"])
+            switch send(job) {
+            case .sent: break
+            case .tooLarge(let size):
+                // The same report makes the same frame on every attempt: fail once.
                 try fail(job, .permanent(Framing.jobFrameTooLarge(size)), log)
                 return
-            } catch {
-                try workerDied(job, log)
+            case .lost(let how):
+                try workerDied(job, how, log)
                 return
             }
         }
@@ -300,91 +262,64 @@ final class WorkerSlot: @unchecked Sendable {
         }
         try settle(keepingAtMost: Self.maxCommitting - 1)
 
-        let startedAt = Date()
-        let jobDeadline = startedAt.addingTimeInterval(config.jobTimeout)
-        let heartbeatInterval = max(0.1, config.leaseSeconds / 3)
-        var nextHeartbeat = Date().addingTimeInterval(heartbeatInterval)
-        while true {
-            // Wake for whichever comes first: heartbeat, job deadline, drain deadline; and at
-            // least twice a second so a stop signal starts the drain clock promptly.
-            var wakeAt = min(nextHeartbeat, jobDeadline, Date().addingTimeInterval(0.5))
-            if let stoppedAt = stop.time { wakeAt = min(wakeAt, stoppedAt.addingTimeInterval(config.drainSeconds)) }
-            let waitMs = Int32(max(0, min(wakeAt.timeIntervalSinceNow * 1000, 3_600_000)))
-            let frame: Data?
-            do {
-                frame = try worker.reader.read(timeoutMs: waitMs)
-            } catch .tooLarge(let size) {
-                // The worker checks its reply against the same limit, so this is a worker with
-                // another limit; the reply is as large on every attempt, and the stream is lost.
-                _ = killWorker()
-                try fail(job, .permanent(
-                    "worker reply is \(size) bytes, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"), log)
-                return
-            } catch {
-                try workerDied(job, log)
-                return
-            }
-            if let frame {
-                try finish(job, reply: frame, started: started, log)
-                return
-            }
-            let now = Date()
-            if !prefetched.isEmpty, stop.isSet || now.timeIntervalSince(startedAt) >= config.handBackSeconds {
-                handBackPrefetched(stop.isSet ? "master stopping" : "running job is slow")
-            }
-            if now >= jobDeadline {
-                _ = killWorker()
-                log.warning("job timed out; worker killed")
-                try fail(job, .retryable("timed out after \(formatSeconds(config.jobTimeout)) (worker killed)"), log)
-                return
-            }
-            if let stoppedAt = stop.time, now.timeIntervalSince(stoppedAt) >= config.drainSeconds {
-                _ = killWorker()
-                do {
-                    try db.release(jobId: job.jobId, token: job.leaseToken)
-                    log.notice("drain deadline passed; lease released")
-                } catch StorageError.staleLease {
-                    log.notice("drain deadline passed; lease already gone")
+        var drainPassed = false
+        // Wakes for whichever comes first: heartbeat, job deadline, drain deadline; and at
+        // least twice a second so a stop signal starts the drain clock promptly.
+        let exit = session.awaitReply(
+            to: job.jobId, timeout: config.jobTimeout, checkEvery: 0.5, heartbeatEvery: max(0.1, config.leaseSeconds / 3),
+            wakeBy: { stop.time.map { $0.addingTimeInterval(config.drainSeconds) } },
+            onWake: { waited in
+                if !prefetched.isEmpty, stop.isSet || waited >= config.handBackSeconds {
+                    handBackPrefetched(stop.isSet ? "master stopping" : "running job is slow")
                 }
-                return
-            }
-            guard now >= nextHeartbeat else { continue }
-            nextHeartbeat = now.addingTimeInterval(heartbeatInterval)
-            renewPrefetched()
+                if let stoppedAt = stop.time, Date().timeIntervalSince(stoppedAt) >= config.drainSeconds {
+                    drainPassed = true
+                    return .abandon
+                }
+                return .keepWaiting
+            },
+            onHeartbeat: {
+                renewPrefetched()
+                do {
+                    try db.heartbeat(jobId: job.jobId, token: job.leaseToken, leaseMs: leaseMs)
+                } catch StorageError.staleLease {
+                    // Someone else owns the job now: stop wasting the worker on it.
+                    return .abandon
+                } catch {
+                    // A missed heartbeat is survivable: at worst the lease expires and the fencing
+                    // token keeps a late completion from counting twice.
+                    log.warning("heartbeat failed", metadata: ["error": "\(error)"])
+                }
+                return .keepWaiting
+            })
+        switch exit {
+        case .replied(let reply):
+            try finish(job, reply: reply, started: started, log)
+        case .protocolError(let why, let permanent):
+            try fail(job, permanent ? .permanent(why) : .retryable(why), log)
+        case .timedOut(let seconds):
+            log.warning("job timed out; worker killed")
+            try fail(job, .retryable("timed out after \(formatSeconds(seconds)) (worker killed)"), log)
+        case .crashed(let how):
+            try workerDied(job, how, log)
+        case .abandoned where drainPassed:
             do {
-                try db.heartbeat(jobId: job.jobId, token: job.leaseToken, leaseMs: leaseMs)
+                try db.release(jobId: job.jobId, token: job.leaseToken)
+                log.notice("drain deadline passed; lease released")
             } catch StorageError.staleLease {
-                // Someone else owns the job now: stop wasting the worker on it.
-                _ = killWorker()
-                log.warning("lease lost during job; worker killed, result discarded")
-                return
-            } catch {
-                // A missed heartbeat is survivable: at worst the lease expires and the fencing
-                // token keeps a late completion from counting twice.
-                log.warning("heartbeat failed", metadata: ["error": "\(error)"])
+                log.notice("drain deadline passed; lease already gone")
             }
+        case .abandoned:
+            log.warning("lease lost during job; worker killed, result discarded")
         }
     }
 
-    private func workerDied(_ job: ClaimedJob, _ log: Logger) throws {
-        let exit = worker?.wait(upTo: 5)
-        worker = nil
-        let reason = exit.map { "\($0)" } ?? "worker lost"
-        log.warning("worker died during job", metadata: ["exit": "\(reason)"])
-        try fail(job, .retryable(reason), log)
+    private func workerDied(_ job: ClaimedJob, _ how: String, _ log: Logger) throws {
+        log.warning("worker died during job", metadata: ["exit": "\(how)"])
+        try fail(job, .retryable(how), log)
     }
 
-    private func finish(_ job: ClaimedJob, reply frame: Data, started: DispatchTime, _ log: Logger) throws {
-        let reply: JobReply
-        do {
-            reply = try JobReply(frame: frame)
-            guard reply.jobId == job.jobId else { throw WrongJob(replyJobId: reply.jobId) }
-        } catch {
-            // The worker's stream can no longer be trusted to be in sync.
-            _ = killWorker()
-            try fail(job, .retryable("worker sent a malformed reply: \(error)"), log)
-            return
-        }
+    private func finish(_ job: ClaimedJob, reply: JobReply, started: DispatchTime, _ log: Logger) throws {
         // The worker has started the job sent ahead, if there is one; otherwise it gets its next
         // job now, before this reply's outcome is recorded (the committer's queue, the "job
         // done" line): between a reply and the next job, a worker waited on all the slot's
@@ -403,28 +338,29 @@ final class WorkerSlot: @unchecked Sendable {
     /// that is gone, a frame over the limit, a worker that cannot take it) is left to
     /// `handle`'s usual path: the job goes back to the front of the waiting ones.
     private func handOverNext(ahead: Bool) {
-        guard !stop.isSet, handedOver == nil, let worker, let next = prefetched.first else { return }
+        guard !stop.isSet, handedOver == nil, session.isRunning, let next = prefetched.first else { return }
         // A report too large to go ahead is not encoded only to be dropped: it goes after the reply.
-        guard !ahead || worker.canSendAhead(next.raw.count) else { return }
+        guard !ahead || session.canSendAhead(next.raw.count) else { return }
         let log = jobLogger(next)
         guard readyToStart(next, log) else {
             prefetched.removeFirst()
             return
         }
-        guard let frame = try? Self.frame(for: next), !ahead || worker.canSendAhead(frame.count) else { return }
+        guard let frame = try? Self.frame(for: next), !ahead || session.canSendAhead(frame.count) else { return }
         let started = DispatchTime.now()
-        do {
-            try worker.send(frame)
-        } catch {
-            // Perhaps part of the frame was written: the stream is out of sync. The job stays
-            // first in line, unstarted, for the next worker process.
-            _ = killWorker()
-            log.warning("worker lost while taking its next job; restarting it", metadata: ["error": "\(error)"])
+        switch session.send(frame) {
+        case .sent: break
+        case .tooLarge:
+            // Nothing was written: `handle` fails it when its turn comes.
+            return
+        case .lost(let how):
+            // The job stays first in line, unstarted, for the next worker process.
+            log.warning("worker lost while taking its next job; restarting it", metadata: ["exit": "\(how)"])
             return
         }
         prefetched.removeFirst()
         handedOver = (next, started, log)
-        log.debug("job started", metadata: ["sentAhead": "\(ahead)", "attempt": "\(next.attempts)", "worker": "\(worker.pid)"])
+        log.debug("job started", metadata: ["sentAhead": "\(ahead)", "attempt": "\(next.attempts)", "worker": "\(session.pid ?? 0)"])
     }
 
     private static func frame(for job: ClaimedJob) throws(FrameError) -> Data {
@@ -432,15 +368,18 @@ final class WorkerSlot: @unchecked Sendable {
             .encodedFrame()
     }
 
+    /// Encodes and writes `job`; a frame over the limit is refused before a byte is written.
+    private func send(_ job: ClaimedJob) -> SendOutcome {
+        do { return session.send(try Self.frame(for: job)) } catch .tooLarge(let size) {
+            return .tooLarge(size)
+        } catch {
+            return .lost("\(error)")
+        }
+    }
+
     private func fail(_ job: ClaimedJob, _ failure: JobFailure, _ log: Logger) throws {
         try outcomes.fail(LeasedJob(job), failure, log)
     }
-}
-
-/// A reply that reads well but answers another job than the one the worker was given.
-private struct WrongJob: Error, CustomStringConvertible {
-    let replyJobId: Int64
-    var description: String { "the reply is for job \(replyJobId)" }
 }
 
 func formatSeconds(_ s: Double) -> String {

@@ -1,6 +1,7 @@
 import Alerts
 import Foundation
 import ReportModel
+import ServiceRuntime
 import Testing
 
 /// The spike's median, the backoff schedule, the version order and the body renderers.
@@ -36,14 +37,14 @@ import Testing
     }
 
     @Test func backoffDoublesToTheCap() {
-        let backoff = Backoff(initialMs: 1000, maxMs: 10_000)
+        let backoff = Backoff(initialMs: 1000, maxMs: 10_000, jitter: DeliveryPolicy.jitter)
         #expect((1...6).map { backoff.baseDelay(afterAttempt: $0) } == [1000, 2000, 4000, 8000, 10_000, 10_000])
         #expect(backoff.baseDelay(afterAttempt: 500) == 10_000)
         // Jitter takes at most a fifth off.
         #expect(backoff.delay(afterAttempt: 3, random: 0) == 4000)
         #expect(backoff.delay(afterAttempt: 3, random: 0.5) == 3600)
         #expect(backoff.delay(afterAttempt: 3, random: 0.999_999) > 3200)
-        #expect(Backoff(initialMs: Int64.max / 2, maxMs: Int64.max).baseDelay(afterAttempt: 40) == Int64.max)
+        #expect(Backoff(initialMs: Int64.max / 2, maxMs: Int64.max, jitter: DeliveryPolicy.jitter).baseDelay(afterAttempt: 40) == Int64.max)
     }
 
     @Test func versionsOrderNumerically() {

@@ -1,5 +1,6 @@
 import Alerts
 import Foundation
+import ServiceRuntime
 import Testing
 
 /// The rules file: what it accepts, and that every refusal names the file and the field.
@@ -42,7 +43,7 @@ import Testing
         #expect(config.baseURL == "https://stackline.example.com")
         #expect(config.pollSeconds == 2)
         #expect(config.delivery.maxAttempts == 5)
-        #expect(config.delivery.backoff == Backoff(initialMs: 10_000, maxMs: 600_000))
+        #expect(config.delivery.backoff == Backoff(initialMs: 10_000, maxMs: 600_000, jitter: DeliveryPolicy.jitter))
         #expect(config.rules.map(\.name) == ["new-crash", "back", "burst", "hangs"])
         #expect(config.rules[0].kind == .newGroup)
         #expect(config.rules[0].severity == .critical)
@@ -151,7 +152,7 @@ import Testing
 
     @Test func missingFileIsNamed() {
         do {
-            _ = try AlertRulesParser.load(path: "/nonexistent/rules.json")
+            _ = try AlertRulesParser.load(path: "/nonexistent/rules.json", environment: [:])
             Issue.record("loaded a missing file")
         } catch {
             #expect(error.description == "alert rules /nonexistent/rules.json: cannot read the file")

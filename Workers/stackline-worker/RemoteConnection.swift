@@ -8,6 +8,7 @@ import Logging
 import ReportFormats
 import ReportModel
 import ServiceClient
+import ServiceRuntime
 import SymbolFetch
 import SymbolStore
 import WorkerProtocol
@@ -36,6 +37,9 @@ struct RemoteFatalError: Error, CustomStringConvertible {
 /// worker gets, so a libdw crash costs one job attempt, never the connection. A heartbeat
 /// thread renews the leases of every job held (finished results waiting to be delivered
 /// too), so a partition shorter than the lease loses nothing.
+/// Sendable: `lock` guards the connection's state (`welcome`, `session`, `fatal`, `held`, the
+/// holdings, the grouping rules); `logger` is set in `init` and `signalSources` by `run`'s thread
+/// before the slots start; the rest is immutable or locks itself (`StopFlag`, the cache, the client).
 final class RemoteConnection: @unchecked Sendable {
     private let settings: RemoteSettings
     private let client: ServiceClient
@@ -45,6 +49,15 @@ final class RemoteConnection: @unchecked Sendable {
     /// Random, chosen at start and kept across reconnects: the master's key for this worker.
     private let workerId = (0..<2).map { _ in String(UInt64.random(in: 1 << 60...UInt64.max), radix: 16) }.joined()
     private let stop = StopFlag()
+    /// This process's environment as it started: slot processes get it, with the master's
+    /// grouping rules added (`adoptGroupingRules`).
+    private let startEnvironment = ProcessInfo.processInfo.environment
+    /// Where slot processes find the master's grouping rules (nil: the built-in rules).
+    private var groupingRulesPath: String?
+    /// How far apart reconnects, claims and result deliveries are retried while the master
+    /// cannot be reached: 0.25 s doubling to 30 s, full jitter, so workers cut off together do
+    /// not come back in lockstep.
+    static let retryBackoff = Backoff(initialMs: 250, maxMs: 30_000, jitter: Backoff.fullJitter)
 
     private let lock = NSLock()
     private var welcome: WorkerWelcome?
@@ -115,7 +128,7 @@ final class RemoteConnection: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if let seen, seen != session { return }
-        var backoff = Backoff()
+        var backoff = Backoff.Waits(Self.retryBackoff)
         while true {
             if let fatal { throw fatal }
             if stop.isSet && welcome != nil { return }
@@ -148,10 +161,10 @@ final class RemoteConnection: @unchecked Sendable {
         }
     }
 
-    /// Slot processes group with the master's rules: written to a file they find through
-    /// `STACKLINE_GROUPING_RULES` (inherited), checked here so bad rules stop the worker once.
-    /// Slots are started after the first connect; a master that changes its rules later needs
-    /// its remote workers restarted, as its local ones are.
+    /// Slot processes group with the master's rules: written to a file named to them in their
+    /// own environment (`slotCommand`: `STACKLINE_GROUPING_RULES`, never set in this process's),
+    /// checked here so bad rules stop the worker once. Slots are started after the first connect;
+    /// a master that changes its rules later needs its remote workers restarted, as its local ones are.
     private func adoptGroupingRules(_ document: String?, first: Bool) throws {
         guard first else {
             if document != groupingRules { logger.warning("the master's grouping rules changed; restart this worker to use them") }
@@ -159,7 +172,7 @@ final class RemoteConnection: @unchecked Sendable {
         }
         groupingRules = document
         guard let document else {
-            unsetenv(GroupingRules.environmentKey)
+            groupingRulesPath = nil
             return
         }
         let path = NSTemporaryDirectory() + "/stackline-worker-\(getpid())-grouping-rules.json"
@@ -171,7 +184,7 @@ final class RemoteConnection: @unchecked Sendable {
             fatal = refusal
             throw refusal
         }
-        setenv(GroupingRules.environmentKey, path, 1)
+        groupingRulesPath = path
     }
 
     /// A refused token (401, 403) or a protocol the master does not speak (400 on connect) is
@@ -240,7 +253,7 @@ final class RemoteConnection: @unchecked Sendable {
     func claim(
         delivering finished: inout [Finished], courier: Courier, waitSeconds: Double, maxJobs: Int
     ) -> [RemoteJob] {
-        var backoff = Backoff()
+        var backoff = Backoff.Waits(Self.retryBackoff)
         defer {
             // Not delivered with a claim: the courier retries them while their leases may hold.
             for result in finished { courier.send(result) }
@@ -362,7 +375,7 @@ final class RemoteConnection: @unchecked Sendable {
         let lease = job.lease
         // The frame goes as the slot process wrote it; the master reads it.
         let body = RemoteResult(lease: lease, reportId: job.reportId, reply: frame).encodedJSON()
-        var backoff = Backoff()
+        var backoff = Backoff.Waits(Self.retryBackoff)
         let leaseSeconds = lock.withLock { welcome?.leaseSeconds ?? 30 }
         var lastFailure = Date()
         while !isLost(lease) {
@@ -398,7 +411,14 @@ final class RemoteConnection: @unchecked Sendable {
 
     var isStopping: Bool { stop.isSet }
     var jobTimeout: Double { lock.withLock { welcome?.jobTimeoutSeconds ?? 60 } }
-    var slotCommand: (String, [String]) { (settings.slotExecutable, settings.slotArguments) }
+    /// How a slot process starts: this executable in pipe mode, in this process's starting
+    /// environment with the master's grouping rules, or without any rules variable when the
+    /// master has none (slots then use the built-in rules, as the master's own workers do).
+    var slotCommand: WorkerCommand {
+        var environment = startEnvironment
+        environment[GroupingRules.environmentKey] = lock.withLock { groupingRulesPath }
+        return WorkerCommand(executable: settings.slotExecutable, arguments: settings.slotArguments, environment: environment)
+    }
     var log: Logger { logger }
 
     // MARK: Heartbeats
@@ -456,7 +476,8 @@ final class RemoteConnection: @unchecked Sendable {
     }
 }
 
-/// One slot of a remote worker: a thread and the child process it owns.
+/// One slot of a remote worker: a thread and the child process it owns (`WorkerSession`, the
+/// job loop every worker shares).
 private struct RemoteSlot {
     let index: Int
     let connection: RemoteConnection
@@ -464,35 +485,20 @@ private struct RemoteSlot {
     func run() {
         var log = connection.log
         log[metadataKey: "slot"] = "\(index)"
-        var child: WorkerProcess?
-        var lastSpawn = Date.distantPast
+        let session = WorkerSession(command: connection.slotCommand, noun: "slot process", logger: log)
         let courier = Courier(connection: connection, name: "slot-\(index)-results")
         let feeder = SlotFeeder(connection: connection, courier: courier, name: "slot-\(index)-claims")
         defer {
             feeder.finish()
             courier.finish()
-            if let child {
-                child.closeInput()
-                _ = child.wait(upTo: 5)
-            }
+            session.stop(grace: 5)
         }
         while !connection.isStopping {
-            if let current = child, let exit = current.poll() {
-                log.warning("slot process exited while idle", metadata: ["exit": "\(exit)"])
-                child = nil
+            do { try session.ensureStarted() } catch {
+                log.error("cannot start a slot process", metadata: ["error": "\(error)"])
+                continue
             }
-            if child == nil {
-                // A slot process that dies at start must not become a fork loop.
-                let sinceLast = Date().timeIntervalSince(lastSpawn)
-                if sinceLast < 1 { Thread.sleep(forTimeInterval: 1 - sinceLast) }
-                lastSpawn = Date()
-                let (executable, arguments) = connection.slotCommand
-                do { child = try WorkerProcess(executable: executable, arguments: arguments) } catch {
-                    log.error("cannot start a slot process", metadata: ["error": "\(error)"])
-                    continue
-                }
-            }
-            guard let worker = child, let job = feeder.next() else { continue }
+            guard let job = feeder.next() else { continue }
             // Taken over while it waited (a partition longer than the lease): not ours to run.
             if connection.isLost(job.lease) {
                 connection.drop(job.lease)
@@ -502,13 +508,12 @@ private struct RemoteSlot {
             jobLog[metadataKey: "job"] = "\(job.lease.jobId)"
             jobLog[metadataKey: "report"] = "\(job.reportId)"
             var handedBack = false
-            let (reply, keep) = run(job, on: worker, jobLog) { elapsed in
+            let reply = run(job, on: session, jobLog) { elapsed in
                 if elapsed > SlotFeeder.aheadLimitSeconds, !handedBack {
                     handedBack = true
                     feeder.handBackAhead()
                 }
             }
-            if !keep { child = nil }
             if let reply {
                 feeder.deliver(RemoteConnection.Finished(reply: reply, job: job, log: jobLog))
             } else {
@@ -518,13 +523,12 @@ private struct RemoteSlot {
     }
 
     /// Runs one job on the slot process; returns the reply frame to deliver (nil: the lease is
-    /// lost, nothing to say) and whether the process is still usable. The frames pass through
-    /// undecoded: the master checks the reply as it checks a local worker's.
-    /// `whileRunning` is called once the job is sent (elapsed 0), then at each poll of the slot
-    /// process with the seconds since.
+    /// lost, nothing to say). The frames pass through undecoded: the master checks the reply as
+    /// it checks a local worker's. `whileRunning` is called at each wake of the wait (at least
+    /// every 0.2 s) with the seconds since the job was sent.
     private func run(
-        _ job: RemoteJob, on worker: WorkerProcess, _ log: Logger, whileRunning: (Double) -> Void
-    ) -> (Data?, Bool) {
+        _ job: RemoteJob, on session: WorkerSession, _ log: Logger, whileRunning: (Double) -> Void
+    ) -> Data? {
         // Held (renewed by the heartbeat) since its claim.
         let pin = connection.ensureDebugFiles(for: job)
         defer { pin.release() }
@@ -532,46 +536,32 @@ private struct RemoteSlot {
         func reply(_ kind: JobReply.Kind, _ message: String) -> Data {
             JobReply.failureFrame(kind, jobId: jobId, message: message)
         }
-        do {
-            try worker.send(job.frame)
-        } catch .tooLarge(let size) {
-            return (reply(.permanentError, Framing.jobFrameTooLarge(size)), true)
-        } catch {
-            return (reply(.workerLost, "\(worker.wait(upTo: 5))"), false)
+        switch session.send(job.frame) {
+        case .sent: break
+        case .tooLarge(let size): return reply(.permanentError, Framing.jobFrameTooLarge(size))
+        case .lost(let how): return reply(.workerLost, how)
         }
         let timeout = connection.jobTimeout
-        let sent = Date()
-        let deadline = sent.addingTimeInterval(timeout)
-        whileRunning(0)
-        while true {
-            let frame: Data?
-            do {
-                frame = try worker.reader.read(timeoutMs: 200)
-            } catch .tooLarge(let size) {
-                worker.kill()
-                _ = worker.wait()
-                return (reply(
-                    .permanentError,
-                    "worker reply is \(size) bytes, over the frame limit of \(Framing.describe(bytes: Framing.maxFrame))"), false)
-            } catch {
-                let exit = worker.wait(upTo: 5)
-                log.warning("slot process died during job", metadata: ["exit": "\(exit)"])
-                return (reply(.workerLost, "\(exit)"), false)
-            }
-            if let frame { return (frame, true) }
-            whileRunning(max(Date().timeIntervalSince(sent), 0.001))
-            if connection.isLost(job.lease) {
-                worker.kill()
-                _ = worker.wait()
-                log.warning("lease lost during job; slot process killed, result discarded")
-                return (nil, false)
-            }
-            if Date() >= deadline {
-                worker.kill()
-                _ = worker.wait()
-                log.warning("job timed out; slot process killed")
-                return (reply(.workerLost, "timed out after \(Int(timeout))s (worker killed)"), false)
-            }
+        let exit = session.awaitFrame(
+            timeout: timeout, checkEvery: 0.2,
+            onWake: { waited in
+                whileRunning(max(waited, 0.001))
+                return connection.isLost(job.lease) ? .abandon : .keepWaiting
+            })
+        switch exit {
+        case .replied(let frame):
+            return frame
+        case .protocolError(let why, let permanent):
+            return reply(permanent ? .permanentError : .workerLost, why)
+        case .timedOut:
+            log.warning("job timed out; slot process killed")
+            return reply(.workerLost, "timed out after \(Int(timeout))s (worker killed)")
+        case .crashed(let how):
+            log.warning("slot process died during job", metadata: ["exit": "\(how)"])
+            return reply(.workerLost, how)
+        case .abandoned:
+            log.warning("lease lost during job; slot process killed, result discarded")
+            return nil
         }
     }
 }
@@ -587,6 +577,7 @@ struct RemoteJob {
 /// Delivers the results a slot could not deliver with a claim (the master unreachable, or it
 /// restarted), in order, on a thread of its own, so a slow or unreachable master delays
 /// results, never the next job.
+/// Sendable: `condition` guards `queue` and `finished`; `connection` and `done` are thread-safe.
 final class Courier: @unchecked Sendable {
     private let connection: RemoteConnection
     private let condition = NSCondition()
@@ -630,17 +621,5 @@ final class Courier: @unchecked Sendable {
             connection.drop(job.lease)
         }
         done.signal()
-    }
-}
-
-/// Exponential backoff with full jitter: 0.25 s doubling to 30 s, each wait a random share of
-/// the current step, so workers cut off together do not come back in lockstep.
-struct Backoff {
-    private var step = 0.25
-
-    mutating func next() -> Double {
-        let delay = Double.random(in: step / 2...step)
-        step = min(step * 2, 30)
-        return delay
     }
 }

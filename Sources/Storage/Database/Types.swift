@@ -2,6 +2,7 @@ import Compression
 import Foundation
 import Hashing
 import ReportModel
+import ServiceRuntime
 
 /// Lifecycle of a job: queued → running → done | failed (or back to queued on retry).
 public enum JobState: String, Codable, Sendable, CaseIterable {
@@ -167,25 +168,19 @@ public struct RetryPolicy: Sendable {
         self.jitter = jitter
     }
 
-    /// Backoff before attempt `attempts + 1`, before jitter.
-    public func baseDelay(afterAttempts attempts: Int) -> Int64 {
-        Self.doubling(initialMs: baseDelayMs, maxMs: maxDelayMs, afterAttempt: attempts)
+    /// The schedule (ServiceRuntime's `Backoff`): each delay is the step plus up to `jitter` of it.
+    public var backoff: Backoff {
+        Backoff(initialMs: baseDelayMs, maxMs: maxDelayMs, jitter: 100...(100 + Int((max(0, min(jitter, 100)) * 100).rounded())))
     }
 
-    /// `initialMs × 2^(attempt−1)` (attempt 1 is the first failure), at most `maxMs`: the one
-    /// exponential schedule of job retries and alert deliveries. Past the cap it stays there
-    /// instead of overflowing.
-    public static func doubling(initialMs: Int64, maxMs: Int64, afterAttempt attempt: Int) -> Int64 {
-        let doublings = max(0, attempt - 1)
-        guard doublings < 62, initialMs <= maxMs >> Int64(doublings) else { return maxMs }
-        return initialMs << Int64(doublings)
+    /// Backoff before attempt `attempts + 1`, before jitter.
+    public func baseDelay(afterAttempts attempts: Int) -> Int64 {
+        backoff.baseDelay(afterAttempt: attempts)
     }
 
     /// Backoff with jitter drawn from `[0, jitter × delay]`.
     public func delay(afterAttempts attempts: Int) -> Int64 {
-        let base = baseDelay(afterAttempts: attempts)
-        let extra = jitter > 0 ? Int64(Double(base) * Double.random(in: 0...jitter)) : 0
-        return base + extra
+        backoff.delay(afterAttempt: attempts)
     }
 }
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import SystemCalls
+import WorkerProtocol
 
 /// How a worker process ended.
 public enum WorkerExit: Sendable, Equatable, CustomStringConvertible {
@@ -55,6 +56,7 @@ public enum WorkerSpawnError: Error, CustomStringConvertible {
 /// Spawned with posix_spawn rather than Foundation.Process so that pipes are close-on-exec
 /// (a sibling worker never holds another's stdin open) and so that we reap with waitpid
 /// ourselves and always learn the signal that killed a worker.
+/// Not Sendable: one thread owns each (a `WorkerSession`'s, or `ParserPool`'s under its lock).
 public final class WorkerProcess {
     public let pid: pid_t
     private var stdinFD: Int32
@@ -77,7 +79,12 @@ public final class WorkerProcess {
 
     /// `pipeBytes`: how much each pipe should buffer (`SystemCall.setPipeCapacity`), for a parent
     /// that sends several frames in one write (`ParserPool`); nil keeps the kernel's default.
-    public init(executable: String, arguments: [String], niceness: Int32 = 0, pipeBytes: Int? = nil) throws {
+    /// `environment`: the child's whole environment; nil gives it the parent's. A parent that
+    /// must tell a child something (a remote worker's grouping rules) says it here, never by
+    /// `setenv`, which is not thread-safe and would reach every later child.
+    public init(
+        executable: String, arguments: [String], niceness: Int32 = 0, pipeBytes: Int? = nil, environment: [String: String]? = nil
+    ) throws {
         WorkerProcess.spawnLock.lock()
         defer { WorkerProcess.spawnLock.unlock() }
         let toChild = try WorkerProcess.cloexecPipe()
@@ -95,8 +102,12 @@ public final class WorkerProcess {
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        let envp = environment.map { $0.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil] } ?? []
+        defer { envp.forEach { free($0) } }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, executable, &actions, nil, argv, environ)
+        let rc = environment == nil
+            ? posix_spawn(&child, executable, &actions, nil, argv, environ)
+            : posix_spawn(&child, executable, &actions, nil, argv, envp)
         close(toChild[0])
         close(fromChild[1])
         guard rc == 0 else {
@@ -164,8 +175,8 @@ public final class WorkerProcess {
     public func wait(upTo seconds: Double) -> WorkerExit {
         let deadline = Date().addingTimeInterval(seconds)
         // A worker asked to stop exits within a millisecond or two: a fixed 20 ms poll kept
-        // `master --once` (and every worker restart) waiting ~20 ms for nothing, 1% of a
-        // 20,000-report drain. Back off from 1 ms so a slow exit still costs few wakeups.
+        // `master --once` (and every worker restart) waiting for nothing (scripts/bench-queue.sh's
+        // drain). Back off from 1 ms so a slow exit still costs few wakeups.
         var pause: useconds_t = 1_000
         while Date() < deadline {
             if let exit = poll() { return exit }

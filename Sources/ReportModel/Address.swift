@@ -73,3 +73,22 @@ public struct Address: Hashable, Comparable, Sendable, Codable, CustomStringConv
     }
 }
 
+
+/// The address arithmetic of symbolication, stated once: the symbolicator, `AddressResolver`
+/// and `stackline lookup` (which answers from a symcache without a resolver) all use it.
+extension Address {
+    /// The file address for a runtime `address` in an image whose lowest mapping is `loadAddress`
+    /// and whose own base (`__TEXT.vmaddr`, first `PT_LOAD` page) is `preferredBase`. Wrapping:
+    /// a report's addresses are untrusted, and a wrong image base must name no function rather
+    /// than trap.
+    public static func fileAddress(runtime address: UInt64, loadAddress: UInt64, preferredBase: UInt64) -> UInt64 {
+        address &- loadAddress &+ preferredBase
+    }
+
+    /// Where a frame's address is looked up: a return address at `address - 1`, inside the call
+    /// instruction, as the Swift runtime's backtracer does, so the frame names the call and not
+    /// whatever follows it.
+    public static func lookupAddress(_ address: UInt64, kind: FrameKind) -> UInt64 {
+        kind == .returnAddress && address > 0 ? address - 1 : address
+    }
+}

@@ -54,14 +54,14 @@ public struct AddressResolver {
     /// `preferredBase` is the image's own base (`__TEXT.vmaddr`, first `PT_LOAD` page);
     /// defaults to the debug file's.
     public func fileAddress(runtime address: UInt64, loadAddress: UInt64, preferredBase: UInt64? = nil) -> UInt64 {
-        address &- loadAddress &+ (preferredBase ?? source.preferredBase)
+        Address.fileAddress(runtime: address, loadAddress: loadAddress, preferredBase: preferredBase ?? source.preferredBase)
     }
 
     /// Resolves `address`. For a return address, the lookup happens at `address - 1`, inside the
     /// call instruction, and the offset is measured from there too, as the Swift runtime's
     /// backtracer does: the frame then names the call, not whatever follows it.
     public func resolve(_ address: UInt64, kind: FrameKind = .pc) -> [ResolvedFrame] {
-        let lookup = kind == .returnAddress && address > 0 ? address - 1 : address
+        let lookup = Address.lookupAddress(address, kind: kind)
         switch source {
         case .debugFile(let file):
             let frames = file.frames(at: lookup)

@@ -97,10 +97,9 @@ struct LookupCommand: ParsableCommand {
         func handle(_ raw: UInt64) throws {
             let value = applePAC ? raw & PointerAuthentication.addressMask : raw
             if let cache {
-                // Answers written straight from the mapped symcache; the arithmetic is
-                // `AddressResolver.fileAddress`'s and `resolve`'s, which the DWARF path uses.
-                let fileAddress = base.map { value &- $0 &+ cache.preferredBase } ?? value
-                let lookup = kind == .returnAddress && fileAddress > 0 ? fileAddress - 1 : fileAddress
+                // Answers written straight from the mapped symcache, with the DWARF path's arithmetic.
+                let fileAddress = base.map { Address.fileAddress(runtime: value, loadAddress: $0, preferredBase: cache.preferredBase) } ?? value
+                let lookup = Address.lookupAddress(fileAddress, kind: kind)
                 try output.write(address: raw, lookup: lookup, cache: cache)
             } else if let resolver {
                 let fileAddress = base.map { resolver.fileAddress(runtime: value, loadAddress: $0) } ?? value

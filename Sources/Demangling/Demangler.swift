@@ -52,7 +52,7 @@ public enum Demangler {
 
 /// Demangled names already computed: a crash batch repeats the same few hundred functions,
 /// and demangling costs more than the lookup itself. Bounded, cleared when full.
-public final class DemangleCache {
+public final class DemangledNames {
     public let style: Demangler.Style
     private var names: [String: String] = [:]
     private let limit: Int

@@ -1,7 +1,7 @@
 import Foundation
 import ReportModel
 
-/// What `FetchingSymbolCache.ensure` found for one job, and the hold it keeps: the cached files
+/// What `FetchedDebugFiles.ensure` found for one job, and the hold it keeps: the cached files
 /// of `pinned` are never evicted until `release()` (a child process is symbolicating with them).
 ///
 /// Keep the pin for the whole job and call `release()` when the job's reply is in. Releasing

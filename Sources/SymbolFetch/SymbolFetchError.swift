@@ -1,6 +1,6 @@
 import ReportModel
 
-/// Why a debug file could not be fetched into, or kept in, a `FetchingSymbolCache`. Each case
+/// Why a debug file could not be fetched into, or kept in, a `FetchedDebugFiles`. Each case
 /// reads as one line of a worker's log.
 public enum SymbolFetchError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The cache directory cannot be created, read or marked.

@@ -39,14 +39,14 @@ public struct ResolvedFrame: Encodable, Sendable, Hashable {
 /// from its symcache or from the file itself: the answers are the same.
 public struct AddressResolver {
     public let source: LookupSource
-    public let names: DemangleCache
+    public let names: DemangledNames
 
-    public init(source: LookupSource, names: DemangleCache = DemangleCache(style: .full)) {
+    public init(source: LookupSource, names: DemangledNames = DemangledNames(style: .full)) {
         self.source = source
         self.names = names
     }
 
-    public init(file: DebugFile, names: DemangleCache = DemangleCache(style: .full)) {
+    public init(file: DebugFile, names: DemangledNames = DemangledNames(style: .full)) {
         self.init(source: .debugFile(file), names: names)
     }
 

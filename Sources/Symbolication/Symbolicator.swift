@@ -4,17 +4,17 @@ import ReportModel
 import SymbolStore
 
 /// Turns a `RawReport` into a `SymbolicatedReport` using the debug files in a list of stores
-/// (the first holding a build-id's debug file answers; see `DebugFileCache`).
-/// Owns a cache of opened debug files; keep one per process and reuse it across jobs.
+/// (the first holding a build-id's debug file answers; see `OpenDebugFiles`).
+/// Keeps debug files and symcaches open (`OpenDebugFiles`); keep one per process and reuse it across jobs.
 public final class Symbolicator {
     /// Every store searched, in order.
     public let stores: [SymbolStoreDirectory]
     /// The first store searched.
     public let store: SymbolStoreDirectory
-    public let cache: DebugFileCache
+    public let debugFiles: OpenDebugFiles
 
     /// Reports show Swift names the way the Swift runtime's own backtracer does.
-    public let names: DemangleCache
+    public let names: DemangledNames
 
     /// `stores` must not be empty.
     /// `usesSymbolCaches: false` parses every debug file and leaves symcaches alone.
@@ -22,10 +22,10 @@ public final class Symbolicator {
         stores: [SymbolStoreDirectory], cacheCapacity: Int = 32, style: Demangler.Style = .simplified,
         usesSymbolCaches: Bool = true
     ) {
-        self.cache = DebugFileCache(stores: stores, capacity: cacheCapacity, usesSymbolCaches: usesSymbolCaches)
+        self.debugFiles = OpenDebugFiles(stores: stores, capacity: cacheCapacity, usesSymbolCaches: usesSymbolCaches)
         self.stores = stores
-        self.store = cache.store
-        self.names = DemangleCache(style: style)
+        self.store = debugFiles.store
+        self.names = DemangledNames(style: style)
     }
 
     public convenience init(store: SymbolStoreDirectory, cacheCapacity: Int = 32, style: Demangler.Style = .simplified) {
@@ -35,7 +35,7 @@ public final class Symbolicator {
     public func symbolicate(_ report: RawReport) -> SymbolicatedReport {
         var warnings = report.warnings
         var context = FrameContext(
-            report: report, cache: cache, locator: ImageLocator(images: report.images), names: names)
+            report: report, debugFiles: debugFiles, locator: ImageLocator(images: report.images), names: names)
         let threads = report.threads.map { thread in
             SymbolicatedThread(
                 index: thread.index, name: thread.name, crashed: thread.crashed,
@@ -79,19 +79,19 @@ public final class Symbolicator {
     /// Resolves frame lists of one report, counting what resolved and which build ids were missing.
     fileprivate struct FrameContext {
         let report: RawReport
-        let cache: DebugFileCache
+        let debugFiles: OpenDebugFiles
         let locator: ImageLocator
-        let names: DemangleCache
+        let names: DemangledNames
         /// Filled the first time a frame falls in an image: an Apple report lists hundreds of
-        /// images, and opening debug files no frame needs would also evict useful ones from the cache.
+        /// images, and opening debug files no frame needs would also evict useful ones.
         private(set) var states: [ImageState?]
         var missing: [String] = []
         var resolved = 0
         var total = 0
 
-        init(report: RawReport, cache: DebugFileCache, locator: ImageLocator, names: DemangleCache) {
+        init(report: RawReport, debugFiles: OpenDebugFiles, locator: ImageLocator, names: DemangledNames) {
             self.report = report
-            self.cache = cache
+            self.debugFiles = debugFiles
             self.locator = locator
             self.names = names
             states = Array(repeating: nil, count: report.images.count)
@@ -102,7 +102,7 @@ public final class Symbolicator {
             let state: ImageState
             if let id = report.images[index].id, !id.hex.isEmpty {
                 do throws(LookupError) {
-                    state = .loaded(try cache.source(buildID: id))
+                    state = .loaded(try debugFiles.source(buildID: id))
                 } catch {
                     switch error {
                     case .missingDebugFile(let id): state = .missing(id.hex)

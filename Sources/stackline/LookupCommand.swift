@@ -65,7 +65,7 @@ struct LookupCommand: ParsableCommand {
             }
             do {
                 // The symcache when a usable one lies beside the debug file, else the file.
-                let cache = DebugFileCache(
+                let cache = OpenDebugFiles(
                     stores: [options.store], capacity: 1, warn: { printError("stackline lookup: warning: \($0)") })
                 source = try cache.source(buildID: id)
             } catch {
@@ -90,7 +90,7 @@ struct LookupCommand: ParsableCommand {
         case .symcache(let c):
             (cache, resolver) = (c, nil)
         case .debugFile(let file):
-            (cache, resolver) = (nil, AddressResolver(file: file, names: DemangleCache(style: demangle)))
+            (cache, resolver) = (nil, AddressResolver(file: file, names: DemangledNames(style: demangle)))
         }
         let kind: FrameKind = returnAddresses ? .returnAddress : .pc
 

@@ -202,7 +202,7 @@ extension SymbolsCommand {
         @discardableResult
         static func index(store: SymbolStoreDirectory, ids: [String], verbose: Bool = false, onlyWhenUnusable: Bool = false) -> Bool {
             var ok = true
-            let cache = DebugFileCache(
+            let cache = OpenDebugFiles(
                 stores: [store], capacity: 1,
                 warn: { warning in
                     // Only a failed build matters here: a stale symcache is the reason for the call.

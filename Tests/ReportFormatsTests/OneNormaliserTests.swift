@@ -83,7 +83,7 @@ import Testing
             ("Sources/DebugInfo/MachO/MachOElfImage.swift", ["arch.elfMachine"]),
             ("Sources/SymbolStore/SymbolStoreDirectory.swift", ["BuildID(text, lengths: .anyByteCount)", "public var buildId: BuildID", "public var arch: Arch"]),
             ("Sources/ReportModel/PointerAuthentication.swift", ["arch: Arch?", "arch?.cpu"]),
-            ("Sources/Symbolication/DebugFileCache.swift", ["file(buildID id: BuildID)"]),
+            ("Sources/Symbolication/OpenDebugFiles.swift", ["file(buildID id: BuildID)"]),
             ("Sources/stackline/LookupCommand.swift", ["Arch($0)", "SymbolStoreDirectory.buildID("]),
             ("Sources/ReportModel/RawReport.swift", ["public var id: BuildID?", "public var arch: Arch?"]),
             ("Sources/ReportModel/SymbolicatedReport.swift", ["public var arch: Arch?"]),

@@ -26,7 +26,7 @@ import Testing
             let code = slice.sections.filter { $0.flags & 0x8000_0400 != 0 }
             #expect(!code.isEmpty)
             for style in Demangler.Style.allCases {
-                let resolver = AddressResolver(file: file, names: DemangleCache(style: style))
+                let resolver = AddressResolver(file: file, names: DemangledNames(style: style))
                 var mismatches = 0
                 for section in code {
                     for address in section.address...(section.address + section.size) {
@@ -89,8 +89,8 @@ import Testing
         let file = try open()
         #expect(!code.isEmpty, "\(name): no code")
         let styles = Demangler.Style.allCases
-        let dwarf = styles.map { AddressResolver(file: file, names: DemangleCache(style: $0)) }
-        let cached = styles.map { AddressResolver(source: .symcache(cache), names: DemangleCache(style: $0)) }
+        let dwarf = styles.map { AddressResolver(file: file, names: DemangledNames(style: $0)) }
+        let cached = styles.map { AddressResolver(source: .symcache(cache), names: DemangledNames(style: $0)) }
         var mismatches = 0, resolved = 0, stylesDiffer = false
         for range in code {
             for address in range {

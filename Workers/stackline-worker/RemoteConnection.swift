@@ -43,7 +43,7 @@ struct RemoteFatalError: Error, CustomStringConvertible {
 final class RemoteConnection: @unchecked Sendable {
     private let settings: RemoteSettings
     private let client: ServiceClient
-    private let cache: FetchingSymbolCache
+    private let cache: FetchedDebugFiles
     private let registry = FormatRegistry.standard
     private var logger: Logger
     /// Random, chosen at start and kept across reconnects: the master's key for this worker.
@@ -90,7 +90,7 @@ final class RemoteConnection: @unchecked Sendable {
         } catch {
             throw RemoteFatalError(description: error.description)
         }
-        cache = try FetchingSymbolCache(
+        cache = try FetchedDebugFiles(
             directory: settings.cacheDirectory, capacityBytes: settings.cacheBytes, client: client,
             localStores: settings.localStores,
             logger: { [logger] message in logger.info("\(message)") })

@@ -94,7 +94,7 @@ struct StacklineWorker: ParsableCommand {
         let symbolicator = Symbolicator(
             stores: symbols.isEmpty ? [SymbolStoreDirectory.resolve(option: nil)] : symbols.map(SymbolStoreDirectory.init(root:)),
             cacheCapacity: cacheCapacity)
-        symbolicator.cache.warn = { logger.warning("\($0.description)") }
+        symbolicator.debugFiles.warn = { logger.warning("\($0.description)") }
         let worker = JobRunner(
             symbolicator: symbolicator,
             grouper: Grouper(rules: rules),

@@ -38,7 +38,7 @@ import SystemCalls
 /// that pool wait forever. Parallel fetches within one `ensure` run on threads it starts.
 /// One instance per process and directory: the accounting is in memory, and two processes
 /// sharing a directory would each count only their own files.
-public final class FetchingSymbolCache: @unchecked Sendable {
+public final class FetchedDebugFiles: @unchecked Sendable {
     /// The cache directory, in the store layout.
     public let directory: String
     public let capacityBytes: Int64

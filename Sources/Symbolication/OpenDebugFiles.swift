@@ -73,7 +73,7 @@ public enum SymbolCacheWarning: CustomStringConvertible, Sendable {
 ///
 /// Opening a file and indexing its units is the expensive part of a lookup, so a worker keeps
 /// one cache for its whole life. Misses are not cached: a file may be added at any time (a
-/// remote worker's fetching cache adds files between jobs).
+/// remote worker's `FetchedDebugFiles` adds files between jobs).
 ///
 /// The stores are searched in order: the first that holds a debug file for a build-id answers,
 /// and the executable companion comes from that same store, so the two halves of an entry
@@ -84,7 +84,7 @@ public enum SymbolCacheWarning: CustomStringConvertible, Sendable {
 /// answers, and the symcache is built (or rebuilt) beside it, so the next process maps it
 /// instead of parsing DWARF: a missing, older-format, stale or damaged symcache costs one build,
 /// never a wrong answer.
-public final class DebugFileCache {
+public final class OpenDebugFiles {
     /// Every store searched, in order (a remote worker: its `--symbols` stores, then its cache).
     public let stores: [SymbolStoreDirectory]
     /// The first store searched.
@@ -102,7 +102,7 @@ public final class DebugFileCache {
         stores: [SymbolStoreDirectory], capacity: Int = 32, usesSymbolCaches: Bool = true,
         warn: @escaping (SymbolCacheWarning) -> Void = { _ in }
     ) {
-        precondition(!stores.isEmpty, "DebugFileCache needs at least one store")
+        precondition(!stores.isEmpty, "OpenDebugFiles needs at least one store")
         self.stores = stores
         self.store = stores[0]
         self.capacity = max(1, capacity)

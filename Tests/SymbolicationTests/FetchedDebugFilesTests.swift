@@ -7,7 +7,7 @@ import Symbolication
 import TestSupport
 import Testing
 
-/// `FetchingSymbolCache` against real servers: elfutils' own `debuginfod` serving C programs
+/// `FetchedDebugFiles` against real servers: elfutils' own `debuginfod` serving C programs
 /// compiled here (build-ids read back by binutils `readelf`, downloads counted both by the cache
 /// and by debuginfod's `/metrics` and `--verbose` log), and a python3 `http.server` fake that
 /// plays a hostile server answering one build-id with another build's file.
@@ -15,7 +15,7 @@ import Testing
 /// Everything that waits on HTTP runs on a thread of its own (`onThread`): `ServiceClient`
 /// blocks its caller while URLSession works on Dispatch's pool, which on Linux is as small as
 /// the core count, and the test runner's own threads come from that pool.
-@Suite struct FetchingSymbolCacheTests {
+@Suite struct FetchedDebugFilesTests {
     // MARK: Fetching
 
     /// A fetched file lands under its build-id in the store layout, and the symbolicator opens it
@@ -43,7 +43,7 @@ import Testing
         #expect(try await server.metric(#"http_requests_total{type="executable"}"#) == 0, "no executable asked for once the debuginfo came")
         #expect(cache.sizeBytes > (try fileSize(program.path)), "the size counts the file and its sidecar")
 
-        let opened = try DebugFileCache(stores: [local, cache.store]).file(buildID: program.id)
+        let opened = try OpenDebugFiles(stores: [local, cache.store]).file(buildID: program.id)
         #expect(opened.elf.buildID == program.id)
         let frame = try symbolicatedFrame(program, stores: [local, cache.store])
         #expect(frame.status == .symbolicated)
@@ -381,8 +381,8 @@ private struct Scene {
     func cache(
         _ url: String, capacity: Int64, local: [SymbolStoreDirectory] = [], notFoundRetention: Duration = .seconds(3600),
         logger: ((String) -> Void)? = nil, directory: String? = nil
-    ) throws -> FetchingSymbolCache {
-        try FetchingSymbolCache(
+    ) throws -> FetchedDebugFiles {
+        try FetchedDebugFiles(
             directory: directory.map { cacheDir + "-" + $0 } ?? cacheDir, capacityBytes: capacity, client: try ServiceClient(base: url, token: "sl_test_token", option: "--connect"),
             localStores: local, logger: logger, notFoundRetention: notFoundRetention)
     }

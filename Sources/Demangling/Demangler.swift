@@ -14,6 +14,22 @@ public enum Demangler {
         case simplified
     }
 
+    /// The demangler a name goes to: its demangled forms change when that library changes.
+    public enum Family: Sendable, CaseIterable {
+        /// The Swift runtime's (`swift_demangle`, `_swift_backtrace_demangle`: libswiftCore).
+        case swift
+        /// The C++ ABI's (`__cxa_demangle`: libstdc++ or libc++abi).
+        case cxx
+    }
+
+    /// Which demangler `demangle` hands `name` to, nil when it returns it as it is: decided by
+    /// the name's prefix alone, so a name the demangler rejects still depends on it.
+    public static func family(of name: String) -> Family? {
+        if swiftMangled(name) != nil { return .swift }
+        if cxxMangled(name) != nil { return .cxx }
+        return nil
+    }
+
     public static func demangle(_ name: String, style: Style = .full) -> String {
         if let swift = swiftMangled(name) {
             switch style {

@@ -7,7 +7,7 @@ import SymbolCache
 /// Each input is tried twice: as it is (the checksums turn away nearly every mutation, which
 /// fuzzes the header checks), and resealed with its checksums recomputed, which lets mutations
 /// reach the structural checks and the lookups behind them, as a file written by something
-/// other than our writer would. Both take the expected source from the header itself.
+/// other than our writer would. Both take the expected key from the header itself.
 enum SymbolCacheTarget {
     static func openAndLookUp(_ data: Data) throws(FuzzFailure) -> String {
         let bytes = [UInt8](data)
@@ -18,9 +18,9 @@ enum SymbolCacheTarget {
 
     private static func attempt(_ bytes: [UInt8], name: String) throws(FuzzFailure) -> String {
         let path = try Scratch.shared.write(Data(bytes), name: name)
-        let source = SymbolCache.recordedSource(bytes) ?? SymbolCacheSource(size: 0, modifiedNanoseconds: 0, inode: 0)
+        let key = SymbolCache.recordedKey(bytes) ?? SymbolCacheKey(source: SymbolCacheSource(size: 0, modifiedNanoseconds: 0, inode: 0))
         let cache: SymbolCache
-        do throws(SymbolCacheError) { cache = try SymbolCache(path: path, expecting: source) } catch {
+        do throws(SymbolCacheError) { cache = try SymbolCache(path: path, expecting: key) } catch {
             if error.description.isEmpty { throw FuzzFailure("refusal without a message") }
             return "refused: \(error)"
         }

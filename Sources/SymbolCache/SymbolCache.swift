@@ -13,8 +13,8 @@ import Glibc
 /// search over the segment starts and a walk of one chain's frame records, reading only the
 /// mapped pages it needs. Layout: `SymbolCacheLayout`, and docs/symcache.md.
 public final class SymbolCache {
-    /// Bumped whenever the layout or what it holds changes; other versions are rebuilt.
-    public static let formatVersion: UInt32 = 1
+    /// The last of `SymbolCacheVersions.history`; other versions are rebuilt.
+    public static var formatVersion: UInt32 { SymbolCacheVersions.current }
     /// The file name extension beside the debug file in the store.
     public static let fileExtension = "symcache"
 
@@ -37,13 +37,13 @@ public final class SymbolCache {
     private var sampledStarts: [UInt64] = []
 
     /// Builds the index of `file` and writes it atomically to `path` (a temporary name in the
-    /// same directory, then rename), recording `source`.
+    /// same directory, then rename), recording `key` with the demanglers the names went through.
     ///
     /// Concurrent writers of one path each write their own temporary file and rename it into
     /// place: readers see one whole symcache or another, both correct. No fsync: a file torn by
     /// a crash fails its checksum at open and is rebuilt.
-    public static func write(from file: DebugFile, source: SymbolCacheSource, to path: String) throws(SymbolCacheError) {
-        let bytes = try SymbolCacheBuilder.build(from: file, source: source)
+    public static func write(from file: DebugFile, key: SymbolCacheKey, to path: String) throws(SymbolCacheError) {
+        let bytes = try SymbolCacheBuilder.build(from: file, key: key)
         var random = SystemRandomNumberGenerator()
         let temporary = "\(path).\(getpid()).\(String(random.next() as UInt64, radix: 36)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, PrivateFiles.fileMode)
@@ -59,11 +59,18 @@ public final class SymbolCache {
         }
     }
 
-    /// Maps and checks the symcache at `path`, which must have been built from `source`.
-    public init(path: String, expecting source: SymbolCacheSource) throws(SymbolCacheError) {
+    /// Maps and checks the symcache at `path`, whose recorded key must match `key`
+    /// (`SymbolCacheKey`: the same debug file and executable, and the same demanglers for the
+    /// names it holds).
+    public init(path: String, expecting key: SymbolCacheKey) throws(SymbolCacheError) {
         let file: RegularFile
         do { file = try RegularFile(path: path, followingLinks: false) } catch {
             throw .unreadable(path: path, reason: error.reason)
+        }
+        // Another version is told apart before its size: a version-1 header is shorter.
+        if file.size >= 12, let start = try? file.read(at: 0, count: 12), Array(start.prefix(8)) == SymbolCacheLayout.magic {
+            let version = UInt32(start[8]) | UInt32(start[9]) << 8 | UInt32(start[10]) << 16 | UInt32(start[11]) << 24
+            guard version == Self.formatVersion else { throw .unsupportedVersion(path: path, found: version) }
         }
         guard file.size >= UInt64(SymbolCacheLayout.headerSize) else {
             if file.size >= 8, (try? file.read(at: 0, count: 8)) != SymbolCacheLayout.magic { throw .notASymcache(path: path) }
@@ -93,10 +100,10 @@ public final class SymbolCache {
         guard bodyCRC == SymbolCacheChecksum.crc32(UnsafeRawBufferPointer(rebasing: bytes[SymbolCacheLayout.headerSize...])) else {
             throw .checksumMismatch(path: path)
         }
-        let recorded = SymbolCacheSource(size: header[O.sourceSize], modifiedNanoseconds: header[O.sourceMtime], inode: header[O.sourceInode])
-        guard recorded == source else { throw .staleSource(path: path) }
         let flags: UInt32 = header[O.flags]
         guard flags & ~SymbolCacheLayout.Flag.known == 0 else { throw .corrupt(path: path, detail: "unknown flags \(flags)") }
+        guard let recorded = SymbolCacheKey(recordedIn: header) else { throw .corrupt(path: path, detail: "a demangler identity longer than its field") }
+        if let mismatch = recorded.mismatch(expected: key, path: path) { throw mismatch }
         let segments: UInt32 = header[O.segmentCount], chains: UInt32 = header[O.chainCount]
         let frames: UInt32 = header[O.frameCount], strings: UInt32 = header[O.stringCount]
         let functions: UInt32 = header[O.functionCount]
@@ -224,15 +231,12 @@ public final class SymbolCache {
 }
 
 extension SymbolCache {
-    /// The source identity a symcache's header records, if `bytes` hold a whole header: lets
-    /// the fuzz target and tests open a file whose debug file is not at hand.
-    public static func recordedSource(_ bytes: [UInt8]) -> SymbolCacheSource? {
+    /// The key a symcache's header records, if `bytes` hold a whole, readable header: lets the
+    /// fuzz target and tests open a file whose debug file is not at hand, and tests read what
+    /// a store's symcache was built with.
+    public static func recordedKey(_ bytes: [UInt8]) -> SymbolCacheKey? {
         guard bytes.count >= SymbolCacheLayout.headerSize else { return nil }
-        return bytes.withUnsafeBytes { raw in
-            let header = SymbolCacheHeader(raw)
-            typealias O = SymbolCacheLayout.Offset
-            return SymbolCacheSource(size: header[O.sourceSize], modifiedNanoseconds: header[O.sourceMtime], inode: header[O.sourceInode])
-        }
+        return bytes.withUnsafeBytes { raw in SymbolCacheKey(recordedIn: SymbolCacheHeader(raw)) }
     }
 
     /// `bytes` with both checksums recomputed (when a whole header is there): what a fuzzer

@@ -20,13 +20,16 @@ struct SymbolCacheBuilder {
     private var functionRecords: [UInt8] = []
     private var functionCount = 0
     private var functionIDs: [FunctionKey: UInt32] = [:]
+    /// The demanglers the stored names went through: the key records their identities.
+    private var usedDemanglers: Set<Demangler.Family> = []
 
-    static func build(from file: DebugFile, source: SymbolCacheSource) throws(SymbolCacheError) -> [UInt8] {
+    /// `key` names the inputs (its `usedDemanglers` is ignored: the builder finds them out).
+    static func build(from file: DebugFile, key: SymbolCacheKey) throws(SymbolCacheError) -> [UInt8] {
         var builder = SymbolCacheBuilder()
-        return try builder.run(file, source: source)
+        return try builder.run(file, key: key)
     }
 
-    private mutating func run(_ file: DebugFile, source: SymbolCacheSource) throws(SymbolCacheError) -> [UInt8] {
+    private mutating func run(_ file: DebugFile, key: SymbolCacheKey) throws(SymbolCacheError) -> [UInt8] {
         let path = file.elf.path
         let boundaries = file.answerBoundaries()
         var starts: [UInt64] = []
@@ -58,24 +61,24 @@ struct SymbolCacheBuilder {
             blob += s.utf8
         }
         guard blob.count <= Int(UInt32.max), starts.count < Int(UInt32.max), frameCount < Int(UInt32.max), functionCount < Int(UInt32.max) else {
-            throw .unwritable(path: path, reason: "too large for format version \(SymbolCache.formatVersion)")
+            throw .unwritable(path: path, reason: "too large for format version \(SymbolCacheVersions.current)")
         }
         let layout = SymbolCacheLayout(
             segmentCount: starts.count, chainCount: chainStarts.count - 1, frameCount: frameCount,
             functionCount: functionCount, stringCount: strings.count, blobSize: blob.count, wideStarts: wide)
+        var recorded = key
+        recorded.usedDemanglers = usedDemanglers
         var out = [UInt8](repeating: 0, count: layout.totalSize)
         out.withUnsafeMutableBytes { raw in
             func put<T: FixedWidthInteger>(_ value: T, _ offset: Int) { raw.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self) }
             typealias O = SymbolCacheLayout.Offset
             for (i, b) in SymbolCacheLayout.magic.enumerated() { raw[i] = b }
-            put(SymbolCache.formatVersion, O.version)
-            put((file.machO != nil ? SymbolCacheLayout.Flag.machO : 0) | (wide ? SymbolCacheLayout.Flag.wideStarts : 0), O.flags)
+            put(SymbolCacheVersions.current, O.version)
+            put((file.machO != nil ? SymbolCacheLayout.Flag.machO : 0) | (wide ? SymbolCacheLayout.Flag.wideStarts : 0) | recorded.flags, O.flags)
             put(UInt64(layout.totalSize), O.totalSize)
             put(file.preferredBase, O.preferredBase)
             put(segmentBase, O.segmentBase)
-            put(source.size, O.sourceSize)
-            put(source.modifiedNanoseconds, O.sourceMtime)
-            put(source.inode, O.sourceInode)
+            recorded.write(into: raw)
             put(UInt32(layout.segmentCount), O.segmentCount)
             put(UInt32(layout.chainCount), O.chainCount)
             put(UInt32(layout.frameCount), O.frameCount)
@@ -151,6 +154,7 @@ struct SymbolCacheBuilder {
     /// Both demangled names of `symbol`, demangled once per distinct symbol.
     private mutating func demangledIDs(_ symbol: String) -> (UInt32, UInt32) {
         if let hit = names[symbol] { return (hit.full, hit.simplified) }
+        if let family = Demangler.family(of: symbol) { usedDemanglers.insert(family) }
         let full = intern(Demangler.demangle(symbol, style: .full))
         let simplified = intern(Demangler.demangle(symbol, style: .simplified))
         names[symbol] = (full, simplified)

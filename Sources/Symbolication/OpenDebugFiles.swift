@@ -3,7 +3,6 @@ import Foundation
 import SymbolCache
 import ReportModel
 import SymbolStore
-import SystemCalls
 
 /// Why a build-id could not be resolved.
 public enum LookupError: Error, CustomStringConvertible, Equatable {
@@ -69,10 +68,11 @@ public enum SymbolCacheWarning: CustomStringConvertible, Sendable {
     }
 }
 
-/// Opened debug files and symcaches by build-id, least recently used evicted first.
+/// The debug files and symcaches a process keeps open, by build-id, least recently used closed
+/// first: what answers a lookup for each build-id.
 ///
 /// Opening a file and indexing its units is the expensive part of a lookup, so a worker keeps
-/// one cache for its whole life. Misses are not cached: a file may be added at any time (a
+/// one for its whole life. Misses are not remembered: a file may be added at any time (a
 /// remote worker's `FetchedDebugFiles` adds files between jobs).
 ///
 /// The stores are searched in order: the first that holds a debug file for a build-id answers,
@@ -80,10 +80,11 @@ public enum SymbolCacheWarning: CustomStringConvertible, Sendable {
 /// always belong together.
 ///
 /// A build id is answered from its symcache (`SymbolCache`, beside the debug file) when one
-/// that was built from the stored debug file is there and checks out. Otherwise the debug file
-/// answers, and the symcache is built (or rebuilt) beside it, so the next process maps it
-/// instead of parsing DWARF: a missing, older-format, stale or damaged symcache costs one build,
-/// never a wrong answer.
+/// whose key (`SymbolCacheKey`: the stored debug file and executable, this process's
+/// demanglers) matches is there and checks out. Otherwise the debug file answers, and the
+/// symcache is built (or rebuilt) beside it, so the next process maps it instead of parsing
+/// DWARF: a missing, older-format, stale or damaged symcache costs one build, never a wrong
+/// answer.
 public final class OpenDebugFiles {
     /// Every store searched, in order (a remote worker: its `--symbols` stores, then its cache).
     public let stores: [SymbolStoreDirectory]
@@ -175,10 +176,11 @@ public final class OpenDebugFiles {
         return located
     }
 
-    /// A debug file opened for lookups, with the descriptor it was read through.
+    /// A debug file opened for lookups, with the descriptors it was read through.
     private struct Opened {
         let file: DebugFile
         let stored: RegularFile
+        let companion: RegularFile?
     }
 
     private func open(_ id: BuildID, _ entry: Entry) throws(LookupError) -> Opened {
@@ -198,7 +200,7 @@ public final class OpenDebugFiles {
         // Checked on the opened file itself: the path may name another file by now.
         let found = file.machO?.uuid ?? file.elf.buildID
         guard found == id else { throw .mismatchedDebugFile(buildID: id, found: found) }
-        return Opened(file: file, stored: stored)
+        return Opened(file: file, stored: stored, companion: companion)
     }
 
     /// The symcache beside `entry`, or nil with the reason it cannot be used (nil reason: there is none).
@@ -208,13 +210,10 @@ public final class OpenDebugFiles {
         if lstat(path, &info) != 0 && errno == ENOENT { return (nil, nil) }
         let stored: RegularFile
         do { stored = try RegularFile(path: entry.debugPath, followingLinks: false) } catch { return (nil, error.description) }
-        // The executable supplies the symbols of a debug file without any: one added after the
-        // symcache was built is not in it.
-        if let exe = entry.store.executablePath(buildID: id), Self.modified(exe) > Self.modified(path) {
-            return (nil, "an executable was stored after it was built")
-        }
+        // As `open` finds it: the executable whose symbols the debug file would borrow.
+        let companion = entry.store.executablePath(buildID: id).flatMap { try? RegularFile(path: $0, followingLinks: false) }
         do throws(SymbolCacheError) {
-            return (try SymbolCache(path: path, expecting: try SymbolCacheSource(file: stored)), nil)
+            return (try SymbolCache(path: path, expecting: try SymbolCacheKey(file: stored, companion: companion)), nil)
         } catch {
             return (nil, error.description)
         }
@@ -246,15 +245,10 @@ public final class OpenDebugFiles {
 
     private static func write(_ opened: Opened, to path: String) -> Result<Void, SymbolCacheError> {
         do throws(SymbolCacheError) {
-            try SymbolCache.write(from: opened.file, source: try SymbolCacheSource(file: opened.stored), to: path)
+            try SymbolCache.write(from: opened.file, key: try SymbolCacheKey(file: opened.stored, companion: opened.companion), to: path)
             return .success(())
         } catch {
             return .failure(error)
         }
-    }
-
-    /// A file's modification time in nanoseconds (0 when it cannot be read).
-    private static func modified(_ path: String) -> Int64 {
-        (try? SystemCall.status(ofPath: path))?.modifiedNanoseconds ?? 0
     }
 }

@@ -16,26 +16,26 @@ import Testing
         // A dSYM with DWARF: every section (segments, chains, frames, strings, blob) is non-empty.
         let path = scratch.file("good.symcache")
         source = try SymbolCacheSource(file: RegularFile(path: MachOFixtures.dylibDWARF))
-        try SymbolCache.write(from: DebugFile(machO: MachOFixtures.dylibDWARF, arch: "arm64"), source: source, to: path)
+        try SymbolCache.write(from: DebugFile(machO: MachOFixtures.dylibDWARF, arch: "arm64"), key: SymbolCacheKey(source: source), to: path)
         original = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
-        _ = try SymbolCache(path: path, expecting: source)
+        _ = try SymbolCache(path: path, expecting: SymbolCacheKey(source: source))
     }
 
-    private func open(_ bytes: [UInt8], expecting: SymbolCacheSource? = nil) -> Result<SymbolCache, SymbolCacheError> {
+    private func open(_ bytes: [UInt8], expecting: SymbolCacheKey? = nil) -> Result<SymbolCache, SymbolCacheError> {
         let path = scratch.file("damaged.symcache")
         _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
-        do throws(SymbolCacheError) { return .success(try SymbolCache(path: path, expecting: expecting ?? source)) } catch { return .failure(error) }
+        do throws(SymbolCacheError) { return .success(try SymbolCache(path: path, expecting: expecting ?? SymbolCacheKey(source: source))) } catch { return .failure(error) }
     }
 
     @Test func truncatedIsRefused() {
         defer { scratch.remove() }
-        var lengths = [0, 1, 7, 8, 64, 127, 128, 129, original.count / 2, original.count - 8, original.count - 1]
+        var lengths = [0, 1, 7, 8, 11, 12, 64, 127, 128, 129, 255, 256, 257, original.count / 2, original.count - 8, original.count - 1]
         lengths += stride(from: 0, to: original.count, by: max(1, original.count / 97)).map { $0 }
         for n in lengths {
             switch open(Array(original.prefix(n))) {
             case .success: Issue.record("a symcache cut to \(n) of \(original.count) bytes opened")
             case .failure(let e):
-                if n >= 8 && n < original.count && n >= 128 { #expect(e == .truncated(path: scratch.file("damaged.symcache"), expected: UInt64(original.count), found: UInt64(n))) }
+                if n < original.count && n >= 256 { #expect(e == .truncated(path: scratch.file("damaged.symcache"), expected: UInt64(original.count), found: UInt64(n))) }
             }
         }
     }
@@ -43,8 +43,8 @@ import Testing
     /// One bit flipped at a time, at positions spread over the header, every table and the blob.
     @Test func bitFlipsAreRefused() {
         defer { scratch.remove() }
-        var positions = Array(0..<128)
-        positions += stride(from: 128, to: original.count, by: max(1, original.count / 400)).map { $0 }
+        var positions = Array(0..<256)
+        positions += stride(from: 256, to: original.count, by: max(1, original.count / 400)).map { $0 }
         positions.append(original.count - 1)
         var refused: [String: Int] = [:]
         for p in positions {
@@ -77,7 +77,7 @@ import Testing
             SymbolCacheSource(size: source.size, modifiedNanoseconds: source.modifiedNanoseconds + 1, inode: source.inode),
             SymbolCacheSource(size: source.size, modifiedNanoseconds: source.modifiedNanoseconds, inode: source.inode + 1),
         ] {
-            guard case .failure(let e) = open(original, expecting: other) else { Issue.record("stale symcache opened"); continue }
+            guard case .failure(let e) = open(original, expecting: SymbolCacheKey(source: other)) else { Issue.record("stale symcache opened"); continue }
             #expect(e == .staleSource(path: scratch.file("damaged.symcache")))
         }
     }
@@ -95,7 +95,7 @@ import Testing
         let segments = Int(read32(original, 72)), chains = Int(read32(original, 76)), frames = Int(read32(original, 80))
         let functions = Int(read32(original, 96))
         let wide = read32(original, 12) & 2 != 0
-        let chainOfSegment = align(128 + segments * (wide ? 8 : 4))
+        let chainOfSegment = align(256 + segments * (wide ? 8 : 4))
         let chainStarts = align(chainOfSegment + segments * 4)
         let framesOffset = align(chainStarts + (chains + 1) * 4)
         let functionsOffset = framesOffset + frames * 16
@@ -109,7 +109,7 @@ import Testing
             ("function name out of range", functionsOffset + 8, 0x7fff_ffff),
             ("function without its demangled names", named + 12, 0xffff_ffff),
             ("string past the blob", refs + 4, 0x7fff_fff0),
-            ("segments out of order", 128, 0xffff_fff0),
+            ("segments out of order", 256, 0xffff_fff0),
             ("more functions than the file holds", 96, UInt32(functions) + 1),
         ]
         for (what, offset, value) in cases {
@@ -127,9 +127,9 @@ import Testing
 
     /// Recomputes both CRC-32s (zlib's polynomial, bit by bit: an oracle independent of libdeflate).
     private func resealed(_ b: inout [UInt8]) {
-        write32(&b, 28, crc32(b[128...]))
+        write32(&b, 28, crc32(b[256...]))
         write32(&b, 24, 0)
-        write32(&b, 24, crc32(b[..<128]))
+        write32(&b, 24, crc32(b[..<256]))
     }
 
     private func crc32(_ bytes: ArraySlice<UInt8>) -> UInt32 {

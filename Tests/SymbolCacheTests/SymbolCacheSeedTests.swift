@@ -17,7 +17,7 @@ import Testing
             for (name, path) in fixtures {
                 let source = try SymbolCacheSource(file: RegularFile(path: path))
                 for slice in try MachOFile(path: path).slices {
-                    try SymbolCache.write(from: DebugFile(machO: path, arch: slice.arch), source: source, to: "\(Self.directory)/\(name)-\(slice.arch).symcache")
+                    try SymbolCache.write(from: DebugFile(machO: path, arch: slice.arch), key: SymbolCacheKey(source: source), to: "\(Self.directory)/\(name)-\(slice.arch).symcache")
                 }
             }
         }
@@ -26,8 +26,8 @@ import Testing
         for seed in seeds {
             let path = Self.directory + "/" + seed
             let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
-            let source = try #require(SymbolCache.recordedSource(bytes))
-            let cache = try SymbolCache(path: path, expecting: source)
+            let key = try #require(SymbolCache.recordedKey(bytes))
+            let cache = try SymbolCache(path: path, expecting: key)
             #expect(cache.segmentCount > 0, "\(seed)")
             #expect(bytes.count < 64 << 10, "\(seed): big seeds slow every mutation")
         }

@@ -20,8 +20,8 @@ import Testing
         for slice in try MachOFile(path: path).slices {
             let cachePath = scratch.file("\(slice.arch).symcache")
             let source = try SymbolCacheSource(file: RegularFile(path: path))
-            try SymbolCache.write(from: DebugFile(machO: path, arch: slice.arch), source: source, to: cachePath)
-            let cache = try SymbolCache(path: cachePath, expecting: source)
+            try SymbolCache.write(from: DebugFile(machO: path, arch: slice.arch), key: SymbolCacheKey(source: source), to: cachePath)
+            let cache = try SymbolCache(path: cachePath, expecting: SymbolCacheKey(source: source))
             let file = try DebugFile(machO: path, arch: slice.arch)
             let code = slice.sections.filter { $0.flags & 0x8000_0400 != 0 }
             #expect(!code.isEmpty)
@@ -84,8 +84,8 @@ import Testing
         defer { scratch.remove() }
         let cachePath = scratch.file("file.symcache")
         let source = try SymbolCacheSource(file: RegularFile(path: sourcePath))
-        try SymbolCache.write(from: open(), source: source, to: cachePath)
-        let cache = try SymbolCache(path: cachePath, expecting: source)
+        try SymbolCache.write(from: open(), key: SymbolCacheKey(source: source), to: cachePath)
+        let cache = try SymbolCache(path: cachePath, expecting: SymbolCacheKey(source: source))
         let file = try open()
         #expect(!code.isEmpty, "\(name): no code")
         let styles = Demangler.Style.allCases

@@ -1,0 +1,100 @@
+import Foundation
+import ReportModel
+import SymbolCache
+import SymbolStore
+import Symbolication
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `OpenDebugFiles` rebuilds a store's symcache when its key no longer matches (another
+/// demangler build, an executable added beside the debug file) and leaves a matching one alone:
+/// each new instance stands for a new process, and the symcache's inode and modification time
+/// (from `stat`) tell whether it was written again (the writer renames a new file into place).
+@Suite struct SymbolCacheRebuildTests {
+    /// A symcache whose recorded C++ demangler is another build (as if written before a
+    /// libstdc++ upgrade) is rebuilt once, with a warning, into the bytes a fresh build writes;
+    /// one whose key matches is mapped as it is.
+    @Test func anotherDemanglerRebuildsAndAMatchingKeyDoesNot() throws {
+        let store = SymbolStoreDirectory(root: try makeTemporaryDirectory(prefix: "symcache-rebuild"))
+        defer { try? FileManager.default.removeItem(atPath: store.root) }
+        let id = try #require(try store.addFile(path: MachOFixtures.dylibDWARF).first?.entry.buildId)
+        let path = store.symbolCachePath(buildID: id)
+
+        let (built, firstWarnings) = try lookUp(id, in: store)
+        #expect(firstWarnings.isEmpty, "\(firstWarnings)")
+        let intact = try read(path)
+        let recorded = try #require(SymbolCache.recordedKey(intact))
+        try #require(recorded.usedDemanglers == [.cxx], "the fixture is C++ (Tests/Fixtures/cpp/geometry.cpp)")
+
+        let (again, warnings) = try lookUp(id, in: store)
+        #expect(warnings.isEmpty, "\(warnings)")
+        #expect(again == built, "a symcache whose key matches was written again")
+
+        // The C++ identity's first build-id byte (offset 210: length at 208, tag at 209), resealed.
+        var older = intact
+        older[210] ^= 0xFF
+        try Data(SymbolCache.resealed(older)).write(to: URL(fileURLWithPath: path))
+        let patched = try fileIdentity(path)
+        let (rebuilt, rebuildWarnings) = try lookUp(id, in: store)
+        #expect(rebuildWarnings.count == 1 && rebuildWarnings.first?.contains("demangled by another C++ ABI library") == true, "\(rebuildWarnings)")
+        #expect(rebuilt.inode != patched.inode, "not rebuilt")
+        #expect(try read(path) == intact, "the rebuilt symcache differs from a fresh build")
+
+        let (settled, settledWarnings) = try lookUp(id, in: store)
+        #expect(settledWarnings.isEmpty && settled == rebuilt, "rebuilt again: \(settledWarnings)")
+    }
+
+    /// An executable stored after the symcache was built changes the key (its symbol table
+    /// answers when the debug file has none): rebuilt once, recording the stored executable's
+    /// size and inode as `stat` gives them; then left alone.
+    @Test func anExecutableStoredLaterRebuildsOnce() throws {
+        let store = SymbolStoreDirectory(root: try makeTemporaryDirectory(prefix: "symcache-rebuild"))
+        defer { try? FileManager.default.removeItem(atPath: store.root) }
+        let outcomes = try store.addFile(path: MachOFixtures.dSYMDWARF)
+        let id = try #require(outcomes.first { $0.entry.arch == "arm64" }?.entry.buildId)
+        let path = store.symbolCachePath(buildID: id)
+        _ = try lookUp(id, in: store)
+        #expect(try #require(SymbolCache.recordedKey(try read(path))).companion == nil)
+
+        _ = try store.addFile(path: MachOFixtures.executable)
+        let executable = try #require(store.executablePath(buildID: id), "the executable role was not filled")
+        let before = try fileIdentity(path)
+        let (after, warnings) = try lookUp(id, in: store)
+        #expect(warnings.count == 1 && warnings.first?.contains("another executable") == true, "\(warnings)")
+        #expect(after.inode != before.inode, "not rebuilt")
+        let companion = try #require(SymbolCache.recordedKey(try read(path))?.companion)
+        let stored = try fileIdentity(executable)
+        #expect(companion.inode == stored.inode && companion.size == stored.size && companion.modifiedNanoseconds == stored.modified)
+
+        let (settled, settledWarnings) = try lookUp(id, in: store)
+        #expect(settledWarnings.isEmpty && settled == after, "rebuilt again: \(settledWarnings)")
+    }
+
+    private struct FileIdentity: Equatable {
+        var inode: UInt64
+        var size: UInt64
+        var modified: Int64
+    }
+
+    /// Looks `id` up as a new process would (a fresh `OpenDebugFiles`): the symcache must answer.
+    private func lookUp(_ id: BuildID, in store: SymbolStoreDirectory) throws -> (FileIdentity, [String]) {
+        var warnings: [String] = []
+        let files = OpenDebugFiles(stores: [store], warn: { warnings.append($0.description) })
+        guard case .symcache = try files.source(buildID: id) else { throw TestSupportError("\(id) answered without its symcache: \(warnings)") }
+        return (try fileIdentity(store.symbolCachePath(buildID: id)), warnings)
+    }
+
+    private func fileIdentity(_ path: String) throws -> FileIdentity {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw TestSupportError("stat \(path): errno \(errno)") }
+        return FileIdentity(
+            inode: UInt64(info.st_ino), size: UInt64(info.st_size),
+            modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+    }
+
+    private func read(_ path: String) throws -> [UInt8] { try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))) }
+}

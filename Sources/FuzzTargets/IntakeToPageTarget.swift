@@ -204,7 +204,7 @@ enum IntakeToPageTarget {
         // The group the master files it under, as the group queries read it back.
         let summary = try groupSummary(key, facts: facts, reportId: reportId)
         let groupJSON = GroupJSON(summary)
-        let missing = result.missing.map { MissingFile(buildId: $0.buildId, imageName: $0.name) }
+        let missing = result.missing
 
         // Pages: /reports/ID, /groups/FP (this report as the representative), / (the groups list).
         try views.html("report page", ReportPage.render(ReportPageModel(

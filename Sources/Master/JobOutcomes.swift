@@ -90,7 +90,7 @@ struct JobOutcomes: Sendable {
             }
             let result = JobResult(
                 compressedJSON: stored.compressed, jsonSize: stored.size, status: stored.status, group: reply.group,
-                missingImages: stored.missing.map { MissingImage(buildId: $0.buildId, name: $0.name) })
+                missingImages: stored.missing)
             let counts = stored.counts
             let (format, attempts) = (job.format, job.attempts)
             let recorded = Ticket<RecordedOutcome>()

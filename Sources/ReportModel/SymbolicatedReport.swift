@@ -95,7 +95,7 @@ public struct SymbolicatedReport: Codable, Sendable, Hashable {
     public var format: String
     public var kind: ReportKind
     public var status: ReportStatus
-    public var missingBuildIds: [String]
+    public var missingBuildIds: [BuildID]
     public var app: AppInfo?
     public var os: String?
     public var arch: Arch?
@@ -109,7 +109,7 @@ public struct SymbolicatedReport: Codable, Sendable, Hashable {
 
     public init(
         id: Int64? = nil, format: String, kind: ReportKind, status: ReportStatus,
-        missingBuildIds: [String], app: AppInfo? = nil, os: String? = nil, arch: Arch? = nil,
+        missingBuildIds: [BuildID], app: AppInfo? = nil, os: String? = nil, arch: Arch? = nil,
         timestamp: String? = nil, exception: ExceptionInfo? = nil, images: [BinaryImage] = [],
         threads: [SymbolicatedThread], lag: SymbolicatedLag? = nil, warnings: [String] = []
     ) {

@@ -42,7 +42,7 @@ public enum SymbolicatedReportJSON {
         out.key("images", first: &first); out.array(r.images) { out, image in write(image, to: &out) }
         out.key("kind", first: &first); out.string(r.kind.rawValue)
         if let lag = r.lag { out.key("lag", first: &first); write(lag, to: &out) }
-        out.key("missingBuildIds", first: &first); out.array(r.missingBuildIds) { out, id in out.string(id) }
+        out.key("missingBuildIds", first: &first); out.array(r.missingBuildIds) { out, id in out.string(id.hex) }
         if let os = r.os { out.key("os", first: &first); out.string(os) }
         out.key("status", first: &first); out.string(r.status.rawValue)
         out.key("threads", first: &first); out.array(r.threads) { out, thread in write(thread, to: &out) }

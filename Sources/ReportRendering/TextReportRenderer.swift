@@ -115,8 +115,8 @@ public enum TextReportRenderer {
 
     /// `ID  NAME  PATH` for a missing debug file: the image the report gives that id, so the
     /// reader knows which file to find.
-    public static func missingImage(_ id: String, in report: SymbolicatedReport) -> String {
-        guard let image = report.images.first(where: { $0.id.map { "\($0)" } == id }) else { return id }
+    public static func missingImage(_ id: BuildID, in report: SymbolicatedReport) -> String {
+        guard let image = report.images.first(where: { $0.id == id }) else { return id.hex }
         return "\(id)  \(image.name)" + (image.path.map { "  \($0)" } ?? "")
     }
 

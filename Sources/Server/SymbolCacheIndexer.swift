@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReportModel
 
 /// Builds the symcaches of uploaded debug files, one upload at a time, in a child process
 /// (`stackline symbols reindex`): building parses all of a file's DWARF, which a client sent,
@@ -27,7 +28,7 @@ public final class SymbolCacheIndexer: Sendable {
     }
 
     /// Queues a build of `ids`' symcaches (those not already usable) and returns at once.
-    public func index(_ ids: [String]) {
+    public func index(_ ids: [BuildID]) {
         guard !ids.isEmpty else { return }
         queue.async { [self] in run(ids) }
     }
@@ -35,10 +36,10 @@ public final class SymbolCacheIndexer: Sendable {
     /// Waits until every queued build has finished (tests, shutdown).
     public func drain() { queue.sync {} }
 
-    private func run(_ ids: [String]) {
+    private func run(_ ids: [BuildID]) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["symbols", "reindex", "--symbols", storeRoot, "--only-unusable", "--quiet"] + ids
+        process.arguments = ["symbols", "reindex", "--symbols", storeRoot, "--only-unusable", "--quiet"] + ids.map(\.hex)
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice

@@ -36,7 +36,7 @@ public struct AddReport: Codable, Sendable {
     }
 
     /// Build-ids of every file stored or kept: what reports waiting for them may now find.
-    public var buildIds: [String] { files.compactMap(\.buildId) }
+    public var buildIds: [BuildID] { files.compactMap(\.buildId) }
 }
 
 /// The counts `symbols add` ends with.
@@ -58,7 +58,7 @@ public struct AddedFile: Codable, Sendable {
     public var path: String
     /// stored, upgraded, kept or refused.
     public var outcome: String
-    public var buildId: String?
+    public var buildId: BuildID?
     public var name: String?
     public var arch: Arch?
     public var reason: String?
@@ -67,7 +67,7 @@ public struct AddedFile: Codable, Sendable {
     public init(path: String, outcome: String, entry: StoredDebugFile? = nil, reason: String? = nil, error: String? = nil) {
         self.path = path
         self.outcome = outcome
-        buildId = entry?.buildId.hex
+        buildId = entry?.buildId
         name = entry?.name
         arch = entry?.arch
         self.reason = reason

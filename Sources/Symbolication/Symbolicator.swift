@@ -70,10 +70,10 @@ public final class Symbolicator {
     /// Per image: its debug file, or why there is none.
     fileprivate enum ImageState {
         case loaded(LookupSource)
-        case missing(String)
+        case missing(BuildID)
         case unusable
         /// The stored file is another build's: counted as missing, with a warning saying why.
-        case replaced(String, reason: String)
+        case replaced(BuildID, reason: String)
     }
 
     /// Resolves frame lists of one report, counting what resolved and which build ids were missing.
@@ -85,7 +85,7 @@ public final class Symbolicator {
         /// Filled the first time a frame falls in an image: an Apple report lists hundreds of
         /// images, and opening debug files no frame needs would also evict useful ones.
         private(set) var states: [ImageState?]
-        var missing: [String] = []
+        var missing: [BuildID] = []
         var resolved = 0
         var total = 0
 
@@ -105,8 +105,8 @@ public final class Symbolicator {
                     state = .loaded(try debugFiles.source(buildID: id))
                 } catch {
                     switch error {
-                    case .missingDebugFile(let id): state = .missing(id.hex)
-                    case .mismatchedDebugFile(let id, _): state = .replaced(id.hex, reason: error.description)
+                    case .missingDebugFile(let id): state = .missing(id)
+                    case .mismatchedDebugFile(let id, _): state = .replaced(id, reason: error.description)
                     default: state = .unusable
                     }
                 }

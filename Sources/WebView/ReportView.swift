@@ -1,16 +1,6 @@
 import Foundation
 import ReportModel
 
-/// A missing debug file as the report page lists it.
-public struct MissingFile: Sendable, Equatable {
-    public var buildId: String
-    public var imageName: String?
-    public init(buildId: String, imageName: String?) {
-        self.buildId = buildId
-        self.imageName = imageName
-    }
-}
-
 /// What the report page shows: the symbolicated report, its group and what it lacks.
 public struct ReportPageModel: Sendable {
     public var id: Int64
@@ -19,12 +9,12 @@ public struct ReportPageModel: Sendable {
     public var groupTitle: String?
     /// The group's deciding frames (`image!function`): a hang's key frames are marked.
     public var keyFrames: [String]
-    public var missing: [MissingFile]
+    public var missing: [MissingDebugFile]
     /// This server's URL as the browser reached it, for the upload command.
     public var serverURL: String
 
     public init(id: Int64, report: SymbolicatedReport, groupFingerprint: String?, groupTitle: String?, keyFrames: [String],
-                missing: [MissingFile], serverURL: String) {
+                missing: [MissingDebugFile], serverURL: String) {
         self.id = id
         self.report = report
         self.groupFingerprint = groupFingerprint
@@ -49,7 +39,7 @@ public enum ReportPage {
         if !m.missing.isEmpty {
             body += "<h2>Missing debug files</h2><table class=\"missing\"><thead><tr><th>Build id</th><th>Image</th></tr></thead><tbody>"
             for file in m.missing {
-                body += "<tr><td class=\"mono\" data-k=\"missing:\(HTML.escape(file.buildId))\">\(HTML.escape(file.buildId))</td>"
+                body += "<tr><td class=\"mono\" data-k=\"missing:\(file.buildID.hex)\">\(file.buildID.hex)</td>"
                     + "<td>\(HTML.escape(file.imageName ?? ""))</td></tr>"
             }
             body += "</tbody></table>"

@@ -14,8 +14,9 @@ public enum SymbolsPage {
             body += "<table class=\"symbols\"><thead><tr><th>Build id</th><th>Image</th><th class=\"num\">Reports it would fix</th>"
                 + "<th>Last needed</th></tr></thead><tbody>"
             for m in missing {
-                let id = HTML.escape(m.buildId)
-                body += "<tr data-k=\"missing:\(id)\"><td class=\"mono\">\(id)</td><td>\(HTML.escape(m.imageName ?? ""))</td>"
+                // Hex digits only: nothing to escape.
+                let id = m.file.buildID.hex
+                body += "<tr data-k=\"missing:\(id)\"><td class=\"mono\">\(id)</td><td>\(HTML.escape(m.file.imageName ?? ""))</td>"
                     + "<td class=\"num\" data-k=\"missing-count:\(id)\">\(m.reportCount)</td><td>\(WebDate.text(m.lastSeen))</td></tr>"
             }
             body += "</tbody></table>"

@@ -360,8 +360,8 @@ extension JobReply {
             out.int(result.counts.missing)
             out.u32(result.missing.count)
             for missing in result.missing {
-                out.string(missing.buildId)
-                if let name = missing.name {
+                out.string(missing.buildID.hex)
+                if let name = missing.imageName {
                     out.u8(1)
                     out.string(name)
                 } else {
@@ -430,15 +430,20 @@ extension JobReply {
             missing: try header.count("result.counts.missing"))
         // Each missing build is at least its id's 4-byte length and the name flag.
         let count = try header.elements("result.missing", smallest: 5)
-        var missing: [CompressedResult.MissingBuild] = []
+        var missing: [MissingDebugFile] = []
         missing.reserveCapacity(count)
         for _ in 0..<count {
-            let buildId = try header.string("result.missing.buildId")
+            let text = try header.string("result.missing.buildId")
+            // A remote worker's reply is input: the id is checked here, once, and typed from here on.
+            let buildID: BuildID
+            do throws(BuildIDError) { buildID = try BuildID(text) } catch {
+                throw .invalidField(field: "result.missing.buildId", reason: error.description)
+            }
             let hasName = try header.u8("result.missing.hasName")
             guard hasName <= 1 else { throw .invalidField(field: "result.missing.hasName", reason: "\(hasName) is neither 0 nor 1") }
             var name: String?
             if hasName == 1 { name = try header.string("result.missing.name") }
-            missing.append(.init(buildId: buildId, name: name))
+            missing.append(MissingDebugFile(buildID: buildID, imageName: name))
         }
         return CompressedResult(compressed: compressed, size: size, status: status, counts: counts, missing: missing)
     }

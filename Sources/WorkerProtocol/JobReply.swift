@@ -50,21 +50,10 @@ public struct CompressedResult: Sendable, Equatable {
     public var status: ReportStatus
     public var counts: ReportCounts
     /// The images whose debug files were missing, in report order, with their names.
-    public var missing: [MissingBuild]
-
-    /// A build id a report needed and the store lacked.
-    public struct MissingBuild: Sendable, Equatable {
-        public var buildId: String
-        public var name: String?
-
-        public init(buildId: String, name: String?) {
-            self.buildId = buildId
-            self.name = name
-        }
-    }
+    public var missing: [MissingDebugFile]
 
     /// A result read back from a reply frame, or made by a test.
-    public init(compressed: Data, size: Int, status: ReportStatus, counts: ReportCounts, missing: [MissingBuild]) {
+    public init(compressed: Data, size: Int, status: ReportStatus, counts: ReportCounts, missing: [MissingDebugFile]) {
         self.compressed = compressed
         self.size = size
         self.status = status
@@ -78,9 +67,7 @@ public struct CompressedResult: Sendable, Equatable {
         size = json.count
         status = report.status
         counts = ReportCounts(report)
-        missing = report.missingBuildIds.map { id in
-            MissingBuild(buildId: id, name: report.images.first { $0.id?.hex == id }?.name)
-        }
+        missing = MissingDebugFile.all(in: report)
     }
 
     /// True when `compressed` inflates to exactly `size` bytes: what the master checks before

@@ -174,9 +174,9 @@ public struct JobLease: Codable, Sendable {
     public var lease: LeaseRef
     public var reportId: Int64
     /// Build ids of the images the report's frames fall in, when the master knows them.
-    public var buildIds: [String]
+    public var buildIds: [BuildID]
 
-    public init(lease: LeaseRef, reportId: Int64, buildIds: [String]) {
+    public init(lease: LeaseRef, reportId: Int64, buildIds: [BuildID]) {
         self.lease = lease
         self.reportId = reportId
         self.buildIds = buildIds

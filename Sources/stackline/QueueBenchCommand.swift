@@ -256,7 +256,7 @@ private struct QueueStoreBench {
             """
         return NewReport(
             raw: Data(text.utf8), format: "swift-backtrace-json", kind: .crash, app: "BenchApp", version: version,
-            buildIds: [app] + system)
+            buildIds: ([app] + system).compactMap { try? BuildID($0) })
     }
 
     /// 64 results, compressed once up front as the worker does (the master stores the worker's
@@ -304,7 +304,7 @@ private struct QueueStoreBench {
         var result = results[Int(job.jobId % Int64(results.count))]
         result.group = groups[Int((job.jobId - 1) % Int64(groups.count))]
         if job.jobId % 4 == 0, let id = job.buildIds.last {
-            result.missingImages = [MissingImage(buildId: id, name: "libswiftCore.so")]
+            result.missingImages = [MissingDebugFile(buildID: id, imageName: "libswiftCore.so")]
         }
         return result
     }

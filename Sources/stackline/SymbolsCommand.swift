@@ -75,7 +75,7 @@ struct SymbolsCommand: ParsableCommand {
         /// Reports processed while these debug files were missing go back on the queue at low
         /// priority; the master regroups them. Without a job database there is nothing to do
         /// (and none is created).
-        private func requeueReports(missing ids: [String]) -> [Int64] {
+        private func requeueReports(missing ids: [BuildID]) -> [Int64] {
             guard !ids.isEmpty, database.exists else { return [] }
             do {
                 return try database.open(for: "symbols add").requeueReports(missing: ids)
@@ -194,13 +194,13 @@ extension SymbolsCommand {
                 }
             }
             if buildIDs.isEmpty { ids = options.store.list().map(\.buildId) }
-            if !Self.index(store: options.store, ids: ids.map(\.hex), verbose: !quiet, onlyWhenUnusable: onlyUnusable) { throw ExitCode(1) }
+            if !Self.index(store: options.store, ids: ids, verbose: !quiet, onlyWhenUnusable: onlyUnusable) { throw ExitCode(1) }
         }
 
         /// Builds the symcache of each id in `ids` (`onlyWhenUnusable`: unless a usable one is
         /// there already); false when one failed (said on stderr).
         @discardableResult
-        static func index(store: SymbolStoreDirectory, ids: [String], verbose: Bool = false, onlyWhenUnusable: Bool = false) -> Bool {
+        static func index(store: SymbolStoreDirectory, ids: [BuildID], verbose: Bool = false, onlyWhenUnusable: Bool = false) -> Bool {
             var ok = true
             let cache = OpenDebugFiles(
                 stores: [store], capacity: 1,
@@ -211,8 +211,7 @@ extension SymbolsCommand {
                         ok = false
                     }
                 })
-            for text in Set(ids).sorted() {
-                guard let id = try? BuildID(text, lengths: .anyByteCount) else { continue }
+            for id in Set(ids).sorted() {
                 let start = DispatchTime.now().uptimeNanoseconds
                 do throws(LookupError) {
                     if onlyWhenUnusable {
@@ -253,7 +252,7 @@ extension SymbolsCommand {
                 return
             }
             var table = Table("BUILD-ID", "IMAGE", "REPORTS", "LAST SEEN")
-            for m in missing { table.add(m.buildId, m.imageName ?? "?", String(m.reportCount), m.lastSeen.rfc3339) }
+            for m in missing { table.add(m.file.buildID.hex, m.file.imageName ?? "?", String(m.reportCount), m.lastSeen.rfc3339) }
             print(table.render())
         }
     }

@@ -109,7 +109,7 @@ extension SymbolsCommand {
                 outcome.requeuedReportIds += answer.requeuedReportIds
                 if !json {
                     for line in answer.files {
-                        let id = line.buildId ?? ""
+                        let id = line.buildId?.hex ?? ""
                         switch line.outcome {
                         case "refused": printError("stackline symbols upload: the server refused \(line.error ?? line.path)")
                         case "kept": printLine("kept     \(id)  \(line.path): \(line.reason ?? "")")

@@ -61,14 +61,14 @@ func databaseFileBytes(_ path: String) -> Int {
             // Group k gets about twice as many reports as group k+1.
             let k = age > 90 * day && n % 7 == 0 ? 5 : [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 4][n % 16]
             let frames = (0..<120).map { #"{"address":"0x\#(String(0x7f00_0000_0000 + n * 4099 + $0 * 36, radix: 16))","status":"missingDebugFile"}"# }
-            let missing = n % 5 == 0 ? ["feed\(n % 4)"] : []
+            let missing = n % 5 == 0 ? ["feed0\(n % 4)"] : []
             try db.complete(
                 jobId: job.jobId, token: job.leaseToken,
                 result: JobResult(
                     symbolicatedJSON: Data(#"{"frames":[\#(frames.joined(separator: ","))]}"#.utf8),
                     status: missing.isEmpty ? .complete : .partial,
                     group: GroupKey(fingerprint: "group\(k)", kind: .crash, title: "crash \(k)", rulesVersion: 1, frames: ["E2E!f\(k)"]),
-                    missingImages: missing.map { MissingImage(buildId: $0, name: "libfeed.so") }))
+                    missingImages: try missing.map { MissingDebugFile(buildID: try BuildID($0), imageName: "libfeed.so") }))
         }
         return corpus
     }

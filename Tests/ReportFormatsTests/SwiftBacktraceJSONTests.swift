@@ -139,7 +139,8 @@ func runtimeJSON(_ data: Data) throws -> [String: Any] {
     func sample() -> SymbolicatedReport {
         SymbolicatedReport(
             id: 7, format: "swift-backtrace-json", kind: .crash, status: .partial,
-            missingBuildIds: ["b521f25fdeacf504eca83d97c7308e8fc11be729"],
+            // b521f25fdeacf504eca83d97c7308e8fc11be729
+            missingBuildIds: [BuildID(bytes: [0xb5, 0x21, 0xf2, 0x5f, 0xde, 0xac, 0xf5, 0x04, 0xec, 0xa8, 0x3d, 0x97, 0xc7, 0x30, 0x8e, 0x8f, 0xc1, 0x1b, 0xe7, 0x29])],
             exception: ExceptionInfo(type: "Illegal instruction", faultAddress: 0x1000),
             threads: [
                 SymbolicatedThread(index: 0, name: "main", crashed: true, frames: [

@@ -58,7 +58,9 @@ import Testing
             return SymbolicatedReport(
                 id: maybe(Int64(int())), format: name(), kind: Bool.random(using: &rng) ? .crash : .lag,
                 status: [.complete, .partial, .unsymbolicated].randomElement(using: &rng)!,
-                missingBuildIds: (0..<Int.random(in: 0...2, using: &rng)).map { _ in name() },
+                missingBuildIds: (0..<Int.random(in: 0...2, using: &rng)).map { _ in
+                    BuildID(bytes: (0..<20).map { _ in UInt8.random(in: 0...255, using: &rng) })
+                },
                 app: maybe(AppInfo(name: maybe(name()), version: maybe(name()), build: maybe(name()))),
                 os: maybe(name()), arch: maybe(Arch(name())), timestamp: maybe(name()),
                 exception: maybe(ExceptionInfo(type: maybe(name()), signal: maybe(name()), code: maybe(name()), faultAddress: maybe(address()), message: maybe(name()))),

@@ -21,10 +21,11 @@ private func report(every text: String) -> SymbolicatedReport {
     unresolved.file = nil
     unresolved.status = .missingDebugFile
     return SymbolicatedReport(
-        id: 7, format: "kscrash", kind: .lag, status: .partial, missingBuildIds: [text],
+        // A build id is hex by type: the missing line's image name and path carry the text.
+        id: 7, format: "kscrash", kind: .lag, status: .partial, missingBuildIds: [BuildID(bytes: [0xab, 0x12])],
         app: AppInfo(name: text, version: text, build: text), os: text, arch: Arch(text), timestamp: text,
         exception: ExceptionInfo(type: text, signal: text, code: text, faultAddress: Address(0x10), message: text),
-        images: [BinaryImage(name: text, path: text, id: nil, arch: Arch(text), loadAddress: Address(0x1000), size: 0x1000)],
+        images: [BinaryImage(name: text, path: text, id: BuildID(bytes: [0xab, 0x12]), arch: Arch(text), loadAddress: Address(0x1000), size: 0x1000)],
         threads: [
             SymbolicatedThread(index: -1, name: text, crashed: false, frames: frames),
             SymbolicatedThread(index: 0, name: text, crashed: true, frames: frames + [unresolved]),

@@ -12,7 +12,8 @@ import Testing
     @discardableResult
     static func submit(_ f: Fixture, _ n: Int, buildIds: [String]?, kind: ReportKind = .crash) throws -> Int64 {
         try f.db.submit(NewReport(
-            raw: Data("report \(n)".utf8), format: "test", kind: kind, app: "App", version: "1.0", buildIds: buildIds)
+            raw: Data("report \(n)".utf8), format: "test", kind: kind, app: "App", version: "1.0",
+            buildIds: try buildIds?.map { try BuildID($0) })
         ).reportId
     }
 
@@ -28,7 +29,7 @@ import Testing
         let claimed = try #require(try f.db.claim(leaseMs: 10_000, affinity: Self.preference(holds: ["bb02"])))
         #expect(claimed.job.reportId == held)
         #expect(claimed.match == .hit)
-        #expect(claimed.job.buildIds == ["bb01", "bb02"])
+        #expect(claimed.job.buildIds.map(\.hex) == ["bb01", "bb02"])
     }
 
     @Test func aHitOfLowerPriorityIsTakenOverANeutralCrash() throws {
@@ -163,7 +164,7 @@ import Testing
         defer { f.dir.remove() }
         try Self.submit(f, 1, buildIds: ["0123456789abcdef", "fedcba9876543210"])
         let claimed = try #require(try f.db.claim(leaseMs: 10_000))
-        #expect(claimed.buildIds == ["0123456789abcdef", "fedcba9876543210"])
+        #expect(claimed.buildIds.map(\.hex) == ["0123456789abcdef", "fedcba9876543210"])
         let stored = try DatabaseQueue(path: f.db.path).read {
             try String.fetchOne($0, sql: "SELECT build_ids FROM reports WHERE id = ?", arguments: [claimed.reportId])
         }

@@ -167,7 +167,7 @@ import Testing
         for f in [single, batched] {
             for (n, id) in ids.enumerated() {
                 var report = f.report(n)
-                report.buildIds = [id]
+                report.buildIds = [try BuildID(id)]
                 _ = try f.db.submit(report)
             }
             f.clock.advance(seconds: 10)

@@ -28,7 +28,7 @@ import Testing
             result: JobResult(
                 symbolicatedJSON: Data("{}".utf8), status: missing.isEmpty ? .complete : .partial,
                 group: group,
-                missingImages: missing.map { MissingImage(buildId: $0, name: "Lib\($0.prefix(2))") }))
+                missingImages: try missing.map { MissingDebugFile(buildID: try BuildID($0), imageName: "Lib\($0.prefix(2))") }))
     }
 
     /// Counts straight from `results` joined with `reports`: the oracle for the ledger.
@@ -85,8 +85,8 @@ import Testing
         #expect(top[0].representativeReportId == first)
 
         // Report 1 is reprocessed (its debug file arrived) and moves from a to b.
-        #expect(try f.db.requeueReports(missing: ["cafe01"]) == [first])
-        #expect(try f.db.requeueReports(missing: ["cafe01"]).isEmpty, "already queued: not queued twice")
+        #expect(try f.db.requeueReports(missing: [try BuildID("cafe01")]) == [first])
+        #expect(try f.db.requeueReports(missing: [try BuildID("cafe01")]).isEmpty, "already queued: not queued twice")
         try Self.complete(f, group: b)
         try Self.expectLedgerMatchesResults(f)
         let moved = try f.db.groups(GroupFilter())
@@ -190,12 +190,12 @@ import Testing
         try Self.process(f, 1, version: "1.0", group: nil, missing: ["aa11", "bb22"])
         try Self.process(f, 2, version: "1.0", group: nil, missing: ["aa11"])
         let missing = try f.db.missingSymbols()
-        #expect(missing.map(\.buildId) == ["aa11", "bb22"])
+        #expect(missing.map(\.file.buildID.hex) == ["aa11", "bb22"])
         #expect(missing.map(\.reportCount) == [2, 1])
-        #expect(missing.first?.imageName == "Libaa")
+        #expect(missing.first?.file.imageName == "Libaa")
         // Ids the store has since gained are left out.
-        #expect(try f.db.missingSymbols { $0 == "aa11" }.map(\.buildId) == ["bb22"])
-        #expect(try f.db.requeueReports(missing: ["aa11"]).count == 2)
+        #expect(try f.db.missingSymbols { $0.hex == "aa11" }.map(\.file.buildID.hex) == ["bb22"])
+        #expect(try f.db.requeueReports(missing: [try BuildID("aa11")]).count == 2)
         try Self.complete(f, group: nil)
         try Self.complete(f, group: nil)
         #expect(try f.db.missingSymbols().isEmpty)

@@ -154,11 +154,11 @@ import Testing
         // Rows already there keep their image names; ids only the column had arrive without one.
         #expect(rows == ["\(a) ab01 Libab", "\(a) cd02 -", "\(b) 0123 -", "\(b) ef03 Libef"])
         #expect(after == stored, "compressed results are carried over byte for byte")
-        #expect(try reopened.result(reportId: a)?.missingBuildIds == ["ab01", "cd02"])
-        #expect(try reopened.result(reportId: b)?.missingBuildIds == ["ef03", "0123"])
+        #expect(try reopened.result(reportId: a)?.missingBuildIds.map(\.hex) == ["ab01", "cd02"])
+        #expect(try reopened.result(reportId: b)?.missingBuildIds.map(\.hex) == ["ef03", "0123"])
         #expect(try reopened.result(reportId: c)?.missingBuildIds == [])
         #expect(try reopened.result(reportId: c)?.symbolicatedJSON == Data("{}".utf8))
-        #expect(try reopened.missingSymbols().map(\.buildId).sorted() == ["0123", "ab01", "cd02", "ef03"])
+        #expect(try reopened.missingSymbols().map(\.file.buildID.hex).sorted() == ["0123", "ab01", "cd02", "ef03"])
         try GroupLedgerTests.expectLedgerMatchesResults(f)
     }
 
@@ -210,13 +210,13 @@ import Testing
             }
             // Skewed: group g holds about 1/2^(g+1) of the reports, so small groups are all old.
             let g = 7 - Int(log2(Double(Int.random(in: 1...255, using: &rng))))
-            let missing = n % 4 == 0 ? ["ab\(n % 3)cd"] : []
+            let missing = n % 4 == 0 ? ["ab0\(n % 3)cd"] : []
             try f.db.complete(
                 jobId: job.jobId, token: job.leaseToken,
                 result: JobResult(
                     symbolicatedJSON: resultJSON(n), status: missing.isEmpty ? .complete : .partial,
                     group: GroupLedgerTests.group("g\(g)"),
-                    missingImages: missing.map { MissingImage(buildId: $0, name: "Lib") }))
+                    missingImages: try missing.map { MissingDebugFile(buildID: try BuildID($0), imageName: "Lib") }))
             if n % 17 == 3 { reprocessLater.append(id) }
         }
         // A few old reports move to another group on reprocessing, as `symbols add` causes.

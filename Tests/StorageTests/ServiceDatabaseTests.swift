@@ -131,11 +131,11 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
 
         let good = JobResult(
             symbolicatedJSON: Data("{\"who\":\"second\"}".utf8), status: .partial,
-            missingImages: [MissingImage(buildId: "abc", name: nil)])
+            missingImages: [MissingDebugFile(buildID: try BuildID("abcd"), imageName: nil)])
         try f.db.complete(jobId: second.jobId, token: second.leaseToken, result: good)
         let result = try #require(try f.db.result(reportId: submitted.reportId))
         #expect(String(decoding: result.symbolicatedJSON, as: UTF8.self) == "{\"who\":\"second\"}")
-        #expect(result.missingBuildIds == ["abc"])
+        #expect(result.missingBuildIds.map(\.hex) == ["abcd"])
         #expect(result.status == .partial)
         #expect(try f.db.jobStatus(reportId: submitted.reportId)?.state == .done)
         // A second completion with the (now cleared) token is refused as well.

@@ -43,7 +43,7 @@ import WebView
                 threads: [SymbolicatedThread(index: 0, name: name, crashed: true, frames: [frame])], warnings: [name])
             let page = ReportPage.render(ReportPageModel(
                 id: 7, report: report, groupFingerprint: "ab12", groupTitle: name, keyFrames: [name],
-                missing: [MissingFile(buildId: name, imageName: name)], serverURL: "http://127.0.0.1:1"))
+                missing: [MissingDebugFile(buildID: BuildID(bytes: [0xab, 0x12]), imageName: name)], serverURL: "http://127.0.0.1:1"))
             #expect(!page.contains(name), "raw name in the report page")
             #expect(page.contains(HTML.escape(name)))
 

@@ -41,7 +41,10 @@ import WorkerProtocol
             result: CompressedResult(
                 compressed: Data([0xde, 0xad]), size: 300, status: .partial,
                 counts: ReportCounts(frames: 30, symbolicated: 20, missing: 10),
-                missing: [.init(buildId: "ab12", name: "Demo"), .init(buildId: "cd", name: nil)]),
+                missing: [
+                    MissingDebugFile(buildID: BuildID(bytes: [0xab, 0x12]), imageName: "Demo"),
+                    MissingDebugFile(buildID: BuildID(bytes: [0xcd, 0x34]), imageName: nil),
+                ]),
             group: GroupKey(fingerprint: "f0", kind: .lag, title: "T", rulesVersion: 2, frames: ["a", "bc"]))
         let header: [UInt8] =
             [0, 0, 0, 2]  // attachment length
@@ -58,10 +61,19 @@ import WorkerProtocol
             + [0, 0, 0, 0, 0, 0, 0, 30, 0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 0, 0, 0, 0, 10]  // counts
             + [0, 0, 0, 2]  // two missing builds
             + [0, 0, 0, 4, 0x61, 0x62, 0x31, 0x32, 1, 0, 0, 0, 4, 0x44, 0x65, 0x6d, 0x6f]  // "ab12", named "Demo"
-            + [0, 0, 0, 2, 0x63, 0x64, 0]  // "cd", no name
+            + [0, 0, 0, 4, 0x63, 0x64, 0x33, 0x34, 0]  // "cd34", no name
         let expected = Self.frame(tag: 0x21, header: header, attachment: [0xde, 0xad])
         #expect(try reply.encodedFrame() == expected)
         #expect(try JobReply(frame: expected) == reply)
+
+        // A reply is input (a remote worker sends it): a missing build's id that is not one is
+        // refused where the frame is read, naming the field, and never reaches the database.
+        var bad = header
+        let at = try #require(bad.indices.first { bad[$0...].starts(with: [0x61, 0x62, 0x31, 0x32]) })
+        bad[at] = UInt8(ascii: "z")
+        #expect(throws: JobFrameError.invalidField(field: "result.missing.buildId", reason: "id 'zb12' is not hexadecimal")) {
+            try JobReply(frame: Self.frame(tag: 0x21, header: bad, attachment: [0xde, 0xad]))
+        }
     }
 
     @Test func failureReplyBytesFollowTheLayout() throws {
@@ -92,7 +104,9 @@ import WorkerProtocol
                 compressed: Data((0..<(i * 1000)).map { UInt8(truncatingIfNeeded: $0 * 7) }), size: i * 3000,
                 status: [ReportStatus.complete, .partial, .unsymbolicated][i % 3],
                 counts: ReportCounts(frames: i, symbolicated: .max, missing: 0),
-                missing: (0..<i).map { .init(buildId: "\(name)\($0)", name: $0 % 2 == 0 ? name : nil) })
+                missing: (0..<i).map {
+                    MissingDebugFile(buildID: BuildID(bytes: [UInt8(i), UInt8($0), 0xff]), imageName: $0 % 2 == 0 ? name : nil)
+                })
             let group = GroupKey(
                 fingerprint: String(repeating: "0f", count: 16), kind: i % 2 == 0 ? .crash : .lag, title: "SIGSEGV in \(name)",
                 rulesVersion: i - 2, frames: (0..<i).map { "\(name)!f\($0)" })
@@ -129,7 +143,7 @@ import WorkerProtocol
     /// A worker's real result: the report it compressed comes back equal to the one it made.
     @Test func aSymbolicatedReportSurvivesTheFrame() throws {
         let report = SymbolicatedReport(
-            format: "swift-backtrace-json", kind: .crash, status: .partial, missingBuildIds: ["ab12"],
+            format: "swift-backtrace-json", kind: .crash, status: .partial, missingBuildIds: [BuildID(bytes: [0xab, 0x12])],
             images: [BinaryImage(name: "Demo", id: BuildID(bytes: [0xab, 0x12]), loadAddress: 0x1000)],
             threads: [SymbolicatedThread(index: 0, crashed: true, frames: (0..<30).map { i in
                 SymbolicatedFrame(index: i, address: Address(UInt64(0x1000 + i)), kind: .returnAddress, image: "Demo",
@@ -141,7 +155,7 @@ import WorkerProtocol
         #expect(result.isIntact)
         #expect(try result.report() == report)
         #expect(result.counts == ReportCounts(frames: 30, symbolicated: 15, missing: 15))
-        #expect(result.missing == [.init(buildId: "ab12", name: "Demo")])
+        #expect(result.missing == [MissingDebugFile(buildID: BuildID(bytes: [0xab, 0x12]), imageName: "Demo")])
     }
 
     // MARK: Malformed input
@@ -242,7 +256,7 @@ import WorkerProtocol
             try reply(start + [4] + Self.i64(10) + [0] + Self.i64(1) + Self.i64(1) + Self.i64(-5))
         }
         #expect(throws: JobFrameError.invalidField(field: "result.missing.hasName", reason: "2 is neither 0 nor 1")) {
-            try reply(start + [4] + result + Self.u32(1) + Self.str("ab") + [2])
+            try reply(start + [4] + result + Self.u32(1) + Self.str("ab12") + [2])
         }
         #expect(throws: JobFrameError.invalidField(field: "message", reason: "not UTF-8")) { try reply(start + [1] + Self.u32(2) + [0xc3, 0x28]) }
         #expect(throws: JobFrameError.headerTrailingBytes(1)) { try reply(start + [0, 0]) }

@@ -358,7 +358,7 @@ final class RemoteConnection: @unchecked Sendable {
 
     /// Debug files the job needs: from the master's list, else from the report itself.
     fileprivate func ensureDebugFiles(for job: RemoteJob) -> FetchPin {
-        var ids = job.buildIds.compactMap { try? BuildID($0, lengths: .anyByteCount) }
+        var ids = job.buildIds
         // A report stored before the queue kept build ids: read them from the report itself.
         if ids.isEmpty, let request = try? JobRequest(frame: job.frame),
             let raw = try? registry.parse(request.raw, format: request.format)
@@ -570,7 +570,7 @@ private struct RemoteSlot {
 struct RemoteJob {
     var lease: LeaseRef
     var reportId: Int64
-    var buildIds: [String]
+    var buildIds: [BuildID]
     var frame: Data
 }
 

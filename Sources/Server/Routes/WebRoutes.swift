@@ -128,7 +128,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
             let group = ReportPrinter.group(of: result, in: deps.db)
             let model = ReportPageModel(
                 id: id, report: try ReportPrinter.decode(result), groupFingerprint: group?.fingerprint, groupTitle: group?.title,
-                keyFrames: group?.frames ?? [], missing: result.missingImages.map { MissingFile(buildId: $0.buildId, imageName: $0.name) },
+                keyFrames: group?.frames ?? [], missing: result.missingImages,
                 serverURL: serverURL)
             return WebPage.html(ReportPage.render(model))
         }

@@ -118,7 +118,7 @@ public final class ServiceDatabase: Sendable {
                 """
         ).execute(
             arguments: [storable.compressed, report.raw.count, report.format, storable.digest, report.app, report.version,
-                        report.kind.rawValue, now, report.namespace, report.buildIds?.joined(separator: " ")])
+                        report.kind.rawValue, now, report.namespace, report.buildIds?.map(\.hex).joined(separator: " ")])
         let reportId = db.lastInsertedRowID
         let state: JobState = report.rejectedBecause == nil ? .queued : .failed
         try db.cachedStatement(
@@ -276,10 +276,12 @@ public final class ServiceDatabase: Sendable {
         }
     }
 
-    /// `reports.build_ids` as a list: NULL (stored before v7) and '' both hold none.
-    static func buildIds(stored: String?) -> [String] {
+    /// `reports.build_ids` as a list: NULL (stored before v7) and '' both hold none. Only
+    /// `BuildID.hex` writes the column; a word that is not one names no build and is passed over
+    /// (the ids only steer which worker gets the job).
+    static func buildIds(stored: String?) -> [BuildID] {
         guard let stored else { return [] }
-        return stored.split(separator: " ").map(String.init)
+        return stored.split(separator: " ").compactMap { try? BuildID($0) }
     }
 
     private func inflateStored(reportId: Int64, raw: Data, size: Int) throws(StorageError) -> Data {
@@ -468,7 +470,7 @@ public final class ServiceDatabase: Sendable {
 
     /// A report's stored result, with the debug files its processing lacked (`missing_symbols`).
     public func result(reportId: Int64) throws -> StoredResult? {
-        let found: (Row, [MissingImage])? = try pool.read { db in
+        let found: (Row, [MissingDebugFile])? = try pool.read { db in
             guard let row = try Row.fetchOne(
                 db,
                 sql: "SELECT report_id, symbolicated, symbolicated_size, status, fingerprint FROM results WHERE report_id = ?",
@@ -478,7 +480,9 @@ public final class ServiceDatabase: Sendable {
             let missing = try Row.fetchAll(
                 db, sql: "SELECT build_id, image_name FROM missing_symbols WHERE report_id = ? ORDER BY rowid",
                 arguments: [reportId]
-            ).map { MissingImage(buildId: $0["build_id"], name: $0["image_name"]) }
+            ).map { row throws(StorageError) in
+                MissingDebugFile(buildID: try row.storedBuildID("build_id"), imageName: row["image_name"])
+            }
             return (row, missing)
         }
         guard let (row, missing) = found else { return nil }

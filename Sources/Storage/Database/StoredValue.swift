@@ -1,4 +1,5 @@
 import GRDB
+import ReportModel
 
 extension Row {
     /// The enum stored as text in `column`. A value no case has is a typed error, not a trap:
@@ -10,5 +11,15 @@ extension Row {
             throw .unknownStoredValue(column: column, value: value.description)
         }
         return known
+    }
+
+    /// The build id stored as hex text in `column` (a column only `BuildID.hex` writes): one
+    /// that is not is a typed error, as for `stored(_:)`.
+    func storedBuildID(_ column: String) throws(StorageError) -> BuildID {
+        let value: DatabaseValue = self[column]
+        guard let text = String.fromDatabaseValue(value), let id = try? BuildID(text) else {
+            throw .unknownStoredValue(column: column, value: value.description)
+        }
+        return id
     }
 }

@@ -37,11 +37,11 @@ public struct NewReport: Sendable {
     public var rejectedBecause: String?
     /// Lowercase hex build ids of the images the report's frames fall in
     /// (`RawReport.referencedBuildIds`), for symbol affinity; nil when unknown (not parsed).
-    public var buildIds: [String]?
+    public var buildIds: [BuildID]?
 
     public init(
         raw: Data, format: String, kind: ReportKind, app: String? = nil, version: String? = nil,
-        namespace: String? = nil, priority: Int? = nil, rejectedBecause: String? = nil, buildIds: [String]? = nil
+        namespace: String? = nil, priority: Int? = nil, rejectedBecause: String? = nil, buildIds: [BuildID]? = nil
     ) {
         self.raw = raw
         self.format = format
@@ -96,7 +96,7 @@ public struct ClaimedJob: Sendable {
     /// (scripts/bench-queue.sh).
     var storedBuildIds: String?
     /// Build ids of the images the report's frames fall in; empty when none or unknown.
-    public var buildIds: [String] { ServiceDatabase.buildIds(stored: storedBuildIds) }
+    public var buildIds: [BuildID] { ServiceDatabase.buildIds(stored: storedBuildIds) }
 }
 
 /// What a finished job stores.
@@ -109,10 +109,10 @@ public struct JobResult: Sendable {
     /// The group the report belongs to; nil leaves it ungrouped.
     public var group: GroupKey?
     /// The images whose debug files were missing, in report order, with their names (for `symbols missing`).
-    public var missingImages: [MissingImage]
+    public var missingImages: [MissingDebugFile]
 
     /// A result already in its stored form (the worker compressed it).
-    public init(compressedJSON: Data, jsonSize: Int, status: ReportStatus, group: GroupKey? = nil, missingImages: [MissingImage] = []) {
+    public init(compressedJSON: Data, jsonSize: Int, status: ReportStatus, group: GroupKey? = nil, missingImages: [MissingDebugFile] = []) {
         self.compressedJSON = compressedJSON
         self.jsonSize = jsonSize
         self.status = status
@@ -121,20 +121,10 @@ public struct JobResult: Sendable {
     }
 
     /// A result from the report's JSON, compressed here.
-    public init(symbolicatedJSON: Data, status: ReportStatus, group: GroupKey? = nil, missingImages: [MissingImage] = []) {
+    public init(symbolicatedJSON: Data, status: ReportStatus, group: GroupKey? = nil, missingImages: [MissingDebugFile] = []) {
         self.init(
             compressedJSON: Zlib.compress(symbolicatedJSON), jsonSize: symbolicatedJSON.count, status: status,
             group: group, missingImages: missingImages)
-    }
-}
-
-/// A build id a report needed and the store lacked.
-public struct MissingImage: Sendable, Equatable {
-    public var buildId: String
-    public var name: String?
-    public init(buildId: String, name: String?) {
-        self.buildId = buildId
-        self.name = name
     }
 }
 
@@ -203,11 +193,11 @@ public struct StoredResult: Sendable {
     public var symbolicatedJSON: Data
     public var status: ReportStatus
     /// The debug files its processing lacked, in report order (from `missing_symbols`).
-    public var missingImages: [MissingImage]
+    public var missingImages: [MissingDebugFile]
     public var fingerprint: String?
 
     /// The build ids of `missingImages`.
-    public var missingBuildIds: [String] { missingImages.map(\.buildId) }
+    public var missingBuildIds: [BuildID] { missingImages.map(\.buildID) }
 }
 
 /// A stored report, decompressed.

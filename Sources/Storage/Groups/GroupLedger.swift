@@ -185,14 +185,14 @@ enum GroupLedger {
     /// Replaces the report's missing-debug-file rows with this result's. `replacing` is false for
     /// a report's first result: its rows are only ever written with a result (and removed with
     /// it by retention), so there are none to delete.
-    static func recordMissing(_ db: Database, reportId: Int64, images: [MissingImage], replacing: Bool) throws {
+    static func recordMissing(_ db: Database, reportId: Int64, images: [MissingDebugFile], replacing: Bool) throws {
         if replacing {
             try db.cachedStatement(sql: "DELETE FROM missing_symbols WHERE report_id = ?").execute(arguments: [reportId])
         }
         guard !images.isEmpty else { return }
         let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO missing_symbols (report_id, build_id, image_name) VALUES (?, ?, ?)")
         for image in images {
-            try insert.execute(arguments: [reportId, image.buildId, image.name])
+            try insert.execute(arguments: [reportId, image.buildID.hex, image.imageName])
         }
     }
 }

@@ -50,12 +50,35 @@ public struct GroupDetail: Sendable {
     public var latestReportIds: [Int64]
 }
 
-/// A build id reports needed and (as of their last processing) the store lacked.
+/// A debug file reports needed and (as of their last processing) the store lacked, with how
+/// many and when last. Its JSON is the file's fields beside the counts:
+/// `{"buildId", "imageName", "reportCount", "lastSeen"}`.
 public struct MissingSymbolSummary: Sendable, Codable, Equatable {
-    public var buildId: String
-    public var imageName: String?
+    public var file: MissingDebugFile
     public var reportCount: Int
     public var lastSeen: Date
+
+    public init(file: MissingDebugFile, reportCount: Int, lastSeen: Date) {
+        self.file = file
+        self.reportCount = reportCount
+        self.lastSeen = lastSeen
+    }
+
+    enum CodingKeys: String, CodingKey { case reportCount, lastSeen }
+
+    public init(from decoder: Decoder) throws {
+        file = try MissingDebugFile(from: decoder)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        reportCount = try c.decode(Int.self, forKey: .reportCount)
+        lastSeen = try c.decode(Date.self, forKey: .lastSeen)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        try file.encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(reportCount, forKey: .reportCount)
+        try c.encode(lastSeen, forKey: .lastSeen)
+    }
 }
 
 public enum GroupQueryError: Error, CustomStringConvertible, Equatable {
@@ -163,7 +186,7 @@ extension ServiceDatabase {
 
     /// Build ids that processed reports lacked, most-needed first, excluding `present`
     /// (ids the store has gained since).
-    public func missingSymbols(excluding present: (String) -> Bool = { _ in false }) throws -> [MissingSymbolSummary] {
+    public func missingSymbols(excluding present: (BuildID) -> Bool = { _ in false }) throws -> [MissingSymbolSummary] {
         try pool.read { db in
             try Row.fetchAll(
                 db,
@@ -173,11 +196,11 @@ extension ServiceDatabase {
                     FROM missing_symbols m JOIN reports r ON r.id = m.report_id
                     GROUP BY m.build_id ORDER BY n DESC, last DESC
                     """
-            ).compactMap { row in
-                let id: String = row["build_id"]
+            ).compactMap { row throws(StorageError) in
+                let id = try row.storedBuildID("build_id")
                 if present(id) { return nil }
                 return MissingSymbolSummary(
-                    buildId: id, imageName: row["image_name"], reportCount: row["n"],
+                    file: MissingDebugFile(buildID: id, imageName: row["image_name"]), reportCount: row["n"],
                     lastSeen: Date(milliseconds: row["last"]))
             }
         }

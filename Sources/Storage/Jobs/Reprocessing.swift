@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReportModel
 
 /// Reprocessing: more jobs for reports already stored, at the lowest priority, when a debug
 /// file they lacked arrives or a user asks. The writes live here, apart from the read-only
@@ -28,7 +29,7 @@ extension ServiceDatabase {
     /// Queues reprocessing (low priority) for every report that lacked one of `buildIds` and
     /// has no job queued or running; one transaction, so a report is never queued twice.
     /// Returns the report ids queued.
-    public func requeueReports(missing buildIds: [String]) throws -> [Int64] {
+    public func requeueReports(missing buildIds: [BuildID]) throws -> [Int64] {
         guard !buildIds.isEmpty else { return [] }
         return try immediate { db in
             let now = clock()
@@ -41,7 +42,7 @@ extension ServiceDatabase {
                                       AND j.state IN ('queued', 'running'))
                     ORDER BY m.report_id
                     """,
-                arguments: StatementArguments(buildIds))
+                arguments: StatementArguments(buildIds.map(\.hex)))
             for id in ids { _ = try Self.insertReprocessingJob(db, reportId: id, now: now) }
             return ids
         }

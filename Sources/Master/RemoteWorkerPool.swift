@@ -10,6 +10,8 @@ public import WorkerProtocol
 /// which debug files each holds, claims with symbol affinity, lease renewal and results. The
 /// server's routes call it; the database stays written by the master only, through the same
 /// queue calls and `JobOutcomes` as the local slots, so a remote lease follows the local rules.
+/// Sendable: `lock` guards `workers`, `holders`, `elsewhere`, `inflight`, `dirty` and `owners`;
+/// the rest is immutable or thread-safe (the database, the completion writer).
 public final class RemoteWorkerPool: @unchecked Sendable {
     private let db: any JobLeasing & WorkerRoster
     /// The master's completion writer, shared with its local slots (the `Dispatcher`).

@@ -1,21 +1,10 @@
 import ServiceRuntime
+import TestSupport
 import Testing
 
-/// SplitMix64 (Steele, Lea and Flood 2014): a seeded generator, so every draw of a test can be
-/// replayed by the test itself.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// The one retry schedule. The oracle is the definition, computed here: the step is
-/// `initial × 2^(n−1)` capped at `max`, and full jitter is uniform in [0, step].
+/// The one retry schedule. The oracle is the definition, computed here, with draws replayed from
+/// a seeded generator: the step is `initial × 2^(n−1)` capped at `max`, and full jitter is
+/// uniform in [0, step].
 @Suite struct BackoffTests {
     /// The capped exponential step, by repeated doubling in this test's own arithmetic.
     static func step(initial: Int64, max cap: Int64, attempt: Int) -> Int64 {
@@ -41,8 +30,8 @@ struct SplitMix64: RandomNumberGenerator {
     /// `step − ⌊step × u⌋`, which is uniform over [0, step] as `u` is over [0, 1].
     @Test func fullJitterIsTheDefinitionDrawForDraw() {
         let backoff = Backoff(initialMs: 250, maxMs: 30_000, jitter: Backoff.fullJitter)
-        var generator = SplitMix64(state: 29)
-        var replay = SplitMix64(state: 29)
+        var generator = SeededGenerator(seed: 29)
+        var replay = SeededGenerator(seed: 29)
         for attempt in 1...40 {
             let step = Self.step(initial: 250, max: 30_000, attempt: attempt)
             let u = Double.random(in: 0...1, using: &replay)
@@ -59,7 +48,7 @@ struct SplitMix64: RandomNumberGenerator {
     @Test func fullJitterCoversTheWholeRangeEvenly() {
         let backoff = Backoff(initialMs: 1000, maxMs: 10_000, jitter: Backoff.fullJitter)
         let cap: Int64 = 10_000
-        var generator = SplitMix64(state: 2026)
+        var generator = SeededGenerator(seed: 2026)
         var buckets = [Int](repeating: 0, count: 10)
         let draws = 20_000
         for _ in 0..<draws {
@@ -75,7 +64,7 @@ struct SplitMix64: RandomNumberGenerator {
 
     /// The other schedules keep their shapes: alerts take up to a fifth off, job retries add up to half.
     @Test func partialJitterStaysInItsRange() {
-        var generator = SplitMix64(state: 7)
+        var generator = SeededGenerator(seed: 7)
         let alerts = Backoff(initialMs: 1000, maxMs: 60_000, jitter: 80...100)
         let retries = Backoff(initialMs: 1000, maxMs: 60_000, jitter: 100...150)
         for attempt in 1...10 {

@@ -32,6 +32,26 @@ import WorkerProtocol
     /// The pid no longer names a process: the session killed and reaped it.
     static func isGone(_ pid: pid_t) -> Bool { kill(pid, 0) == -1 && errno == ESRCH }
 
+    /// Starts `script`, hands it one frame and returns how the session says it died (nil: the
+    /// wait ended some other way).
+    static func crash(of script: String, environment: [String: String]? = nil) throws -> String? {
+        let session = shell(script, environment: environment)
+        _ = try started(session)
+        #expect(session.send(Data("job".utf8)) == .sent)
+        guard case .crashed(let how) = session.awaitFrame(timeout: 60) else { return nil }
+        #expect(!session.isRunning)
+        return how
+    }
+
+    /// The wait was given up by a hook, and the worker is gone.
+    static func expectAbandoned(_ exit: JobExit<Data>, _ pid: pid_t) {
+        guard case .abandoned = exit else {
+            Issue.record("not abandoned: \(exit)")
+            return
+        }
+        #expect(isGone(pid))
+    }
+
     @Test func aReplyIsTheFrameTheWorkerWrote() throws {
         let session = Self.shell("exec cat")
         _ = try Self.started(session)
@@ -95,26 +115,12 @@ import WorkerProtocol
     }
 
     @Test func aWorkerThatKillsItselfCrashedWithItsSignal() throws {
-        let session = Self.shell("head -c 1 >/dev/null; kill -SEGV $$")
-        _ = try Self.started(session)
-        #expect(session.send(Data("job".utf8)) == .sent)
-        guard case .crashed(let how) = session.awaitFrame(timeout: 60) else {
-            Issue.record("a crash was not classified as one")
-            return
-        }
-        #expect(how.contains("signal 11"), "\(how)")
-        #expect(!session.isRunning)
+        let how = try Self.crash(of: "head -c 1 >/dev/null; kill -SEGV $$")
+        #expect(how?.contains("signal 11") == true, "\(how ?? "not a crash")")
     }
 
     @Test func aWorkerThatExitsCrashedWithItsStatus() throws {
-        let session = Self.shell("head -c 1 >/dev/null; exit 3")
-        _ = try Self.started(session)
-        #expect(session.send(Data("job".utf8)) == .sent)
-        guard case .crashed(let how) = session.awaitFrame(timeout: 60) else {
-            Issue.record("an exit was not classified as a crash")
-            return
-        }
-        #expect(how == "worker exited with status 3")
+        #expect(try Self.crash(of: "head -c 1 >/dev/null; exit 3") == "worker exited with status 3")
     }
 
     @Test func aSilentWorkerTimesOutAndIsKilled() throws {
@@ -148,13 +154,9 @@ import WorkerProtocol
                 heartbeats += 1
                 return heartbeats == 3 ? .abandon : .keepWaiting
             })
-        guard case .abandoned = exit else {
-            Issue.record("\(exit)")
-            return
-        }
+        Self.expectAbandoned(exit, pid)
         #expect(heartbeats == 3)
         #expect(wakesInOrder && lastWaited >= 0)
-        #expect(Self.isGone(pid))
     }
 
     @Test func aWakeHookThatGivesUpAbandonsTheJob() throws {
@@ -165,12 +167,8 @@ import WorkerProtocol
             wakes += 1
             return wakes == 2 ? .abandon : .keepWaiting
         })
-        guard case .abandoned = exit else {
-            Issue.record("\(exit)")
-            return
-        }
+        Self.expectAbandoned(exit, pid)
         #expect(wakes == 2)
-        #expect(Self.isGone(pid))
     }
 
     /// A dead worker is replaced by the next `ensureStarted`, and the hooks see both ends.
@@ -198,14 +196,7 @@ import WorkerProtocol
     /// this process has (HOME, PATH) does not.
     @Test func theChildGetsTheCommandsEnvironmentOnly() throws {
         let script = #"head -c 1 >/dev/null; [ "$STACKLINE_GROUPING_RULES" = /rules/of/the/master.json ] && [ -z "$HOME" ] && exit 7; exit 9"#
-        let session = Self.shell(script, environment: ["STACKLINE_GROUPING_RULES": "/rules/of/the/master.json"])
-        _ = try Self.started(session)
-        #expect(session.send(Data("job".utf8)) == .sent)
-        guard case .crashed(let how) = session.awaitFrame(timeout: 60) else {
-            Issue.record("the script did not exit")
-            return
-        }
-        #expect(how == "worker exited with status 7")
+        #expect(try Self.crash(of: script, environment: ["STACKLINE_GROUPING_RULES": "/rules/of/the/master.json"]) == "worker exited with status 7")
     }
 
     // MARK: The real worker

@@ -259,6 +259,13 @@ let package = Package(
         .testTarget(name: "ReportRenderingTests", dependencies: ["ReportRendering", "ReportModel", "TestSupport"]),
         .testTarget(name: "WorkerProtocolTests", dependencies: ["WorkerProtocol", "ReportModel", "TestSupport"]),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "WorkerProtocol", "ReportModel", "TestSupport"]),
+        .testTarget(
+            name: "ServerTests",
+            dependencies: [
+                "Server", "Storage", "Intake", "IsolatedParsing", "SymbolStore", "Master", "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
+            ]),
         .testTarget(name: "WebViewTests", dependencies: ["WebView", "ReportModel", "APIModel", "Presentation", "Storage"]),
         // The one configured encoder and the hot-path writer; the fitness test that keeps them the only ones.
         .testTarget(name: "JSONFormatTests", dependencies: ["JSONFormat", "TestSupport"]),

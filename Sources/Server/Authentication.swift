@@ -19,9 +19,12 @@ public final class Authenticator: Sendable {
     public static let rowLifetime: Duration = .seconds(1)
     /// Where the token row is read and `last_used_at` written: never on the request's thread.
     private let blocking: BlockingWork
+    /// The time `last_used_at` records.
+    private let clock: any ServerClock
 
-    public init(tokens: TokenStore, blocking: BlockingWork) {
+    public init(tokens: TokenStore, clock: any ServerClock, blocking: BlockingWork) {
         self.tokens = tokens
+        self.clock = clock
         self.blocking = blocking
     }
 
@@ -78,7 +81,7 @@ public final class Authenticator: Sendable {
     }
 
     private func recordUse(_ token: TokenRecord) async {
-        let now = tokens.db.now()
+        let now = clock.now()
         let due = lastTouched.update(token.id) { last in
             if let last, now - last < touchIntervalMs { return (last, false) }
             return (now, true)

@@ -24,18 +24,18 @@ public final class BlockingWork: Sendable {
     /// The process's pool, started on first use and never stopped (as `NIOThreadPool.singleton`).
     public static let shared = BlockingWork(threads: defaultThreads)
 
-    private let pool: NIOThreadPool
+    private let threadPool: NIOThreadPool
     public let threads: Int
 
     public init(threads: Int) {
         self.threads = max(1, threads)
-        pool = NIOThreadPool(numberOfThreads: self.threads)
-        pool.start()
+        threadPool = NIOThreadPool(numberOfThreads: self.threads)
+        threadPool.start()
     }
 
     /// Runs `work` on one of the pool's threads and returns what it returns (or throws what it
     /// throws). The calling task waits without holding a thread.
     public func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await pool.runIfActive(work)
+        try await threadPool.runIfActive(work)
     }
 }

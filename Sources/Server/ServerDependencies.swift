@@ -59,15 +59,22 @@ public struct WorkerLaunch: Sendable {
     }
 }
 
-/// Everything a route may use, built once by `stackline serve` and handed to every
-/// `add…Routes(to:deps:)` function.
+/// Everything a route may use, handed to every `add…Routes(to:deps:)` function. The collaborators
+/// that touch the database, the disk or the clock are protocols (`ServerCollaborators.swift`):
+/// `stackline serve` passes the real ones (`init(db:store:…)`), ServerTests the same real ones
+/// over a temporary directory, with a parser in process and a clock it sets.
 public struct ServerDependencies: Sendable {
-    public var db: ServiceDatabase
-    public var store: SymbolStoreDirectory
-    /// The one place bytes become reports and jobs (`ReportIntake`); ingest routes go through it.
-    public var intake: ReportIntake
-    /// The ingest endpoint's group-commit writer: concurrent reports share transactions.
-    public var writer: GroupCommit
+    /// Every read and write a route makes in the database. Blocking: call it in `blocking.run`.
+    public var queries: any ServerQueries
+    /// The symbol store. Blocking (disk): call it in `blocking.run`.
+    public var store: any SymbolStoring
+    /// Where bytes become stored reports: its intake parses (blocking), `commit` stores them in
+    /// transactions shared with concurrent requests, on the writer's own thread.
+    public var writer: any ReportWriter
+    /// Builds the symcaches of uploaded debug files, outside this process.
+    public var indexer: any SymbolCacheIndexing
+    /// Milliseconds since the epoch, the time the database stamps rows with.
+    public var clock: any ServerClock
     public var authenticator: Authenticator
     public var limits: ServerLimits
     /// Per-token rate limit for ingest-scope tokens (`POST /api/v1/reports`, `POST /api/v1/ingest`).
@@ -81,33 +88,47 @@ public struct ServerDependencies: Sendable {
     public var logger: Logger
     /// The server speaks TLS itself (`--tls-cert`): every client reached it over https.
     public var servesTLS = false
-    /// Builds the symcaches of uploaded debug files, outside this process.
-    public var indexer: SymbolCacheIndexer
     /// Where handlers run blocking work (SQLite, disk, inflate, AES, parse): never on the
     /// event loops or the cooperative pool (`BlockingWork`).
-    public var blocking = BlockingWork.shared
+    public let blocking: BlockingWork
 
+    /// Every collaborator given: what tests use.
+    public init(
+        queries: any ServerQueries, store: any SymbolStoring, writer: any ReportWriter, indexer: any SymbolCacheIndexing,
+        clock: any ServerClock, limits: ServerLimits, census: WorkerCensus, remote: RemoteWorkerPool? = nil, worker: WorkerLaunch,
+        metrics: ServerMetrics, logger: Logger, blocking: BlockingWork = .shared
+    ) {
+        self.queries = queries
+        self.store = store
+        self.writer = writer
+        self.indexer = indexer
+        self.clock = clock
+        self.blocking = blocking
+        authenticator = Authenticator(tokens: queries.tokens, clock: clock, blocking: blocking)
+        self.limits = limits
+        ingestLimiter = RateLimiter(rate: limits.ingestRate, burst: limits.ingestBurst)
+        self.census = census
+        self.remote = remote
+        self.worker = worker
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// The real collaborators of `stackline serve`: the database (its clock too), the store
+    /// directory, parse children (`stackline-worker --parse`) feeding the group-commit writer,
+    /// and the symcache indexer child.
     public init(
         db: ServiceDatabase, store: SymbolStoreDirectory, limits: ServerLimits, census: WorkerCensus, remote: RemoteWorkerPool? = nil,
         worker: WorkerLaunch, metrics: ServerMetrics, logger: Logger
     ) {
-        self.remote = remote
-        self.db = db
-        self.store = store
-        intake = ReportIntake(
-            db: db,
-            parser: ParserPool(
-                .init(executable: worker.executable, arguments: worker.arguments, size: limits.parsers, timeoutSeconds: limits.parseTimeout),
-                logger: logger))
-        writer = GroupCommit(db: db)
-        authenticator = Authenticator(tokens: db.tokens, blocking: blocking)
-        self.limits = limits
-        ingestLimiter = RateLimiter(rate: limits.ingestRate, burst: limits.ingestBurst)
-        self.census = census
-        self.worker = worker
-        self.metrics = metrics
-        self.logger = logger
-        indexer = SymbolCacheIndexer(executable: SymbolCacheIndexer.currentExecutable, storeRoot: store.root, logger: logger)
+        let parser = ParserPool(
+            .init(executable: worker.executable, arguments: worker.arguments, size: limits.parsers, timeoutSeconds: limits.parseTimeout),
+            logger: logger)
+        self.init(
+            queries: DatabaseQueries(db: db, store: store), store: store,
+            writer: GroupCommitWriter(intake: ReportIntake(db: db, parser: parser), commit: GroupCommit(db: db)),
+            indexer: SymbolCacheIndexer(executable: SymbolCacheIndexer.currentExecutable, storeRoot: store.root, logger: logger),
+            clock: db, limits: limits, census: census, remote: remote, worker: worker, metrics: metrics, logger: logger)
     }
 
     /// Applies the ingest rate limit when the request's token is an ingest token (admin

@@ -2,39 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 
-/// A small C program, built with DWARF and split the way distributions ship it: a stripped
-/// executable and its `objcopy --only-keep-debug` file. gcc, objcopy, strip and readelf make it;
-/// nothing of Stackline's.
-struct SplitProgram {
-    let dir: String
-    var unstripped: String { dir + "/crashy" }
-    var debugFile: String { dir + "/crashy.debug" }
-    var stripped: String { dir + "/crashy.stripped" }
-    let buildID: String
-    /// File address of `crash_site` in the unstripped binary, by nm.
-    let crashSite: UInt64
-
-    static let source = """
-        #include <stdio.h>
-        #include <stdlib.h>
-        __attribute__((noinline)) int crash_site(int *p, int v) { *p = v; return v + 1; }
-        int main(int argc, char **argv) { (void)argv; printf("%d\\n", crash_site(argc > 5 ? &argc : NULL, argc)); return 0; }
-        """
-
-    init(in dir: String) throws {
-        self.dir = dir
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        try Self.source.write(toFile: dir + "/crashy.c", atomically: true, encoding: .utf8)
-        try runChecked("gcc", ["-g", "-O0", "-Wl,--build-id", "-o", dir + "/crashy", dir + "/crashy.c"])
-        try runChecked("objcopy", ["--only-keep-debug", dir + "/crashy", dir + "/crashy.debug"])
-        try runChecked("strip", ["--strip-all", "-o", dir + "/crashy.stripped", dir + "/crashy"])
-        buildID = try #require(try readelfBuildID(dir + "/crashy"))
-        let nm = try runChecked("nm", [dir + "/crashy"]).stdout
-        let line = try #require(nm.split(separator: "\n").first { $0.hasSuffix(" T crash_site") }, "\(nm)")
-        crashSite = try #require(UInt64(line.split(separator: " ")[0], radix: 16))
-    }
-}
-
 /// The debuginfod API of `stackline serve`, driven by elfutils' own client (`debuginfod-find`),
 /// gdb and curl. The bytes they get are compared with `cmp` against the files that were
 /// added; a read token travels in `DEBUGINFOD_HEADERS_FILE`.
@@ -160,55 +127,8 @@ struct SplitProgram {
         #expect(s.server.log.contains("path=/buildid/\(s.program.buildID)/debuginfo status=200"))
     }
 
-    @Test func curlSeesStatusCodesRangesAndHeaders() throws {
-        let s = try Scene()
-        let id = s.program.buildID
-        let whole = try #require(FileManager.default.contents(atPath: s.program.debugFile))
-        let get = try s.server.curl("GET", "/buildid/\(id)/debuginfo", token: s.read)
-        #expect(get.status == 200 && get.body == whole, "\(get.status)")
-        #expect(get.headers["content-length"] == "\(whole.count)")
-        #expect(get.headers["x-debuginfod-size"] == "\(whole.count)")
-        #expect(get.headers["x-debuginfod-file"] == ".build-id/\(id.prefix(2))/\(id.dropFirst(2)).debug")
-        #expect(get.headers["accept-ranges"] == "bytes")
-
-        let head = try s.server.curl("HEAD", "/buildid/\(id)/executable", token: s.read, extra: ["-I"])
-        let strippedSize = try #require(FileManager.default.attributesOfItem(atPath: s.program.stripped)[.size] as? Int)
-        // curl -I writes the headers where the body would go: no byte of the file came.
-        #expect(head.status == 200 && head.text.hasPrefix("HTTP/1.1 200") && !head.text.contains("ELF"), "\(head)")
-        #expect(head.headers["content-length"] == "\(strippedSize)")
-
-        // Ranges, checked against slices of the file read here.
-        let part = try s.server.curl("GET", "/buildid/\(id)/debuginfo", token: s.read, headers: ["Range: bytes=16-1039"])
-        #expect(part.status == 206 && part.body == whole[16...1039], "\(part.status)")
-        #expect(part.headers["content-range"] == "bytes 16-1039/\(whole.count)")
-        #expect(part.headers["content-length"] == "1024")
-        let tail = try s.server.curl("GET", "/buildid/\(id)/debuginfo", token: s.read, headers: ["Range: bytes=-100"])
-        #expect(tail.status == 206 && tail.body == whole.suffix(100))
-        let open = try s.server.curl("GET", "/buildid/\(id)/debuginfo", token: s.read, headers: ["Range: bytes=\(whole.count - 10)-"])
-        #expect(open.status == 206 && open.body == whole.suffix(10))
-        let past = try s.server.curl("GET", "/buildid/\(id)/debuginfo", token: s.read, headers: ["Range: bytes=\(whole.count)-"])
-        #expect(past.status == 416 && past.headers["content-range"] == "bytes */\(whole.count)", "\(past)")
-        let several = try s.server.curl("GET", "/buildid/\(id)/debuginfo", token: s.read, headers: ["Range: bytes=0-1,5-6"])
-        #expect(several.status == 200 && several.body == whole, "several ranges: the whole file instead")
-
-        // Ids: lowercase hex only (400), unknown (404); the executable role of a debug-only id (404).
-        for bad in [id.uppercased(), "xyz" + id.dropFirst(3), String(id.dropLast()), "ab"] {
-            let answer = try s.server.curl("GET", "/buildid/\(bad)/debuginfo", token: s.read)
-            #expect(answer.status == 400, "\(bad): \(answer)")
-        }
-        let unknown = try s.server.curl("GET", "/buildid/\(String(repeating: "ab", count: 20))/debuginfo", token: s.read)
-        #expect(unknown.status == 404, "\(unknown)")
-        let other = try SplitProgram(in: s.h.dir.file("other"))
-        _ = try s.h.stackline(["symbols", "add", "--symbols", s.h.symbolsPath, other.debugFile])
-        let noImage = try s.server.curl("GET", "/buildid/\(other.buildID)/executable", token: s.read)
-        #expect(other.buildID != id)
-        #expect(noImage.status == 404, "\(noImage)")
-
-        // Tokens: none (401), the wrong scope (403).
-        #expect(try s.server.curl("GET", "/buildid/\(id)/debuginfo").status == 401)
-        let symbols = try s.h.token("symbols")
-        #expect(try s.server.curl("GET", "/buildid/\(id)/debuginfo", token: symbols).status == 403)
-    }
+    // Status codes, ranges, HEAD and the headers: ServerTests' SymbolRouteTests
+    // .debuginfodAnswersStatusCodesRangesAndHeaders drives the same routes in process.
 
     /// Nothing outside the store: a stored name turned into a link, or a file swapped for
     /// another build's, is not served.

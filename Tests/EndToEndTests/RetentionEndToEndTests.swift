@@ -4,21 +4,6 @@ import ReportModel
 import TestSupport
 import Testing
 
-/// Plain SQL through the `sqlite3` shell: an oracle that shares no code with ours.
-func sqlite(_ path: String, _ query: String) throws -> [[String: Any]] {
-    let out = try runProcess("sqlite3", ["-cmd", ".timeout 10000", "-json", path, query], timeout: 60)
-    guard out.succeeded else { throw TestSupportError(out.summary) }
-    let text = out.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-    guard !text.isEmpty else { return [] }
-    return try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]] ?? []
-}
-
-/// The one integer a query returns.
-func sqliteInt(_ path: String, _ query: String) throws -> Int {
-    let rows = try sqlite(path, query)
-    return try #require(rows.first?.values.first as? Int, "\(query) → \(rows)")
-}
-
 /// On-disk size of a database: the main file plus its WAL.
 func databaseFileBytes(_ path: String) -> Int {
     [path, path + "-wal"].reduce(0) { total, file in

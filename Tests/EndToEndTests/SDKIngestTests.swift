@@ -188,80 +188,8 @@ func sdkBatch(_ records: [[String: Any]]) throws -> Data {
         #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM sdk_records") == 0)
     }
 
-    @Test func aNamespacedTokenUploadsAndReadsOnlyItsNamespace() throws {
-        let h = try Harness()
-        let config = h.dir.file("prism.json")
-        try Data(#"{"url": "https://collector.example/api/v1/ingest", "maxItem": 50, "periodicTimerSecond": 10, "monitorList": [{"type": "appCrash", "isRealtime": true, "isUploadPayload": true}]}"#.utf8)
-            .write(to: URL(fileURLWithPath: config))
-        #expect(try h.stackline(["namespaces", "configure", "prism", "--file", config]).status == 0)
-        let empty = h.dir.file("empty.json")
-        try Data("{}".utf8).write(to: URL(fileURLWithPath: empty))
-        #expect(try h.stackline(["namespaces", "configure", "other", "--file", empty]).status == 0)
-        let prismToken = try h.token("ingest", ["--namespace", "prism"])
-        let ingest = try h.token("ingest")
-        let read = try h.token("read")
-        let server = try h.startServer(["--workers", "0", "--max-report", "1000000"])
-
-        let reports = try (0..<2).map { variant(of: try CrashFixture.shared.report(symbolicate: "off"), number: 100 + $0) }
-        let batch = try sdkBatch([
-            sdkRecord("a", type: "appCrash", namespace: "other", payload: try sdkPayload(reports[0])),
-            sdkRecord("b", type: "appCrash", namespace: "prism", payload: try sdkPayload(reports[1])),
-        ])
-        let answer = try server.curl("POST", "/api/v1/ingest", token: prismToken, body: batch)
-        let out = try outcomes(answer)
-        #expect(out.map { $0["status"] as? String } == ["refused", "accepted"], "\(answer)")
-        #expect((out[0]["reason"] as? String)?.contains("only upload into namespace 'prism'") == true)
-        #expect(try sqlite(h.dbPath, "SELECT namespace FROM reports").map { $0["namespace"] as? String } == ["prism"])
-
-        // A raw report through POST /api/v1/reports with the namespaced token is tagged too.
-        let raw = try server.curl("POST", "/api/v1/reports", token: prismToken, body: variant(of: try CrashFixture.shared.report(symbolicate: "off"), number: 107))
-        let rawId = try #require(raw.json?["id"] as? Int, "\(raw)")
-        #expect(try sqlite(h.dbPath, "SELECT namespace FROM reports WHERE id = \(rawId)").first?["namespace"] as? String == "prism")
-
-        // A gzip bomb in a payload is refused as `submit` refuses one, its neighbour stored.
-        let bomb = try sdkBatch([
-            sdkRecord("bomb", type: "appCrash", namespace: "prism", payload: try sdkPayload(Data(count: 50_000_000))),
-            sdkRecord("c", type: "appCrash", namespace: "prism", payload: try sdkPayload(variant(of: reports[1], number: 9))),
-        ])
-        let bombed = try outcomes(try server.curl("POST", "/api/v1/ingest", token: prismToken, body: bomb))
-        #expect(bombed.map { $0["status"] as? String } == ["refused", "accepted"])
-        #expect((bombed[0]["reason"] as? String)?.contains("1000000") == true, "\(bombed[0])")
-
-        // Whole-batch refusals: not JSON, not a batch, too many records, no token, the wrong scope.
-        let many = try server.curl("POST", "/api/v1/ingest", token: ingest,
-                                   body: try sdkBatch(Array(repeating: sdkRecord("n", type: "net", namespace: "other"), count: 1001)))
-        #expect(many.status == 400)
-        #expect((many.json?["error"] as? String)?.contains("1001 records") == true, "\(many)")
-        let junk = try server.curl("POST", "/api/v1/ingest", token: ingest, body: Data("{records: nope".utf8))
-        #expect(junk.status == 400)
-        #expect(junk.json?["error"] is String)
-        #expect(try server.curl("POST", "/api/v1/ingest", token: ingest, body: Data(#"[1, 2]"#.utf8)).status == 400)
-        #expect(try server.curl("POST", "/api/v1/ingest", body: batch).status == 401)
-        #expect(try server.curl("POST", "/api/v1/ingest", token: read, body: batch).status == 403)
-
-        // Remote configuration: what was configured, defaults for the rest, in the design's
-        // {namespace: configuration} shape.
-        let served = try server.curl("GET", "/api/v1/config?namespace=prism", token: prismToken)
-        #expect(served.status == 200, "\(served)")
-        let prism = try #require(served.json?["prism"] as? [String: Any], "\(served)")
-        #expect(prism["url"] as? String == "https://collector.example/api/v1/ingest")
-        #expect(prism["maxItem"] as? Int == 50)
-        #expect(prism["periodicTimerSecond"] as? Int == 10)
-        #expect(prism["maxBodyMByte"] as? Int == 1)
-        #expect(prism["expirationDay"] as? Int == 15)
-        #expect(prism["isUpload"] as? Bool == true)
-        #expect((prism["monitorList"] as? [[String: Any]])?.map { $0["type"] as? String } == ["appCrash"])
-        let other = try server.curl("GET", "/api/v1/config?namespace=other", token: ingest)
-        let otherConfig = try #require(other.json?["other"] as? [String: Any], "\(other)")
-        #expect(otherConfig["url"] as? String == "\(server.baseURL)/api/v1/ingest")
-        #expect((otherConfig["monitorList"] as? [Any])?.count == 5)
-        #expect(try server.curl("GET", "/api/v1/config?namespace=other", token: prismToken).status == 403)
-        #expect(try server.curl("GET", "/api/v1/config?namespace=nowhere", token: ingest).status == 404)
-        #expect(try server.curl("GET", "/api/v1/config", token: ingest).status == 400)
-        #expect(try server.curl("GET", "/api/v1/config?namespace=b%20d", token: ingest).status == 400)
-        #expect(try server.curl("GET", "/api/v1/config?namespace=prism", token: read).status == 403)
-        #expect(try server.curl("GET", "/api/v1/config?namespace=prism").status == 401)
-    }
+    // A namespaced token's uploads and reads, whole-batch refusals and the remote configuration
+    // are route checks: ServerTests' SDKRouteTests.aNamespacedTokenUploadsAndReadsOnlyItsNamespace.
 
     @Test func namespaceConfigurationsAndKeysAreValidated() throws {
         let h = try Harness()
@@ -312,40 +240,4 @@ func sdkBatch(_ records: [[String: Any]]) throws -> Data {
     }
 }
 
-/// docs/sdk-protocol.md is exact: its example batch is accepted as it says, and its payloads are
-/// the reports it prints.
-@Suite struct SDKProtocolDocumentTests {
-    /// The fenced block after the first line containing `marker`.
-    func block(after marker: String, in text: String) throws -> String {
-        let start = try #require(text.range(of: marker), "no '\(marker)' in docs/sdk-protocol.md")
-        let rest = text[start.upperBound...]
-        let open = try #require(rest.range(of: "```"))
-        let body = rest[open.upperBound...].drop { $0 != "\n" }.dropFirst()
-        let close = try #require(body.range(of: "\n```"))
-        return String(body[..<close.lowerBound]) + "\n"
-    }
-
-    @Test func theDocumentedExampleBatchIsAcceptedAsDocumented() throws {
-        let doc = try String(contentsOfFile: TestPaths.packageRoot + "/docs/sdk-protocol.md", encoding: .utf8)
-        let batch = try block(after: "<!-- sdk-protocol example batch", in: doc)
-        let crash = try block(after: "The first payload is this minimal Apple crash report", in: doc)
-        let lag = try block(after: "The second is this lag report", in: doc)
-
-        let h = try Harness()
-        #expect(try h.stackline(["namespaces", "set-key", "prism", "--key", "000102030405060708090a0b0c0d0e0f"]).status == 0)
-        let token = try h.token("ingest", ["--namespace", "prism"])
-        let server = try h.startServer(["--workers", "0"])
-        let answer = try server.curl("POST", "/api/v1/ingest", token: token, body: Data(batch.utf8))
-        #expect(answer.status == 200, "\(answer)")
-        let records = try #require(answer.json?["records"] as? [[String: Any]], "\(answer)")
-        #expect(records.map { $0["status"] as? String } == ["accepted", "accepted", "dropped"], "\(answer)")
-        #expect(records.map { ($0["formats"] as? [String])?.first } == ["apple-crash", "sdk-lag", nil])
-        // The stored bytes are the printed reports (sha256sum of the document's text).
-        let ids = records.compactMap { ($0["ids"] as? [Int])?.first }
-        #expect(ids.count == 2)
-        for (id, text) in zip(ids, [crash, lag]) {
-            let digest = try #require(try sqlite(h.dbPath, "SELECT digest FROM reports WHERE id = \(id)").first?["digest"] as? String)
-            #expect(digest == (try sha256sum(Data(text.utf8))), "report \(id)")
-        }
-    }
-}
+// docs/sdk-protocol.md's example batch: ServerTests' SDKRouteTests.theDocumentedExampleBatchIsAcceptedAsDocumented.

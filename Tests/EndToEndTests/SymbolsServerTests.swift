@@ -59,42 +59,8 @@ import Testing
         #expect(!server.log.contains(token))
     }
 
-    @Test func refusalsAreAnswersAndLeaveNothingBehind() throws {
-        let h = try Harness()
-        let token = try h.token("symbols")
-        let server = try h.startServer(["--workers", "0"])
-        let program = try SplitProgram(in: h.dir.file("build"))
-
-        // A tar with a symbolic link: refused whole, as `symbols add` refuses it.
-        let tar = h.dir.file("hostile.tar")
-        let script = """
-            import io, sys, tarfile
-            with tarfile.open(sys.argv[1], "w") as t:
-                data = open(sys.argv[2], "rb").read()
-                info = tarfile.TarInfo("good.debug"); info.size = len(data); t.addfile(info, io.BytesIO(data))
-                link = tarfile.TarInfo("evil.debug"); link.type = tarfile.SYMTYPE; link.linkname = "/etc/passwd"; t.addfile(link)
-            """
-        try runChecked("python3", ["-c", script, tar, program.debugFile])
-        let hostile = try server.curl("POST", "/api/v1/symbols?name=../../hostile.tar", token: token, body: try Data(contentsOf: URL(fileURLWithPath: tar)))
-        #expect(hostile.status == 200, "\(hostile)")
-        let refused = try #require(files(hostile).first)
-        #expect(refused["outcome"] as? String == "refused")
-        #expect((refused["error"] as? String)?.contains("hostile.tar: cannot unpack archive: entry 'evil.debug' is a symbolic link") == true, "\(refused)")
-        #expect(Self.storedIDs(h.symbolsPath).isEmpty)
-
-        // Not a debug file; an empty body.
-        let text = try server.curl("POST", "/api/v1/symbols?name=notes.txt", token: token, body: Data("hello\n".utf8))
-        #expect((files(text).first?["error"] as? String)?.contains("notes.txt: not a debug file") == true, "\(text)")
-        #expect(try server.curl("POST", "/api/v1/symbols", token: token, body: Data()).status == 400)
-
-        // Tokens: none (401), the wrong scope (403).
-        let debug = try Data(contentsOf: URL(fileURLWithPath: program.debugFile))
-        #expect(try server.curl("POST", "/api/v1/symbols", body: debug).status == 401)
-        #expect(try server.curl("POST", "/api/v1/symbols", token: try h.token("read"), body: debug).status == 403)
-        #expect(try server.curl("POST", "/api/v1/symbols/missing", token: try h.token("ingest"), body: Data("[]".utf8)).status == 403)
-        #expect(Self.storedIDs(h.symbolsPath).isEmpty)
-        #expect(Self.incomingIsEmpty(h.symbolsPath))
-    }
+    // Refused uploads (a hostile tar, not a debug file, an empty body) and the tokens' scopes:
+    // ServerTests' SymbolRouteTests.refusalsAreAnswersAndLeaveNothingBehind, in process.
 
     @Test func uploadsOverTheCapGet413WithOrWithoutALength() throws {
         let h = try Harness()

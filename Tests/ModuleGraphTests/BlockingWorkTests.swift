@@ -5,21 +5,35 @@ import Testing
 /// Handlers and middleware run on Swift's cooperative pool; blocking work goes through one
 /// thread pool (`deps.blocking.run`, or the `BlockingWork` a middleware or `WebSession` was
 /// built with: `Sources/Server/BlockingWork.swift`). Checked from the source text of every file
-/// of the Server module: a call on the database or its token store (`db.…(`, `tokens.…(`, the
-/// clock `now()` aside) or an inflate (`Zlib.inflate…`) must sit inside the braces of a
-/// `blocking.run` closure. Comments and string literals do not count.
+/// of the Server module: every SQLite, disk, inflate or parse call must sit inside the braces of
+/// a `blocking.run` closure. Those are the calls through the collaborators that reach the
+/// database or the disk (`db`, `queries`, `tokens`, `store`, `writer`, `intake`, the remote
+/// `pool`, an upload's `incoming` file, a `served` file, `batches`; the clock's `now()` and the
+/// writer's `commit`, which waits on its own thread, aside), and the blocking functions
+/// (`Zlib.inflate…`, `JSONDecoder`, `Framing.unbundle`, `ReportPrinter`, `OneShotWorker`,
+/// `ElfFile(`, `SDKConfiguration(`, `FileManager`). Comments and string literals do not count.
 @Suite struct BlockingWorkTests {
-    /// Every Swift file of the Server module: routes, middleware, the session, the body reader.
+    /// The real collaborators (`Sources/Server/Collaborators`): the blocking work itself, which
+    /// runs on whatever thread calls it. Not handler code, so not scanned; the test below checks
+    /// that no route or middleware hides there.
+    static let collaborators = "Collaborators/"
+
+    /// Every Swift file of the Server module but the collaborators: routes, middleware, the
+    /// session, the body reader, the dependencies.
     static func checkedFiles() throws -> [String] {
+        try serverFiles().filter { !$0.hasPrefix("Sources/Server/" + collaborators) }
+    }
+
+    static func serverFiles() throws -> [String] {
         let root = "Sources/Server"
         let all = FileManager.default.enumerator(atPath: packageRoot + "/" + root)?.compactMap { $0 as? String } ?? []
         return all.filter { $0.hasSuffix(".swift") }.sorted().map { root + "/" + $0 }
     }
 
-    @Test func serverCallsTheDatabaseAndInflatesOnlyOnTheBlockingPool() throws {
+    @Test func serverMakesBlockingCallsOnlyOnTheBlockingPool() throws {
         let files = try Self.checkedFiles()
         // The walk reaches the subfolder and the files outside Routes (a wrong root would pass empty).
-        for expected in ["Routes/WebRoutes.swift", "Authentication.swift", "WebSession.swift", "BodyReader.swift"] {
+        for expected in ["Routes/WebRoutes.swift", "Authentication.swift", "WebSession.swift", "BodyReader.swift", "ServerDependencies.swift"] {
             #expect(files.contains("Sources/Server/" + expected), "not checked: \(expected)")
         }
         var found: [String] = []
@@ -28,6 +42,19 @@ import Testing
             found += BlockingCallScanner.callsOutsidePool(in: text).map { "\(path):\($0.line): \($0.call)" }
         }
         #expect(found == [], "blocking calls outside blocking.run:\n\(found.joined(separator: "\n"))")
+    }
+
+    /// The unscanned folder holds collaborators only: no route is registered and no middleware
+    /// or handler is written there.
+    @Test func theCollaboratorsFolderHoldsNoHandler() throws {
+        let files = try Self.serverFiles().filter { $0.hasPrefix("Sources/Server/" + Self.collaborators) }
+        #expect(!files.isEmpty)
+        for path in files {
+            let code = BlockingCallScanner.blankingCommentsAndStrings(try String(contentsOfFile: packageRoot + "/" + path, encoding: .utf8))
+            for handler in [#"\bRouter\b"#, #"\bRouterMiddleware\b"#, #"\bRequest\b"#, #"\.(?:get|post|put|delete|head)\s*\("#] {
+                #expect(BlockingCallScanner.matches(of: handler, in: code).isEmpty, "\(path) holds handler code (\(handler))")
+            }
+        }
     }
 
     /// The scanner on text made here: it flags what is outside the closure, and only that.
@@ -49,10 +76,50 @@ import Testing
             try db.pool.read { db in 1 }               // line 14: a trailing closure is a call
             let old = try await Offload.run { try db.report(id: 1) }   // line 15: not the pool's name
             let late = try await blocking.run(work); if x { try db.report(id: 2) }   // line 16: no closure there
+            let r = try await BodyReader.readReport(request, limit: db.limit()) { body in try deps.writer.intake.prepare(body) }   // 17: the argument
+            let s = try await deps.ingestRequest(request, context: context) { token, body in try batches.ingest(body, tokenNamespace: nil) }
             """#
         let calls = BlockingCallScanner.callsOutsidePool(in: source)
-        #expect(calls.map(\.line) == [2, 8, 10, 13, 14, 15, 16])
-        #expect(calls.map(\.call) == ["db.", "Zlib.inflate", "db.", "tokens.", "db.", "db.", "db."])
+        #expect(calls.map(\.line) == [2, 8, 10, 13, 14, 15, 16, 17])
+        #expect(calls.map(\.call) == ["db.", "Zlib.inflate", "db.", "tokens.", "db.", "db.", "db.", "db."])
+    }
+
+    /// The collaborators and the parse, disk and render functions, each once outside and once
+    /// inside the pool: only the outside ones are flagged, and the writer's `commit` never.
+    @Test func theScannerKnowsEveryKindOfBlockingCall() {
+        let source = #"""
+            let a = try deps.queries.groups(filter)                            // 1
+            let b = try deps.store.open(id, role: .debugInfo)                  // 2
+            let c = try deps.writer.intake.prepare(body, compressed: nil)      // 3
+            let d = try JSONDecoder().decode(Hello.self, from: body)           // 4
+            let e = try Framing.unbundle(body)                                 // 5
+            let f = try ReportPrinter.document(report, group: nil)             // 6
+            let g = OneShotWorker.symbolicate(raw: data)                       // 7
+            let h = try ElfFile(file: file)                                    // 8
+            let i = try SDKConfiguration(storedJSON: text)                     // 9
+            let j = FileManager.default.fileExists(atPath: root)              // 10
+            let k = try pool.claim(workerId: id, claim)                        // 11
+            try incoming.append(bytes)                                         // 12
+            let l = try served.read(at: 0, count: 1)                           // 13
+            let m = try batches.ingest(body, tokenNamespace: nil)              // 14
+            let n = try deps.writer.intake.parser.parse(body)                  // 15
+            let outcomes = try await deps.writer.commit(prepared)              // 16: its own thread
+            let now = deps.clock.now()                                         // 17: the clock
+            let o = try await deps.blocking.run {
+                _ = try deps.queries.groups(filter); _ = try deps.store.open(id, role: .debugInfo)
+                _ = try deps.writer.intake.prepare(body, compressed: nil); _ = try JSONDecoder().decode(Hello.self, from: body)
+                _ = try Framing.unbundle(body); _ = try ReportPrinter.document(report, group: nil); _ = OneShotWorker.symbolicate(raw: data)
+                _ = try ElfFile(file: file); _ = try SDKConfiguration(storedJSON: text); _ = FileManager.default.fileExists(atPath: root)
+                _ = try pool.claim(workerId: id, claim); try incoming.append(bytes); _ = try served.read(at: 0, count: 1)
+                _ = try batches.ingest(body, tokenNamespace: nil); _ = try deps.writer.intake.parser.parse(body)
+            }
+            """#
+        let calls = BlockingCallScanner.callsOutsidePool(in: source)
+        #expect(calls.map(\.line) == Array(1...15))
+        #expect(calls.map(\.call) == [
+            "queries.", "store.", "writer.", "JSONDecoder", "Framing.unbundle", "ReportPrinter.", "OneShotWorker.", "ElfFile(",
+            "SDKConfiguration(", "FileManager.", "pool.", "incoming.", "served.", "batches.", "writer.",
+        ])
     }
 }
 
@@ -66,40 +133,77 @@ enum BlockingCallScanner {
     }
 
     /// A call (parentheses or a trailing closure) reached from `receiver` through any chain of
-    /// members, unless the member called is `now` (the database's clock reads no row).
-    static func call(on receiver: String) -> String {
-        #"\b"# + receiver + #"(?:\??\.[A-Za-z_]\w*)*?\??\.(?!now\s*\()[A-Za-z_]\w*\s*[({]"#
+    /// members, unless the member called is `now` (the clock reads no row) or one of `allowed`.
+    /// A receiver is a name of its own (`deps.store.`, not `deps.storeRoot.` nor `x.restore.`).
+    static func call(on receiver: String, allowed: [String] = []) -> String {
+        let exempt = (["now"] + allowed).map { $0 + #"\s*\("# }.joined(separator: "|")
+        return #"(?<![\w])"# + receiver + #"(?:\??\.[A-Za-z_]\w*)*?\??\.(?!(?:"# + exempt + #"))[A-Za-z_]\w*\s*[({]"#
     }
 
-    static let blocking: [(pattern: String, name: String)] = [
-        (call(on: "db"), "db."), (call(on: "tokens"), "tokens."), (#"\bZlib\.inflate"#, "Zlib.inflate"),
-    ]
+    static let blocking: [(pattern: String, name: String)] =
+        ["db", "queries", "tokens", "store", "intake", "pool", "incoming", "served", "batches"].map { (call(on: $0), $0 + ".") }
+        + [
+            // `commit` awaits the group-commit writer's own thread.
+            (call(on: "writer", allowed: ["commit"]), "writer."),
+            (#"\bZlib\.inflate"#, "Zlib.inflate"), (#"\bJSONDecoder\b"#, "JSONDecoder"), (#"\bFraming\.unbundle"#, "Framing.unbundle"),
+            (#"\bReportPrinter\."#, "ReportPrinter."), (#"\bOneShotWorker\."#, "OneShotWorker."), (#"\bElfFile\s*\("#, "ElfFile("),
+            (#"\bSDKConfiguration\s*\("#, "SDKConfiguration("), (#"\bFileManager\."#, "FileManager."),
+        ]
 
     static func callsOutsidePool(in source: String) -> [Call] {
         let code = Array(blankingCommentsAndStrings(source).utf8)
         let text = String(decoding: code, as: UTF8.self)
         var regions: [Range<Int>] = []
-        for match in matches(of: #"\bblocking\.run\s*(?:\(\s*)?\{"#, in: text) {
-            let open = match.upperBound - 1
+        /// The index of the bracket closing the one at `open`.
+        func closing(_ open: Int, _ left: UInt8, _ right: UInt8) -> Int? {
             var depth = 0
             for i in open..<code.count {
-                if code[i] == UInt8(ascii: "{") { depth += 1 }
-                if code[i] == UInt8(ascii: "}") {
+                if code[i] == left { depth += 1 }
+                if code[i] == right {
                     depth -= 1
-                    if depth == 0 {
-                        regions.append(open..<i)
-                        break
-                    }
+                    if depth == 0 { return i }
                 }
             }
+            return nil
         }
-        var calls: [Call] = []
-        for (pattern, name) in blocking {
-            for offset in matches(of: pattern, in: text).map(\.lowerBound) where !regions.contains(where: { $0.contains(offset) }) {
-                calls.append(Call(line: code[..<offset].count { $0 == UInt8(ascii: "\n") } + 1, call: name))
+        func skipSpaces(_ i: Int) -> Int {
+            var i = i
+            while i < code.count, code[i] == 32 || code[i] == 10 || code[i] == 9 { i += 1 }
+            return i
+        }
+        // The closures given to the pool: `blocking.run`'s, and the trailing `then` closure of
+        // `BodyReader.readReport` and `ingestRequest`, which run it inside their own `blocking.run`.
+        // Only closures count: the arguments in parentheses are evaluated by the caller.
+        for match in matches(of: #"(?:\bblocking\.run|\breadReport|\bingestRequest)(?=\s*[({])"#, in: text) {
+            var i = skipSpaces(match.upperBound)
+            if code[i] == UInt8(ascii: "(") {
+                guard let end = closing(i, UInt8(ascii: "("), UInt8(ascii: ")")) else { continue }
+                var j = i + 1
+                while j < end {
+                    if code[j] == UInt8(ascii: "{"), let close = closing(j, UInt8(ascii: "{"), UInt8(ascii: "}")) {
+                        regions.append(j..<close)
+                        j = close
+                    } else if code[j] == UInt8(ascii: "("), let close = closing(j, UInt8(ascii: "("), UInt8(ascii: ")")) {
+                        j = close  // nested call arguments are the caller's
+                    }
+                    j += 1
+                }
+                i = skipSpaces(end + 1)
+            }
+            if i < code.count, code[i] == UInt8(ascii: "{"), let close = closing(i, UInt8(ascii: "{"), UInt8(ascii: "}")) {
+                regions.append(i..<close)
             }
         }
-        return calls.sorted { $0.line < $1.line }
+        // One call per line: the first, so `deps.writer.intake.prepare(` counts once, as `writer.`.
+        var first: [Int: (offset: Int, name: String)] = [:]
+        for (pattern, name) in blocking {
+            for offset in matches(of: pattern, in: text).map(\.lowerBound) where !regions.contains(where: { $0.contains(offset) }) {
+                let line = code[..<offset].count { $0 == UInt8(ascii: "\n") } + 1
+                if let seen = first[line], seen.offset <= offset { continue }
+                first[line] = (offset, name)
+            }
+        }
+        return first.sorted { $0.key < $1.key }.map { Call(line: $0.key, call: $0.value.name) }
     }
 
     /// UTF-8 offsets of the matches of `pattern`.

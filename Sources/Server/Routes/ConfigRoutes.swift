@@ -23,15 +23,17 @@ func addConfigRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         if let restricted = token.namespace, restricted != namespace.value {
             throw APIError.forbidden("this token may only read namespace '\(restricted)'")
         }
-        guard let stored = try await deps.blocking.run({ try deps.db.namespace(namespace.value) }) else {
-            throw APIError.notFound("no namespace '\(namespace)' (`stackline namespaces configure` creates it)")
-        }
-        let configuration: SDKConfiguration
-        do {
-            configuration = try SDKConfiguration(storedJSON: stored.configuration)
-        } catch {
-            // Only `namespaces configure` writes it, after the same validation.
-            throw APIError(.internalServerError, "the stored configuration of '\(namespace)' does not validate: \(error)")
+        // The row's read and its JSON's parse in one pool job.
+        let configuration = try await deps.blocking.run { () throws -> SDKConfiguration in
+            guard let stored = try deps.queries.namespace(namespace.value) else {
+                throw APIError.notFound("no namespace '\(namespace)' (`stackline namespaces configure` creates it)")
+            }
+            do {
+                return try SDKConfiguration(storedJSON: stored.configuration)
+            } catch {
+                // Only `namespaces configure` writes it, after the same validation.
+                throw APIError(.internalServerError, "the stored configuration of '\(namespace)' does not validate: \(error)")
+            }
         }
         let document = configuration.served(namespace: namespace, defaultURL: defaultIngestURL(request, servesTLS: deps.servesTLS))
         return JSONResponse.bytes(document, contentType: JSONResponse.jsonType)

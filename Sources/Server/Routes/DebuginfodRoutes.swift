@@ -37,7 +37,7 @@ enum Debuginfod {
     {
         let id = try buildID(text ?? "")
         let served = try await deps.blocking.run { () throws -> ServedFile in
-            guard let file = try openStored(id, role: role, deps: deps) else { throw APIError.notFound("no \(role == .debugInfo ? "debuginfo" : "executable") for build id \(id)") }
+            guard let file = try servable(id, deps, { try deps.store.open(id, role: role) }) else { throw APIError.notFound("no \(role == .debugInfo ? "debuginfo" : "executable") for build id \(id)") }
             // The `.debug` role may hold a stripped image when nothing better was added: it is no debuginfo.
             if role == .debugInfo, let entry = deps.store.entry(buildID: id), !entry.hasDWARF && !entry.hasSymbolTable {
                 throw APIError.notFound("the store holds no debug information for build id \(id), only an image")
@@ -68,7 +68,9 @@ enum Debuginfod {
             var compressed = false
             for role in [SymbolStoreDirectory.Role.debugInfo, .executable] {
                 // A Mach-O file has no ELF sections to give.
-                guard let file = try openStored(id, role: role, deps: deps), let elf = try? ElfFile(file: file) else { continue }
+                guard let file = try servable(id, deps, { try deps.store.open(id, role: role) }), let elf = try? ElfFile(file: file) else {
+                    continue
+                }
                 guard let section = elf.sections.first(where: { $0.name == name && $0.hasFileContents }) else { continue }
                 if section.isCompressed {
                     compressed = true
@@ -86,10 +88,10 @@ enum Debuginfod {
         return respond(request, served, file: SymbolStoreDirectory.layoutPath(id, role: role), kind: "section", blocking: deps.blocking)
     }
 
-    /// The stored file of `id` in `role`, nil when the store has none. A link or a swapped file
-    /// is never served: 500, logged (the store refuses to open it).
-    private static func openStored(_ id: BuildID, role: SymbolStoreDirectory.Role, deps: ServerDependencies) throws -> RegularFile? {
-        do { return try deps.store.open(id, role: role) } catch {
+    /// What `open` (the store's) opened for `id`, nil when the store has none. A link or a swapped
+    /// file is never served: 500, logged (the store refuses to open it).
+    private static func servable(_ id: BuildID, _ deps: ServerDependencies, _ open: () throws -> RegularFile?) throws -> RegularFile? {
+        do { return try open() } catch {
             deps.logger.error("debuginfod: stored file not served", metadata: ["error": "\(error)"])
             throw APIError(.internalServerError, "the stored file for \(id) cannot be served: it changed since it was stored")
         }
@@ -110,7 +112,8 @@ enum Debuginfod {
             // The name in the store, not the server's path: `.build-id/ab/cdef….debug`.
             HTTPField.Name("X-Debuginfod-File")!: storedName,
         ]
-        if let modified = served.modified { headers[.lastModified] = httpDate(modified) }
+        let modified = served.modified
+        if let modified { headers[.lastModified] = httpDate(modified) }
 
         var range: ClosedRange<UInt64>? = nil
         if let value = request.headers[.range], size > 0, ifRangeHolds(request, lastModified: headers[.lastModified]) {
@@ -129,16 +132,16 @@ enum Debuginfod {
         ServerMetrics.debugFileServed(kind: kind)
         guard request.method != .head, let sent else { return Response(status: status, headers: headers, body: .init()) }
 
-        let body = ResponseBody(contentLength: Int(length)) { writer in
+        let body = ResponseBody(contentLength: Int(length)) { connection in
             var offset = sent.lowerBound
             while offset <= sent.upperBound {
                 let count = Int(min(UInt64(chunkSize), sent.upperBound - offset + 1))
                 let at = offset
                 let chunk = try await blocking.run { try served.read(at: at, count: count) }
-                try await writer.write(chunk)
+                try await connection.write(chunk)
                 offset += UInt64(count)
             }
-            try await writer.finish(nil)
+            try await connection.finish(nil)
         }
         return Response(status: status, headers: headers, body: body)
     }

@@ -11,7 +11,7 @@ import SystemCalls
 func addIngestRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
     let ingest = router.group("/api/v1").add(middleware: RequireScope(.ingest, deps))
     let batches = SDKBatchIntake(
-        intake: deps.intake, payloadLimit: deps.limits.maxReportBytes,
+        intake: deps.writer.intake, payloadLimit: deps.limits.maxReportBytes,
         budget: .init(
             inflatedBytes: deps.limits.batchInflateBytes, cpu: .seconds(deps.limits.batchCPUSeconds),
             cpuClock: SystemCall.threadCPUTime))

@@ -17,7 +17,7 @@ func addOperationsRoutes(to router: Router<StacklineRequestContext>, deps: Serve
 
     let read = router.group("").add(middleware: RequireScope(.read, deps))
     read.get("/metrics") { _, _ in
-        let text = try await deps.blocking.run { deps.metrics.render(queueCounts: try? deps.db.stateCounts()) }
+        let text = try await deps.blocking.run { deps.metrics.render(queueCounts: try? deps.queries.stateCounts()) }
         return JSONResponse.text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
     }
     read.get("/api/v1/openapi.yaml") { _, _ in
@@ -37,7 +37,7 @@ enum Readiness {
         var checks = try await deps.blocking.run {
             var checks: [String: String] = [:]
             do {
-                try deps.db.checkWritable()
+                try deps.queries.checkWritable()
                 checks["database"] = "ok"
             } catch {
                 checks["database"] = "not writable: \(error)"

@@ -12,15 +12,15 @@ func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepe
 
     // `stackline status --json`.
     read.get("/status") { _, _ in
-        try JSONResponse.encode(queueCountsJSON(try await deps.blocking.run { try deps.db.stateCounts() }))
+        try JSONResponse.encode(queueCountsJSON(try await deps.blocking.run { try deps.queries.stateCounts() }))
     }
 
     // `stackline status ID --json`.
     read.get("/status/{id}") { _, context in
         let id = try reportId(context)
-        let job = try await deps.blocking.run { try deps.db.jobStatus(reportId: id) }
+        let job = try await deps.blocking.run { try deps.queries.jobStatus(reportId: id) }
         guard let job else { throw APIError.notFound("no report with id \(id)") }
-        return try JSONResponse.encode(JobStatusJSON(job, now: deps.db.now()))
+        return try JSONResponse.encode(JobStatusJSON(job, now: deps.clock.now()))
     }
 
     // `stackline groups --json [--kind] [--app] [--version] [--since] [--namespace] [--limit]`.
@@ -30,9 +30,9 @@ func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepe
             kind: try q.value("kind", expected: "crash or lag") { ReportKind(rawValue: $0) },
             app: q.string("app"), version: q.string("version"),
             since: try q.value("since", expected: "a duration (30m, 24h, 7d, 2w) or a date (2026-11-01)") { SinceDate(argument: $0) }
-                .map { $0.milliseconds(now: deps.db.now()) },
+                .map { $0.milliseconds(now: deps.clock.now()) },
             limit: try q.int("limit", in: 1...10_000) ?? 20, namespace: q.string("namespace"))
-        return try await deps.blocking.run { try JSONResponse.encode(try deps.db.groups(filter).map(GroupJSON.init)) }
+        return try await deps.blocking.run { try JSONResponse.encode(try deps.queries.groups(filter).map(GroupJSON.init)) }
     }
 
     // `stackline group FINGERPRINT --json` (a unique prefix works too).
@@ -41,14 +41,14 @@ func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepe
         return try await deps.blocking.run {
             let detail: GroupDetail
             do {
-                guard let found = try deps.db.group(fingerprint: fingerprint) else {
+                guard let found = try deps.queries.group(fingerprint: fingerprint) else {
                     throw APIError.notFound("no group with fingerprint \(fingerprint)")
                 }
                 detail = found
             } catch let error as GroupQueryError {
                 throw APIError.badRequest(error.description)
             }
-            let representative = try detail.summary.representativeReportId.flatMap { try deps.db.result(reportId: $0) }
+            let representative = try detail.summary.representativeReportId.flatMap { try deps.queries.result(reportId: $0) }
                 .map { try ReportPrinter.decode($0) }
             return try JSONResponse.encode(GroupDetailJSON(detail, representative: representative))
         }
@@ -60,12 +60,12 @@ func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepe
         let format = try QueryParameters(request).value("format", expected: "json, text or apple") { ReportOutputFormat(rawValue: $0) }
             ?? .json
         return try await deps.blocking.run {
-            guard let result = try deps.db.result(reportId: id) else {
-                guard let job = try deps.db.jobStatus(reportId: id) else { throw APIError.notFound("no report with id \(id)") }
+            guard let result = try deps.queries.result(reportId: id) else {
+                guard let job = try deps.queries.jobStatus(reportId: id) else { throw APIError.notFound("no report with id \(id)") }
                 // The report exists but has no result yet (or failed): say which, as `report` does.
                 throw APIError(.conflict, JobStateText.sentence(reportId: id, job))
             }
-            let group = ReportPrinter.group(of: result, in: deps.db)
+            let group = deps.queries.group(of: result)
             switch format {
             case .json: return JSONResponse.object(try ReportPrinter.document(result, group: group))
             case .text, .apple: return JSONResponse.text(try ReportPrinter.render(result, format: format, group: group))
@@ -75,7 +75,7 @@ func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepe
 
     // `stackline symbols missing --json`.
     read.get("/symbols/missing") { _, _ in
-        try await deps.blocking.run { try JSONResponse.encode(try missingDebugFiles(db: deps.db, store: deps.store)) }
+        try await deps.blocking.run { try JSONResponse.encode(try deps.queries.missingDebugFiles()) }
     }
 }
 

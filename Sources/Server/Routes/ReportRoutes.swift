@@ -16,9 +16,9 @@ func addReportRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
             // Inflate, parse (in a parse child), digest and stored form in one pool job.
             let prepared: ReportIntake.Prepared
             (token, prepared) = try await deps.ingestRequest(request, context: context) { token, body in
-                try deps.intake.prepare(body.bytes, compressed: body.gzip, defaults: .init(namespace: token.namespace))
+                try deps.writer.intake.prepare(body.bytes, compressed: body.gzip, defaults: .init(namespace: token.namespace))
             }
-            outcomes = try await deps.intake.store(prepared, through: deps.writer)
+            outcomes = try await deps.writer.commit(prepared)
         } catch let error as ParseRefusal {
             ServerMetrics.reportRefused(reason: "malformed")
             throw APIError.badRequest(error.description)

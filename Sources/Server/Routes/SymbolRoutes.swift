@@ -16,7 +16,7 @@ func addSymbolRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
     symbols.post("") { request, _ -> Response in
         let name = SymbolUpload.name(request.uri.queryParameters.get("name"))
         let incoming = try await deps.blocking.run { () throws -> IncomingFile in
-            do { return try IncomingFile(store: deps.store, name: name) } catch {
+            do { return try deps.store.receive(name: name) } catch {
                 throw APIError(.internalServerError, "cannot receive the upload: \(error)")
             }
         }
@@ -44,7 +44,7 @@ func addSymbolRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
             report.summary.skipped = skipped.count
             deps.indexer.index(report.buildIds)
             // As `symbols add` does: reports that lacked these build-ids go back on the queue.
-            do { report.requeuedReportIds = try deps.db.requeueReports(missing: report.buildIds) } catch {
+            do { report.requeuedReportIds = try deps.queries.requeueReports(missing: report.buildIds) } catch {
                 deps.logger.error("stored debug files, but could not requeue reports", metadata: ["error": "\(error)"])
             }
             return report
@@ -55,17 +55,17 @@ func addSymbolRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
     symbols.post("/missing") { request, _ -> Response in
         let items = try await SymbolUpload.list(
             of: SymbolOfferItem.self, request, deps: deps, what: "build ids or offers {buildId, hasDWARF, hasSymbolTable, executable}")
-        let answer = try await deps.blocking.run { MissingSymbolsAnswer(items, store: deps.store) }
+        let answer = try await deps.blocking.run { MissingSymbolsAnswer(items, wants: deps.store.wants) }
         return try JSONResponse.encode(answer)
     }
 
     symbols.post("/reprocessing") { request, _ -> Response in
         let ids = try await SymbolUpload.list(of: Int64.self, request, deps: deps, what: "report ids")
         let answer = try await deps.blocking.run {
-            let states = try deps.db.states(reportIds: ids)
+            let states = try deps.queries.states(reportIds: ids)
             return ReprocessingAnswer(
                 reports: ids.compactMap { id in states[id].map { ReprocessingAnswer.Report(id: id, state: $0.rawValue) } },
-                running: try deps.db.stateCounts()[.running] ?? 0)
+                running: try deps.queries.stateCounts()[.running] ?? 0)
         }
         return try JSONResponse.encode(answer)
     }
@@ -123,7 +123,7 @@ struct SymbolOfferItem: Decodable, Sendable {
 }
 
 extension MissingSymbolsAnswer {
-    init(_ items: [SymbolOfferItem], store: SymbolStoreDirectory) {
+    init(_ items: [SymbolOfferItem], wants: (StoreOffer) -> Bool) {
         var missing: [BuildID] = []
         var seen: Set<BuildID> = []
         var invalid: [Invalid] = []
@@ -137,7 +137,7 @@ extension MissingSymbolsAnswer {
             let offer = StoreOffer(
                 buildId: id, hasDWARF: item.hasDWARF ?? false, hasSymbolTable: item.hasSymbolTable ?? false,
                 executable: item.executable ?? false)
-            if store.wants(offer) {
+            if wants(offer) {
                 seen.insert(id)
                 missing.append(id)
             }

@@ -20,7 +20,7 @@ func addSymbolicateRoutes(to router: Router<StacklineRequestContext>, deps: Serv
         // symbolication, where debug files are opened, is the worker's.
         let (data, reply) = try await BodyReader.readReport(
             request, limit: deps.limits.maxBodyBytes, inflatedLimit: deps.limits.maxReportBytes, blocking: deps.blocking
-        ) { body in (body.bytes, deps.intake.parser.parse(body.bytes)) }
+        ) { body in (body.bytes, deps.writer.intake.parser.parse(body.bytes)) }
         let parts: [ParsedPartSummary]
         switch reply {
         case .parts(let found): parts = found
@@ -40,26 +40,27 @@ func addSymbolicateRoutes(to router: Router<StacklineRequestContext>, deps: Serv
         }
         defer { slots.release() }
         // Waiting on the worker's pipe blocks a pool thread for up to --symbolicate-timeout; at
-        // most --symbolicate-concurrency (2) of the pool's threads (`BlockingWork`) at once.
-        let outcome = try await deps.blocking.run {
-            OneShotWorker.symbolicate(
+        // most --symbolicate-concurrency (2) of the pool's threads (`BlockingWork`) at once. The
+        // answer is rendered in the same pool job.
+        return try await deps.blocking.run {
+            let outcome = OneShotWorker.symbolicate(
                 raw: part.data ?? data, format: parsed.format, executable: deps.worker.executable, arguments: deps.worker.arguments,
                 timeout: deps.limits.symbolicateTimeout)
-        }
-        switch outcome {
-        case .symbolicated(let report):
-            switch format {
-            case .json: return JSONResponse.object(try ReportPrinter.document(report, group: nil))
-            case .text, .apple: return JSONResponse.text(try ReportPrinter.render(report, format: format, group: nil))
+            switch outcome {
+            case .symbolicated(let report):
+                switch format {
+                case .json: return JSONResponse.object(try ReportPrinter.document(report, group: nil))
+                case .text, .apple: return JSONResponse.text(try ReportPrinter.render(report, format: format, group: nil))
+                }
+            case .inputError(let message):
+                throw APIError.badRequest(message)
+            case .workerFailed(let why):
+                deps.logger.warning("on-the-spot symbolication failed", metadata: ["reason": "\(why)"])
+                throw APIError(.badGateway, "the worker failed on this report: \(why)")
+            case .timedOut(let seconds):
+                deps.logger.warning("on-the-spot symbolication timed out; worker killed", metadata: ["seconds": "\(seconds)"])
+                throw APIError(.gatewayTimeout, "symbolication did not finish within \(seconds) s; the worker was killed")
             }
-        case .inputError(let message):
-            throw APIError.badRequest(message)
-        case .workerFailed(let why):
-            deps.logger.warning("on-the-spot symbolication failed", metadata: ["reason": "\(why)"])
-            throw APIError(.badGateway, "the worker failed on this report: \(why)")
-        case .timedOut(let seconds):
-            deps.logger.warning("on-the-spot symbolication timed out; worker killed", metadata: ["seconds": "\(seconds)"])
-            throw APIError(.gatewayTimeout, "symbolication did not finish within \(seconds) s; the worker was killed")
         }
     }
 }

@@ -14,7 +14,7 @@ import WebView
 /// `Authorization: Bearer` on every request. Only GET pages and the sign-in/out forms; the
 /// pages read through the same queries as the API, and WebView renders them.
 func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
-    let sessions = WebSession(tokens: deps.db.tokens, blocking: deps.blocking)
+    let sessions = WebSession(tokens: deps.queries.tokens, blocking: deps.blocking)
     let web = router.group("").add(middleware: WebHeaders(logger: deps.logger))
 
     web.get("/login") { request, _ in
@@ -27,7 +27,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         let presented = WebForm.field("token", in: body)?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         let next = WebPage.localPath(WebForm.field("next", in: body))
         // A token is 256 random bits: guessing is hopeless, so no per-address login limit.
-        guard let token = try await deps.blocking.run({ try deps.db.tokens.verify(presented) }) else {
+        guard let token = try await deps.blocking.run({ try deps.queries.tokens.verify(presented) }) else {
             return WebPage.html(
                 Layout.login(error: "That token is not valid (unknown, malformed or revoked).", next: next), status: .unauthorized)
         }
@@ -38,7 +38,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         }
         var response = WebPage.redirect(next ?? "/")
         response.headers[values: .setCookie].append(
-            WebPage.cookie(sessions.value(for: token, now: deps.db.now()), maxAge: Int(WebSession.lifetimeMs / 1000), request: request, servesTLS: deps.servesTLS))
+            WebPage.cookie(sessions.value(for: token, now: deps.clock.now()), maxAge: Int(WebSession.lifetimeMs / 1000), request: request, servesTLS: deps.servesTLS))
         return response
     }
 
@@ -46,7 +46,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         try WebPage.requireSameOrigin(request)
         // Ended on the server too: a copy of the cookie stops working with the browser's.
         let cookie = request.cookies[WebSession.cookieName]?.value
-        if let token = try await sessions.token(of: cookie, now: deps.db.now()) {
+        if let token = try await sessions.token(of: cookie, now: deps.clock.now()) {
             sessions.endSessions(of: token.id)
         }
         var response = WebPage.redirect("/login")
@@ -76,7 +76,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
             if let kind = ReportKind(rawValue: form.kind) { filter.kind = kind } else { filterError = "Kind must be crash or lag." }
         }
         if !form.since.isEmpty {
-            if let since = SinceDate(argument: form.since) { filter.since = since.milliseconds(now: deps.db.now()) } else {
+            if let since = SinceDate(argument: form.since) { filter.since = since.milliseconds(now: deps.clock.now()) } else {
                 filterError = "Since must be a duration (30m, 24h, 7d, 2w) or a date (2026-11-01)."
             }
         }
@@ -85,10 +85,10 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         let page = min(max(Int(q.string("page") ?? "") ?? 1, 1), (10_000 - 1) / pageSize)
         filter.limit = page * pageSize + 1
         return try await deps.blocking.run { [filter, filterError] in
-            let all = filterError == nil ? try deps.db.groups(filter) : []
+            let all = filterError == nil ? try deps.queries.groups(filter) : []
             let shown = Array(all.dropFirst((page - 1) * pageSize).prefix(pageSize)).map(GroupJSON.init)
             let days = 14
-            let trends = try deps.db.dailyCounts(fingerprints: shown.map(\.fingerprint), days: days, now: deps.db.now())
+            let trends = try deps.queries.dailyCounts(fingerprints: shown.map(\.fingerprint), days: days, now: deps.clock.now())
             return WebPage.html(GroupsPage.render(GroupsPageModel(
                 groups: shown, trends: trends, trendDays: days, filter: form, page: page, perPage: pageSize,
                 hasNextPage: all.count > page * pageSize,
@@ -101,19 +101,19 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         return try await deps.blocking.run {
             let detail: GroupDetail
             do {
-                guard let found = try deps.db.group(fingerprint: fingerprint) else {
+                guard let found = try deps.queries.group(fingerprint: fingerprint) else {
                     return WebPage.html(Layout.message(title: "No such group", "No group has the fingerprint \(fingerprint)."), status: .notFound)
                 }
                 detail = found
             } catch let error as GroupQueryError {
                 return WebPage.html(Layout.message(title: "Which group?", error.description), status: .badRequest)
             }
-            let representative = try detail.summary.representativeReportId.flatMap { try deps.db.result(reportId: $0) }
+            let representative = try detail.summary.representativeReportId.flatMap { try deps.queries.result(reportId: $0) }
                 .map { try ReportPrinter.decode($0) }
-            let appVersions = try deps.db.appVersionCounts(app: detail.summary.app, kind: detail.summary.kind)
+            let appVersions = try deps.queries.appVersionCounts(app: detail.summary.app, kind: detail.summary.kind)
             let history = VersionHistory.analyse(
                 groupVersions: detail.summary.versions, appVersions: appVersions,
-                firstVersion: try deps.db.firstVersion(fingerprint: detail.summary.fingerprint))
+                firstVersion: try deps.queries.firstVersion(fingerprint: detail.summary.fingerprint))
             return WebPage.html(GroupPage.render(GroupPageModel(
                 detail: GroupDetailJSON(detail, representative: representative), history: history,
                 appVersions: appVersions.keys.sorted(by: VersionOrder.less))))
@@ -124,8 +124,8 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         let id = try webReportId(context)
         let serverURL = WebPage.serverURL(request, servesTLS: deps.servesTLS)
         return try await deps.blocking.run {
-            guard let result = try deps.db.result(reportId: id) else { return notProcessed(id, try deps.db.jobStatus(reportId: id)) }
-            let group = ReportPrinter.group(of: result, in: deps.db)
+            guard let result = try deps.queries.result(reportId: id) else { return notProcessed(id, try deps.queries.jobStatus(reportId: id)) }
+            let group = deps.queries.group(of: result)
             let model = ReportPageModel(
                 id: id, report: try ReportPrinter.decode(result), groupFingerprint: group?.fingerprint, groupTitle: group?.title,
                 keyFrames: group?.frames ?? [], missing: result.missingImages,
@@ -140,8 +140,8 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         pages.get("/reports/{id}/\(suffix)") { _, context -> Response in
             let id = try webReportId(context)
             return try await deps.blocking.run {
-                guard let result = try deps.db.result(reportId: id) else { return notProcessed(id, try deps.db.jobStatus(reportId: id)) }
-                let text = try ReportPrinter.render(result, format: format, group: ReportPrinter.group(of: result, in: deps.db))
+                guard let result = try deps.queries.result(reportId: id) else { return notProcessed(id, try deps.queries.jobStatus(reportId: id)) }
+                let text = try ReportPrinter.render(result, format: format, group: deps.queries.group(of: result))
                 return WebPage.download(Data(text.utf8), name: "report-\(id)-\(format.rawValue).txt", type: "text/plain; charset=utf-8")
             }
         }
@@ -149,7 +149,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
 
     pages.get("/reports/{id}/raw") { _, context -> Response in
         let id = try webReportId(context)
-        guard let stored = try await deps.blocking.run({ try deps.db.report(id: id) }) else {
+        guard let stored = try await deps.blocking.run({ try deps.queries.report(id: id) }) else {
             return WebPage.html(Layout.message(title: "No such report", "There is no report \(id)."), status: .notFound)
         }
         // The exact bytes received, never rendered: served as an opaque download.
@@ -159,7 +159,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
     pages.get("/symbols") { request, _ -> Response in
         let serverURL = WebPage.serverURL(request, servesTLS: deps.servesTLS)
         return try await deps.blocking.run {
-            WebPage.html(SymbolsPage.render(try missingDebugFiles(db: deps.db, store: deps.store), serverURL: serverURL))
+            WebPage.html(SymbolsPage.render(try deps.queries.missingDebugFiles(), serverURL: serverURL))
         }
     }
 
@@ -209,7 +209,7 @@ struct WebAuthentication: RouterMiddleware {
         }
         let cookie = request.cookies[WebSession.cookieName]?.value
         // The token's row is read for every page (no cache: a revocation ends the session at once).
-        if let token = try await sessions.token(of: cookie, now: deps.db.now()) {
+        if let token = try await sessions.token(of: cookie, now: deps.clock.now()) {
             context.token = token
             return try await next(request, context)
         }

@@ -22,7 +22,7 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
 
     workers.post("/connect") { request, context -> Response in
         let pool = try remotePool(deps)
-        let hello = try await decode(WorkerHello.self, request, limit: WorkerRouteLimits.connectBytes)
+        let hello = try await decode(WorkerHello.self, request, limit: WorkerRouteLimits.connectBytes, deps)
         let welcome: WorkerWelcome
         let token = try context.requireToken().id
         let address = context.remoteAddress
@@ -42,14 +42,16 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         let id = try await ownedWorkerId(context, pool, deps)
         // The envelope, then one reply frame per result it announces (RemoteMessages.swift).
         let body = try await BodyReader.read(request, limit: WorkerRouteLimits.resultBytes)
-        let frames: [Data]
-        do { frames = try Framing.unbundle(body) } catch {
-            throw APIError.badRequest("the body is not a bundle of frames (\(RemoteProtocol.framesContentType)): \(error)")
-        }
-        guard let envelope = frames.first else { throw APIError.badRequest("the body holds no ClaimRequest frame") }
-        let claim: ClaimRequest
-        do { claim = try JSONDecoder().decode(ClaimRequest.self, from: envelope) } catch {
-            throw APIError.badRequest("the first frame is not a ClaimRequest: \(error)")
+        // Up to a frame's worth of results: split and decoded on the pool.
+        let (frames, claim) = try await deps.blocking.run { () throws -> ([Data], ClaimRequest) in
+            let frames: [Data]
+            do { frames = try Framing.unbundle(body) } catch {
+                throw APIError.badRequest("the body is not a bundle of frames (\(RemoteProtocol.framesContentType)): \(error)")
+            }
+            guard let envelope = frames.first else { throw APIError.badRequest("the body holds no ClaimRequest frame") }
+            do { return (frames, try JSONDecoder().decode(ClaimRequest.self, from: envelope)) } catch {
+                throw APIError.badRequest("the first frame is not a ClaimRequest: \(error)")
+            }
         }
         guard frames.count == claim.results.count + 1 else {
             throw APIError.badRequest("the claim announces \(claim.results.count) results but carries \(frames.count - 1) reply frames")
@@ -106,7 +108,7 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
     workers.post("/:id/heartbeat") { request, context -> Response in
         let pool = try remotePool(deps)
         let id = try await ownedWorkerId(context, pool, deps)
-        let beat = try await decode(HeartbeatRequest.self, request, limit: WorkerRouteLimits.messageBytes)
+        let beat = try await decode(HeartbeatRequest.self, request, limit: WorkerRouteLimits.messageBytes, deps)
         let answer = try await deps.blocking.run { try pool.heartbeat(workerId: id, beat) }
         return try WorkerWire.encode(answer)
     }
@@ -115,7 +117,7 @@ func addWorkerRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         let pool = try remotePool(deps)
         let id = try await ownedWorkerId(context, pool, deps)
         // The report travels compressed, but its JSON may be as large as a frame; the body is base64 of it.
-        let result = try await decode(RemoteResult.self, request, limit: WorkerRouteLimits.resultBytes)
+        let result = try await decode(RemoteResult.self, request, limit: WorkerRouteLimits.resultBytes, deps)
         let outcome: ResultAnswer.Outcome?
         do {
             outcome = try await deps.blocking.run { try pool.complete(workerId: id, result) }
@@ -148,10 +150,13 @@ private func remotePool(_ deps: ServerDependencies) throws -> RemoteWorkerPool {
     return pool
 }
 
-private func decode<T: Decodable>(_ type: T.Type, _ request: Request, limit: Int) async throws -> T {
+/// The body as a `T` message, decoded on the pool (a hello or a result runs to megabytes).
+private func decode<T: Decodable & Sendable>(_ type: T.Type, _ request: Request, limit: Int, _ deps: ServerDependencies) async throws -> T {
     let body = try await BodyReader.read(request, limit: limit)
-    do { return try JSONDecoder().decode(type, from: body) } catch {
-        throw APIError.badRequest("the body is not a \(T.self) message: \(error)")
+    return try await deps.blocking.run {
+        do { return try JSONDecoder().decode(type, from: body) } catch {
+            throw APIError.badRequest("the body is not a \(T.self) message: \(error)")
+        }
     }
 }
 

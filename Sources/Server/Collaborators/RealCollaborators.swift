@@ -1,0 +1,67 @@
+import DebugInfo
+import Foundation
+import Intake
+import Presentation
+import ReportModel
+import Storage
+import SymbolStore
+import SystemCalls
+
+// The real collaborators of `stackline serve` (and of ServerTests). This folder holds the
+// blocking work itself, run on the threads of whoever calls it; routes call it only inside
+// `deps.blocking.run` (BlockingWorkTests checks every other file of the module, not these).
+
+/// The database's queries, and the missing-files query against `store`.
+public struct DatabaseQueries: ServerQueries {
+    public let db: ServiceDatabase
+    public let store: SymbolStoreDirectory
+
+    public init(db: ServiceDatabase, store: SymbolStoreDirectory) {
+        self.db = db
+        self.store = store
+    }
+
+    public var tokens: TokenStore { db.tokens }
+    public func checkWritable() throws { try db.checkWritable() }
+    public func stateCounts() throws -> [JobState: Int] { try db.stateCounts() }
+    public func jobStatus(reportId: Int64) throws -> JobStatus? { try db.jobStatus(reportId: reportId) }
+    public func states(reportIds: [Int64]) throws -> [Int64: JobState] { try db.states(reportIds: reportIds) }
+    public func result(reportId: Int64) throws -> StoredResult? { try db.result(reportId: reportId) }
+    public func report(id: Int64) throws -> StoredReport? { try db.report(id: id) }
+    public func groups(_ filter: GroupFilter) throws -> [GroupSummary] { try db.groups(filter) }
+    public func group(fingerprint prefix: String, latest: Int) throws -> GroupDetail? { try db.group(fingerprint: prefix, latest: latest) }
+    public func group(of result: StoredResult) -> GroupSummary? { ReportPrinter.group(of: result, in: db) }
+    public func dailyCounts(fingerprints: [String], days: Int, now: Int64) throws -> [String: [Int]] {
+        try db.dailyCounts(fingerprints: fingerprints, days: days, now: now)
+    }
+    public func appVersionCounts(app: String?, kind: ReportKind) throws -> [String: Int] { try db.appVersionCounts(app: app, kind: kind) }
+    public func firstVersion(fingerprint: String) throws -> String? { try db.firstVersion(fingerprint: fingerprint) }
+    public func namespace(_ name: String) throws -> StoredNamespace? { try db.namespace(name) }
+    public func requeueReports(missing buildIds: [BuildID]) throws -> [Int64] { try db.requeueReports(missing: buildIds) }
+    public func missingDebugFiles() throws -> [MissingSymbolSummary] { try Presentation.missingDebugFiles(db: db, store: store) }
+}
+
+extension SymbolStoreDirectory: SymbolStoring {
+    public func receive(name: String) throws(StoreError) -> IncomingFile { try IncomingFile(store: self, name: name) }
+}
+
+/// `stackline serve`'s writer: reports parsed by the intake's parser (parse children), stored
+/// through `GroupCommit`, whose one writer thread shares transactions between requests.
+public struct GroupCommitWriter: ReportWriter {
+    public let intake: ReportIntake
+    public let groupCommit: GroupCommit
+
+    public init(intake: ReportIntake, commit: GroupCommit) {
+        self.intake = intake
+        groupCommit = commit
+    }
+
+    public func commit(_ prepared: ReportIntake.Prepared) async throws -> [ReportIntake.Outcome] {
+        try await intake.store(prepared, through: groupCommit)
+    }
+}
+
+extension SymbolCacheIndexer: SymbolCacheIndexing {}
+
+/// The database's clock: the time it stamps rows with, so a route's "now" and the rows agree.
+extension ServiceDatabase: ServerClock {}

@@ -1,0 +1,129 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Intake
+import IsolatedParsing
+import Logging
+import Master
+import Storage
+import SymbolStore
+import TestSupport
+import Testing
+
+@testable import Server
+
+/// The router of `stackline serve`, built in process over real collaborators in a temporary
+/// directory: a real database, a real symbol store, the real group-commit writer and queries.
+/// Only the parser runs in process (serve's parse children are processes, which this tier
+/// leaves to EndToEndTests) and the symcache indexer is the real one pointed at the real CLI.
+final class RouteHarness: Sendable {
+    /// The temporary directory (a `TempDirectory`'s path: that type is not Sendable).
+    let root: String
+    let db: ServiceDatabase
+    let store: SymbolStoreDirectory
+    var dbPath: String { db.path }
+
+    /// swift-metrics takes one factory per process; every harness shares it.
+    static let metrics = ServerMetrics.bootstrap()
+
+    init() throws {
+        root = try TempDirectory("server-tests").path
+        db = try ServiceDatabase(path: root + "/data/stackline.sqlite")
+        let symbols = root + "/symbols"
+        try FileManager.default.createDirectory(atPath: symbols, withIntermediateDirectories: true)
+        store = SymbolStoreDirectory(root: symbols)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: root) }
+
+    func dependencies(_ limits: ServerLimits = ServerLimits()) -> ServerDependencies {
+        let logger = Logger(label: "server-tests")
+        return ServerDependencies(
+            queries: DatabaseQueries(db: db, store: store), store: store,
+            writer: GroupCommitWriter(intake: ReportIntake(db: db, parser: InProcessParser()), commit: GroupCommit(db: db)),
+            indexer: SymbolCacheIndexer(executable: TestPaths.stackline, storeRoot: store.root, logger: logger),
+            clock: db, limits: limits, census: WorkerCensus(),
+            worker: WorkerLaunch(executable: TestPaths.worker, arguments: []), metrics: Self.metrics, logger: logger)
+    }
+
+    /// Runs `body` against the router `makeRouter` builds, requests handed to it in process.
+    func withRouter(_ limits: ServerLimits = ServerLimits(), _ body: @escaping @Sendable (RouteClient) async throws -> Void) async throws {
+        let app = Application(router: StacklineServer.makeRouter(deps: dependencies(limits)))
+        try await app.test(.router) { client in try await body(RouteClient(client: client)) }
+    }
+
+    /// A new token of `scope`, as `tokens create` makes it.
+    func token(_ scope: TokenScope, namespace: String? = nil) throws -> String {
+        try db.tokens.create(scope: scope, namespace: namespace).token
+    }
+}
+
+/// One answer: status, headers, body, and the body as JSON when it is.
+struct RouteAnswer: CustomStringConvertible {
+    var status: Int
+    var headers: HTTPFields
+    var body: Data
+    var text: String { String(decoding: body, as: UTF8.self) }
+    var json: [String: Any]? { try? JSONSerialization.jsonObject(with: body) as? [String: Any] }
+    var description: String { "\(status) \(text.prefix(2000))" }
+
+    /// The `{"error": "…"}` shape every refusal has (docs/openapi.yaml), its message.
+    var error: String? {
+        guard let json, json.count == 1 else { return nil }
+        return json["error"] as? String
+    }
+}
+
+struct RouteClient: Sendable {
+    let client: any TestClientProtocol
+
+    func send(
+        _ method: HTTPRequest.Method, _ uri: String, token: String? = nil, body: Data? = nil, headers: [String: String] = [:]
+    ) async throws -> RouteAnswer {
+        var fields = HTTPFields()
+        if let token { fields[.authorization] = "Bearer \(token)" }
+        for (name, value) in headers { fields[HTTPField.Name(name)!] = value }
+        let response = try await client.execute(uri: uri, method: method, headers: fields, body: body.map { ByteBuffer(bytes: $0) })
+        return RouteAnswer(status: Int(response.status.code), headers: response.headers, body: Data(buffer: response.body))
+    }
+}
+
+/// The minimal Apple crash report of docs/sdk-protocol.md, made distinct by its process id.
+func appleCrash(_ n: Int) throws -> Data {
+    let doc = try String(contentsOfFile: packageRoot + "/docs/sdk-protocol.md", encoding: .utf8)
+    let text = try fencedBlock(after: "The first payload is this minimal Apple crash report", in: doc)
+    return Data(text.replacingOccurrences(of: "Prism [4242]", with: "Prism [\(n)]").utf8)
+}
+
+/// The fenced block after the first line containing `marker`.
+func fencedBlock(after marker: String, in text: String) throws -> String {
+    let start = try #require(text.range(of: marker), "no '\(marker)'")
+    let rest = text[start.upperBound...]
+    let open = try #require(rest.range(of: "```"))
+    let body = rest[open.upperBound...].drop { $0 != "\n" }.dropFirst()
+    let close = try #require(body.range(of: "\n```"))
+    return String(body[..<close.lowerBound]) + "\n"
+}
+
+/// gzip's own compression (`gzip -n`), not ours.
+func gzipped(_ data: Data) throws -> Data {
+    let dir = try TempDirectory("gz")
+    defer { dir.remove() }
+    try data.write(to: URL(fileURLWithPath: dir.file("r")))
+    _ = try runChecked("gzip", ["-n", dir.file("r")])
+    return try Data(contentsOf: URL(fileURLWithPath: dir.file("r.gz")))
+}
+
+/// SHA-256 by coreutils' sha256sum: the digest oracle.
+func sha256sum(_ data: Data) throws -> String {
+    String(try runProcess("sha256sum", [], stdin: data).stdout.prefix(64))
+}
+
+/// The value of one sample of `/metrics`' Prometheus text (0 when absent).
+func metricValue(_ text: String, _ sample: String) -> Int {
+    for line in text.split(separator: "\n") where line.hasPrefix(sample + " ") {
+        return Int(Double(line.dropFirst(sample.count + 1)) ?? 0)
+    }
+    return 0
+}

@@ -218,32 +218,29 @@ import WorkerProtocol
         defer { scratch.remove() }
         let session = Self.worker(scratch)
 
+        /// Starts the worker if it is not running, hands it one job and waits for its exit.
+        func run(_ id: Int64, _ text: String) throws -> JobExit<JobReply> {
+            _ = try Self.started(session)
+            #expect(session.send(try Self.job(id, text)) == .sent)
+            return session.awaitReply(to: id, timeout: 120)
+        }
+
         // Not a report: the worker answers this job with an input error.
-        _ = try Self.started(session)
-        #expect(session.send(try Self.job(41, "this is not a crash report")) == .sent)
-        guard case .replied(let reply) = session.awaitReply(to: 41, timeout: 120) else {
+        guard case .replied(let reply) = try run(41, "this is not a crash report") else {
             Issue.record("no reply to a plain job")
             return
         }
         #expect(reply.kind == .inputError && reply.jobId == 41)
 
-        _ = try Self.started(session)
-        #expect(session.send(try Self.job(42, "STACKLINE_TEST_HOOK_SEGV")) == .sent)
-        let segv = session.awaitReply(to: 42, timeout: 120)
-        guard case .crashed(let how) = segv else {
-            Issue.record("SEGV hook: \(segv)")
-            return
+        // The hooks kill the worker with the signal they name.
+        for (id, hook, named) in [(Int64(42), "SEGV", "signal 11"), (43, "SIGKILL", "SIGKILL")] {
+            let exit = try run(id, "STACKLINE_TEST_HOOK_" + hook)
+            guard case .crashed(let how) = exit else {
+                Issue.record("\(hook) hook: \(exit)")
+                continue
+            }
+            #expect(how.contains(named), "\(hook) hook: \(how)")
         }
-        #expect(how.contains("signal 11"), "\(how)")
-
-        _ = try Self.started(session)
-        #expect(session.send(try Self.job(43, "STACKLINE_TEST_HOOK_SIGKILL")) == .sent)
-        let killed = session.awaitReply(to: 43, timeout: 120)
-        guard case .crashed(let how) = killed else {
-            Issue.record("SIGKILL hook: \(killed)")
-            return
-        }
-        #expect(how.contains("SIGKILL"), "\(how)")
 
         let pid = try Self.started(session)
         #expect(session.send(try Self.job(44, "STACKLINE_TEST_HOOK_HANG")) == .sent)

@@ -42,6 +42,16 @@ import Testing
         )
     }
 
+    /// One `JSONValue`: before issue 29 the SDK and the alert rules each had their own enum.
+    @Test func oneJSONValueEnum() throws {
+        let declarations = try swiftSourceFiles(in: ["Sources", "Workers"]).flatMap { file in
+            file.text.split(separator: "\n").filter {
+                $0.contains("enum JSONValue") && !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//")
+            }.map { _ in file.path }
+        }
+        #expect(declarations == ["Sources/JSONFormat/JSONValue.swift"], "JSONValue declared in \(declarations)")
+    }
+
     /// The scan finds what it looks for, so the test above is not vacuous: the forms the
     /// tree held before issue 29 are each found, a comment naming them is not.
     @Test func theScanFindsEachForm() {

@@ -410,40 +410,17 @@ struct LoadedPage {
         let apple = try server.curl("GET", "/reports/\(crashId)/apple.txt", token: read)
         #expect(apple.text == (try server.curl("GET", "/api/v1/reports/\(crashId)?format=apple", token: read).text))
 
-        // Sign-in by curl: a wrong token is refused, a right one sets the session cookie with
-        // HttpOnly and SameSite=Strict, and the cookie does not contain the token.
-        #expect(try server.curl("POST", "/login", body: Data("token=sl_1_nope".utf8)).status == 401)
+        // Sign-in by curl. Which tokens sign in, the cookie's attributes, the Origin check, where
+        // `next` may lead and the end of a session with its token: ServerTests' WebRouteTests
+        // .signInSetsASessionCookieThatEndsWithTheToken. Here: neither the token nor the session
+        // reaches the server's log.
         let login = try server.curl("POST", "/login", body: Data("token=\(read)".utf8))
         #expect(login.status == 303)
         let cookie = try #require(login.headers["set-cookie"])
-        #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/"))
-        #expect(!cookie.contains("Secure"), "plain HTTP: a Secure cookie would never come back")
-        #expect(!cookie.contains(read) && !cookie.contains(String(read.suffix(64))))
-        let proxied = try server.curl("POST", "/login", body: Data("token=\(read)".utf8), headers: ["X-Forwarded-Proto: https"])
-        #expect(proxied.headers["set-cookie"]?.contains("; Secure") == true, "behind a TLS proxy the cookie is Secure")
         let session = String(cookie.split(separator: ";")[0])
-        // Another site's page cannot sign the browser in or out (Origin names another host).
-        let crossSite = try server.curl("POST", "/login", body: Data("token=\(read)".utf8), headers: ["Origin: http://evil.example"])
-        #expect(crossSite.status == 403)
-        #expect(crossSite.headers["set-cookie"] == nil)
-        #expect(try server.curl("POST", "/login", body: Data("token=\(read)".utf8), headers: ["Origin: \(server.baseURL)"]).status == 303)
-        // Back to the page asked for, but never to another site.
-        let back = try server.curl("POST", "/login", body: Data("token=\(read)&next=%2Freports%2F\(crashId)".utf8))
-        #expect(back.headers["location"] == "/reports/\(crashId)")
-        for offsite in ["%2F%2Fevil.example%2F", "https%3A%2F%2Fevil.example%2F", "%2F%5Cevil.example"] {
-            let answer = try server.curl("POST", "/login", body: Data("token=\(read)&next=\(offsite)".utf8))
-            #expect(answer.headers["location"] == "/", "next=\(offsite)")
-        }
         #expect(try server.curl("GET", "/", headers: ["Cookie: \(session)"]).status == 200)
         #expect(!server.log.contains(read.suffix(64)))
         #expect(!server.log.contains(String(session.split(separator: "=")[1])))
-
-        // Revoking the token ends the session.
-        let list = try h.stackline(["tokens", "list", "--json"])
-        let tokens = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
-        let readId = try #require(tokens.first { $0["scope"] as? String == "read" }?["id"] as? Int)
-        #expect(try h.stackline(["tokens", "revoke", "\(readId)"]).status == 0)
-        #expect(try server.curl("GET", "/", headers: ["Cookie: \(session)"]).status == 303)
 
         server.signal(SIGTERM)
         #expect(try server.waitForExit() == 0)

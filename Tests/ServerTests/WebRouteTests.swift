@@ -1,0 +1,59 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import Server
+
+extension ServerRouteTests {
+    /// The web view's sign-in (docs/web.md) in process: which tokens sign in, what the session
+    /// cookie says and where the form sends a browser, and that a revoked token ends the session.
+    @Suite struct WebRouteTests {
+        func form(_ fields: String) -> Data { Data(fields.utf8) }
+
+        @Test func signInSetsASessionCookieThatEndsWithTheToken() async throws {
+            let h = try RouteHarness()
+            let read = try h.token(.read)
+            let ingest = try h.token(.ingest)
+            let readId = try #require(try h.db.tokens.verify(read)?.id)
+            try await h.withRouter { client in
+                // A wrong token is refused (401), one without the read scope too (403).
+                #expect(try await client.send(.post, "/login", body: form("token=sl_1_nope")).status == 401)
+                #expect(try await client.send(.post, "/login", body: form("token=\(ingest)")).status == 403)
+                // A right one: 303 with the session cookie, HttpOnly and SameSite=Strict, not
+                // Secure over plain HTTP (it would never come back), and without the token.
+                let login = try await client.send(.post, "/login", body: form("token=\(read)"))
+                #expect(login.status == 303, "\(login)")
+                let cookie = try #require(login.headers[.setCookie])
+                #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/"))
+                #expect(!cookie.contains("Secure"))
+                #expect(!cookie.contains(read) && !cookie.contains(String(read.suffix(64))))
+                let proxied = try await client.send(.post, "/login", body: form("token=\(read)"), headers: ["X-Forwarded-Proto": "https"])
+                #expect(proxied.headers[.setCookie]?.contains("; Secure") == true, "behind a TLS proxy the cookie is Secure")
+                let session = String(cookie.split(separator: ";")[0])
+
+                // Another site's page cannot sign the browser in (Origin names another host than
+                // the request's, which the router client calls `localhost`).
+                let crossSite = try await client.send(.post, "/login", body: form("token=\(read)"), headers: ["Origin": "http://evil.example"])
+                #expect(crossSite.status == 403)
+                #expect(crossSite.headers[.setCookie] == nil)
+                #expect(try await client.send(.post, "/login", body: form("token=\(read)"), headers: ["Origin": "http://localhost"]).status == 303)
+                // Back to the page asked for, but never to another site.
+                let back = try await client.send(.post, "/login", body: form("token=\(read)&next=%2Freports%2F7"))
+                #expect(back.headers[.location] == "/reports/7")
+                for offsite in ["%2F%2Fevil.example%2F", "https%3A%2F%2Fevil.example%2F", "%2F%5Cevil.example"] {
+                    let answer = try await client.send(.post, "/login", body: form("token=\(read)&next=\(offsite)"))
+                    #expect(answer.headers[.location] == "/", "next=\(offsite)")
+                }
+
+                // The cookie opens the pages; without it a browser is sent to the form.
+                #expect(try await client.send(.get, "/symbols", headers: ["Cookie": session]).status == 200)
+                let anonymous = try await client.send(.get, "/symbols")
+                #expect(anonymous.status == 303)
+                #expect(anonymous.headers[.location] == "/login?next=%2Fsymbols")
+                // Revoking the token ends the session at once (the row is read for every page).
+                _ = try h.db.tokens.revoke(id: readId)
+                #expect(try await client.send(.get, "/symbols", headers: ["Cookie": session]).status == 303)
+            }
+        }
+    }
+}

@@ -213,7 +213,7 @@ let package = Package(
                 "DebugInfo", "SymbolCache", "SymbolStore", "Symbolication", "Demangling", "ReportModel", "ReportFormats", "ReportRendering",
                 "IsolatedParsing",
                 "Storage", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
-                "Intake", "APIModel", "Presentation", "JSONFormat", "Server", "SDKProtocol", "ServiceClient", "Alerts",
+                "Intake", "APIModel", "Presentation", "JSONFormat", "Server", "SDKProtocol", "ServiceClient", "Alerts", "ServiceRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -239,7 +239,7 @@ let package = Package(
             ]),
         // libFuzzer's driver entry point, declared for the -sanitize=fuzzer build only.
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
-        .executableTarget(name: "stackline-fuzz", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/stackline-fuzz"),
+        .executableTarget(name: "stackline-fuzz", dependencies: ["FuzzTargets", "CLibFuzzer", "ServiceRuntime"], path: "Fuzz/stackline-fuzz"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "ReportModel", "SystemCalls", "TestSupport"]),
         .testTarget(name: "SymbolCacheTests", dependencies: ["SymbolCache", "DebugInfo", "Demangling", "ReportModel", "TestSupport"]),

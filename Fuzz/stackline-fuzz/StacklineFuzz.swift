@@ -1,5 +1,14 @@
 import Foundation
 import FuzzTargets
+import ServiceRuntime
+
+/// The environment, read once as the program starts; the targets get its values (`FuzzTarget.use`).
+private let environment: StacklineEnvironment = {
+    let environment = StacklineEnvironment(ProcessInfo.processInfo.environment)
+    FuzzTarget.use(
+        FuzzTarget.Settings(validUTF8Only: environment.fuzzValidUTF8Only, temporaryDirectory: environment.temporaryDirectory))
+    return environment
+}()
 
 /// One line to stderr; stdout carries the replay results.
 private func printError(_ line: String) {
@@ -20,7 +29,7 @@ import CLibFuzzer
 
 /// The target named by STACKLINE_FUZZ_TARGET; libFuzzer's own arguments leave no room for ours.
 private let selected: FuzzTarget = {
-    let name = ProcessInfo.processInfo.environment["STACKLINE_FUZZ_TARGET"] ?? ""
+    let name = environment.fuzzTarget ?? ""
     guard let target = FuzzTarget.named(name) else {
         let names = FuzzTarget.all.map(\.name).joined(separator: ", ")
         printError("stackline-fuzz: set STACKLINE_FUZZ_TARGET to one of: \(names) (got '\(name)')")
@@ -42,6 +51,7 @@ private func fuzzerTestOneInput(_ bytes: UnsafePointer<UInt8>?, _ size: Int) -> 
 @main
 struct FuzzMain {
     static func main() {
+        _ = environment
         listTargetsIfAsked()
         _ = selected
         var argc = CommandLine.argc
@@ -57,6 +67,7 @@ struct FuzzMain {
 @main
 struct ReplayMain {
     static func main() {
+        _ = environment
         listTargetsIfAsked()
         let args = Array(CommandLine.arguments.dropFirst())
         guard args.count >= 2, let target = FuzzTarget.named(args[0]) else {

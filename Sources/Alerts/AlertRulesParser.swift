@@ -6,10 +6,9 @@ import ServiceRuntime
 /// checked, unknown fields included (a misspelt `multipler` must not silently mean the
 /// default), and an error names the file and the field's JSON path.
 public enum AlertRulesParser {
-    /// Reads and checks `path`. `environment` supplies `urlEnv` / `passwordEnv` values.
-    public static func load(
-        path: String, environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(AlertRulesError) -> AlertConfiguration {
+    /// Reads and checks `path`. `environment` (the program's, as its entry point read it)
+    /// supplies `urlEnv` / `passwordEnv` values.
+    public static func load(path: String, environment: [String: String]) throws(AlertRulesError) -> AlertConfiguration {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw AlertRulesError(file: path, field: "", problem: "cannot read the file")
         }

@@ -1,5 +1,6 @@
 import Foundation
 import ReportFormats
+import Synchronization
 
 /// A property a fuzz target checks after the code under test returned. The libFuzzer harness
 /// aborts on it, so libFuzzer keeps the input as a crash; the replayer exits non-zero.
@@ -23,10 +24,30 @@ public struct FuzzTarget: Sendable {
     @discardableResult
     public func run(_ data: Data) throws(FuzzFailure) -> String { try body(data) }
 
-    /// STACKLINE_FUZZ_VALID_UTF8_ONLY=1: the report targets (and the reports in frames) skip
-    /// bytes that are not valid UTF-8. A known crash on such bytes (the JSON5 decoder, issue 10
-    /// defect 1) otherwise ends every run of the JSON targets within seconds.
-    static let validUTF8Only = ProcessInfo.processInfo.environment["STACKLINE_FUZZ_VALID_UTF8_ONLY"] == "1"
+    /// What the entry point read from its environment (`StacklineEnvironment`), set before the
+    /// first input: libFuzzer calls the targets through a C callback, which takes no settings.
+    public struct Settings: Sendable {
+        /// STACKLINE_FUZZ_VALID_UTF8_ONLY=1: the report targets (and the reports in frames) skip
+        /// bytes that are not valid UTF-8. A known crash on such bytes (the JSON5 decoder, issue 10
+        /// defect 1) otherwise ends every run of the JSON targets within seconds.
+        public var validUTF8Only: Bool
+        /// TMPDIR: where the scratch directory goes.
+        public var temporaryDirectory: String
+
+        public init(validUTF8Only: Bool = false, temporaryDirectory: String = "/tmp") {
+            self.validUTF8Only = validUTF8Only
+            self.temporaryDirectory = temporaryDirectory
+        }
+    }
+
+    private static let configured = Mutex(Settings())
+
+    /// Called once by the entry point, before any target runs.
+    public static func use(_ settings: Settings) { configured.withLock { $0 = settings } }
+
+    static var settings: Settings { configured.withLock { $0 } }
+
+    static var validUTF8Only: Bool { settings.validUTF8Only }
 
     static func isValidUTF8(_ data: Data) -> Bool { String(validating: data, as: UTF8.self) != nil }
 

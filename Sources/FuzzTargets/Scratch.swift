@@ -10,7 +10,7 @@ final class Scratch: @unchecked Sendable {
     let path: String
 
     private init() {
-        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let base = FuzzTarget.settings.temporaryDirectory
         path = base + "/stackline-fuzz-\(getpid())"
         try? FileManager.default.removeItem(atPath: path)
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

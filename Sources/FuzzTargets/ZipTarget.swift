@@ -11,13 +11,13 @@ enum ZipTarget {
         let store = scratch + "/store", temporary = scratch + "/tmp"
         try? fm.removeItem(atPath: store)
         try? fm.createDirectory(atPath: temporary, withIntermediateDirectories: true)
-        // The unpacking directory goes under TMPDIR; point it into the scratch directory to see what is left.
-        setenv("TMPDIR", temporary, 1)
         let archive = try Scratch.shared.write(data, name: "input.zip")
         let before = Set((try? fm.contentsOfDirectory(atPath: scratch)) ?? [])
 
         var outcomes: [String] = []
-        for (path, result) in SymbolStoreDirectory(root: store).addTree(path: archive) {
+        // The unpacking directory goes into the scratch directory, to see what is left.
+        let limits = StoreLimits(temporaryDirectory: temporary)
+        for (path, result) in SymbolStoreDirectory(root: store, limits: limits).addTree(path: archive) {
             switch result {
             case .success(let outcome): outcomes.append("stored \(outcome.entry.buildId)")
             case .failure(let error):

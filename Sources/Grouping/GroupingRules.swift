@@ -60,11 +60,10 @@ public struct GroupingRules: Codable, Sendable, Equatable {
         return rules
     }
 
-    /// Loads `STACKLINE_GROUPING_RULES` when set, else the built-in rules.
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment)
-        throws(GroupingRulesError) -> GroupingRules
-    {
-        guard let path = environment[environmentKey], !path.isEmpty else { return standard }
+    /// The rules file at `path` (`--grouping-rules`, else `STACKLINE_GROUPING_RULES`) when there
+    /// is one, else the built-in rules.
+    public static func load(fileOrStandard path: String?) throws(GroupingRulesError) -> GroupingRules {
+        guard let path, !path.isEmpty else { return standard }
         return try load(path: path)
     }
 

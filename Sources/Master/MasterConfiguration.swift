@@ -52,6 +52,10 @@ public struct MasterConfiguration: Sendable {
     /// results they were answered markedly slower, and 4 drained less (scripts/bench-serve.sh;
     /// the figures are in docs/performance.md).
     public var completionBatch = 64
+    /// The grouping rules file workers use (`--grouping-rules`, else `STACKLINE_GROUPING_RULES`);
+    /// nil, the built-in rules. Local workers get it in `workerArguments`; `serve` sends the
+    /// file to remote workers.
+    public var groupingRulesPath: String?
 
     /// The master's one completion writer, as this configuration sizes and prioritises it (the
     /// dispatcher's, or the remote pool's when `serve` has one: they share it).
@@ -79,9 +83,9 @@ public struct MasterConfiguration: Sendable {
         self.handlesSignals = handlesSignals
     }
 
-    /// `STACKLINE_WORKER`, else `stackline-worker` next to the running executable.
-    public static func locateWorker(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let path = environment["STACKLINE_WORKER"], !path.isEmpty { return path }
+    /// `override` (`STACKLINE_WORKER`), else `stackline-worker` next to the running executable.
+    public static func locateWorker(override: String?) -> String {
+        if let path = override, !path.isEmpty { return path }
         let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? CommandLine.arguments[0]
         return ((me as NSString).deletingLastPathComponent as NSString).appendingPathComponent("stackline-worker")

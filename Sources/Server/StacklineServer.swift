@@ -121,8 +121,7 @@ public struct StacklineServer: Sendable {
         // share transactions.
         let remote = RemoteWorkerPool(
             db: db, config: masterConfig, affinityWaitSeconds: configuration.affinityWaitSeconds,
-            // `--grouping-rules` reaches local workers through this variable (MasterOptions).
-            groupingRulesPath: ProcessInfo.processInfo.environment["STACKLINE_GROUPING_RULES"].flatMap { $0.isEmpty ? nil : $0 },
+            groupingRulesPath: masterConfig.groupingRulesPath,
             logger: masterLogger)
         let dispatcher = Dispatcher(db: db, config: masterConfig, logger: masterLogger, remote: remote)
         var deps = ServerDependencies(

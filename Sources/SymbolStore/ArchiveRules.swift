@@ -20,9 +20,9 @@ enum ArchiveRules {
     }
 
     /// STACKLINE_UNZIP_MAX_BYTES or the default cap, and never more than the free space.
-    static func limit(temporary: String, archive: String) throws(StoreError) -> Limit {
+    static func limit(temporary: String, cap: String?, archive: String) throws(StoreError) -> Limit {
         var limit = Limit(bytes: defaultLimit, name: "the default cap of \(defaultLimit >> 30) GiB (\(limitVariable) sets another)")
-        if let text = ProcessInfo.processInfo.environment[limitVariable] {
+        if let text = cap {
             guard let bytes = UInt64(text) else {
                 throw .archive(path: archive, reason: "\(limitVariable)=\(text) is not a byte count")
             }

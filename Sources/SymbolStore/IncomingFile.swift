@@ -29,7 +29,7 @@ public final class IncomingFile: @unchecked Sendable {
         do throws(SystemCallError) { try PrivateFiles.makeDirectory(folder) } catch {
             throw .io(path: folder, reason: "cannot create directory: \(error.reason)")
         }
-        (limit, limitName) = try Self.limit(folder: folder)
+        (limit, limitName) = try Self.limit(folder: folder, cap: store.limits.uploadMaxBytes)
         let path = folder + "/upload-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         output = try NewFile(path: path)
         reader = Foundation.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
@@ -59,9 +59,9 @@ public final class IncomingFile: @unchecked Sendable {
     }
 
     /// STACKLINE_SYMBOLS_MAX_UPLOAD_BYTES or the default, and never more than the free space.
-    public static func limit(folder: String) throws(StoreError) -> (UInt64, String) {
+    public static func limit(folder: String, cap: String?) throws(StoreError) -> (UInt64, String) {
         var limit = (defaultLimit, "the upload cap of \(defaultLimit >> 30) GiB (\(limitVariable) sets another)")
-        if let text = ProcessInfo.processInfo.environment[limitVariable], !text.isEmpty {
+        if let text = cap, !text.isEmpty {
             guard let bytes = UInt64(text) else { throw .io(path: folder, reason: "\(limitVariable)=\(text) is not a byte count") }
             limit = (bytes, "\(limitVariable)=\(bytes) bytes")
         }

@@ -38,22 +38,23 @@ extension SymbolStoreDirectory {
     /// are not debug files (neither ELF, Mach-O nor an archive; a dSYM bundle's Info.plist): a
     /// build folder holds many. A file named by `path` itself is never skipped: it is stored or refused.
     public func addTree(path: String, skipped: inout [String]) -> WalkResults<AddOutcome> {
-        Self.walkTree(path: path, skipped: &skipped) { file, _ in storeAll(file, source: nil) }
+        Self.walkTree(path: path, limits: limits, skipped: &skipped) { file, _ in storeAll(file, source: nil) }
     }
 
     /// Stores a file received over the network (`file.path` is the name the client gave it),
     /// exactly as `addTree` stores a file named on the command line: a debug file, or an
     /// archive unpacked and walked. Sidecars record `upload: NAME` as the source.
     public func addReceived(_ file: RegularFile, skipped: inout [String]) -> WalkResults<AddOutcome> {
-        Self.addOne(file, archive: nil, skipped: &skipped, named: true) { file, _ in
+        Self.addOne(file, archive: nil, limits: limits, skipped: &skipped, named: true) { file, _ in
             storeAll(file, source: "upload: " + file.path)
         }
     }
 
     /// Walks `path` as `addTree` does and identifies every debug file without storing
     /// anything: each file's build-ids and what it holds, and the file to send to store it.
-    public static func identifyTree(path: String, skipped: inout [String]) -> WalkResults<LocalDebugFile> {
-        walkTree(path: path, skipped: &skipped) { file, archive in
+    /// Archives are unpacked under `limits`.
+    public static func identifyTree(path: String, limits: StoreLimits, skipped: inout [String]) -> WalkResults<LocalDebugFile> {
+        walkTree(path: path, limits: limits, skipped: &skipped) { file, archive in
             do throws(StoreError) {
                 let offers = try StoreCandidate.identify(file: file).map(StoreOffer.init)
                 return [(file.path, .success(LocalDebugFile(path: file.path, upload: archive ?? file.path, offers: offers)))]
@@ -77,7 +78,7 @@ extension SymbolStoreDirectory {
         }
     }
 
-    private static func walkTree<T>(path: String, skipped: inout [String], visit: Visit<T>) -> WalkResults<T> {
+    private static func walkTree<T>(path: String, limits: StoreLimits, skipped: inout [String], visit: Visit<T>) -> WalkResults<T> {
         guard let resolved = realpath(path, nil) else {
             return [(path, .failure(.rejected(.unreadable(path: path, reason: SystemCallError.reason(errno: errno)))))]
         }
@@ -96,15 +97,15 @@ extension SymbolStoreDirectory {
             defer { close(fd) }
             var results: WalkResults<T> = []
             walk(
-                directory: fd, label: path, relative: (real as NSString).lastPathComponent, archive: nil, into: &results,
-                skipped: &skipped, visit: visit)
+                directory: fd, label: path, relative: (real as NSString).lastPathComponent, archive: nil, limits: limits,
+                into: &results, skipped: &skipped, visit: visit)
             return results
         }
         guard (st.st_mode & S_IFMT) == S_IFREG, let file = try? RegularFile(adopting: fd, path: path) else {
             close(fd)
             return [(path, .failure(.notRegularFile(path: path, kind: RegularFile.kind(mode: st.st_mode))))]
         }
-        return addOne(file, archive: nil, skipped: &skipped, named: true, visit: visit)
+        return addOne(file, archive: nil, limits: limits, skipped: &skipped, named: true, visit: visit)
     }
 
     /// Deeper than any real bundle; a limit keeps open descriptors bounded.
@@ -113,7 +114,7 @@ extension SymbolStoreDirectory {
     /// Walks the directory `fd` has open, in name order, through descriptors only: a name
     /// swapped for a link during the walk is refused by `O_NOFOLLOW`, not followed.
     private static func walk<T>(
-        directory fd: Int32, label: String, relative: String, archive: String?, into results: inout WalkResults<T>,
+        directory fd: Int32, label: String, relative: String, archive: String?, limits: StoreLimits, into results: inout WalkResults<T>,
         skipped: inout [String], visit: Visit<T>
     ) {
         DirectoryWalk.walk(directory: fd, label: label, maximumDepth: Self.maximumDepth) { event in
@@ -145,7 +146,8 @@ extension SymbolStoreDirectory {
                 }
                 do throws(RegularFileError) {
                     results += addOne(
-                        try RegularFile(adopting: opened, path: path), archive: archive, skipped: &skipped, named: false, visit: visit)
+                        try RegularFile(adopting: opened, path: path), archive: archive, limits: limits, skipped: &skipped, named: false,
+                        visit: visit)
                 } catch {
                     // The name was swapped between fstatat and openat.
                     results.append((path, .failure(error.kind.map { .notRegularFile(path: path, kind: $0) }
@@ -168,7 +170,9 @@ extension SymbolStoreDirectory {
     /// One regular file: visited, or unpacked and walked if it is a zip or tar archive
     /// (`archive` names the archive it came out of: archives in archives are not unpacked).
     /// A file that is not a debug file is refused when it was `named`, else skipped.
-    private static func addOne<T>(_ file: RegularFile, archive: String?, skipped: inout [String], named: Bool, visit: Visit<T>) -> WalkResults<T> {
+    private static func addOne<T>(
+        _ file: RegularFile, archive: String?, limits: StoreLimits, skipped: inout [String], named: Bool, visit: Visit<T>
+    ) -> WalkResults<T> {
         let label = file.path
         let format = ObjectFormat.of(file: file)
         let isTar = format == .other && TarArchive.recognises(file)
@@ -182,7 +186,7 @@ extension SymbolStoreDirectory {
         if format == .zip || isTar {
             if let archive { return [(label, .failure(.nestedArchive(path: label, archive: archive)))] }
             let scratch: String
-            do { scratch = isTar ? try TarArchive.extract(file) : try ZipArchive.extract(file) } catch { return [(label, .failure(error))] }
+            do { scratch = isTar ? try TarArchive.extract(file, limits: limits) : try ZipArchive.extract(file, limits: limits) } catch { return [(label, .failure(error))] }
             defer { try? FileManager.default.removeItem(atPath: scratch) }
             let fd = Foundation.open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else {
@@ -191,7 +195,7 @@ extension SymbolStoreDirectory {
             defer { close(fd) }
             var results: WalkResults<T> = []
             walk(
-                directory: fd, label: label, relative: (scratch as NSString).lastPathComponent, archive: label,
+                directory: fd, label: label, relative: (scratch as NSString).lastPathComponent, archive: label, limits: limits,
                 into: &results, skipped: &skipped, visit: visit)
             return results
         }

@@ -104,20 +104,24 @@ public enum AddOutcome: Sendable, Equatable {
 /// `.json` sidecar per build-id so the store describes itself without a database.
 public struct SymbolStoreDirectory: Sendable {
     public let root: String
+    /// Caps and the temporary directory for what arrives (archives, uploads): the defaults unless
+    /// the entry point passed its environment's.
+    public var limits: StoreLimits
 
-    public init(root: String) { self.root = root }
+    public init(root: String, limits: StoreLimits = StoreLimits()) {
+        self.root = root
+        self.limits = limits
+    }
 
     /// The store when neither `--symbols` nor `STACKLINE_SYMBOLS` names one.
     public static let defaultRoot = "symbols"
 
-    /// The one place the store is chosen: `--symbols`, then `STACKLINE_SYMBOLS`, then
-    /// `./symbols`. An empty value counts as unset, as `STACKLINE_DB` does for the database.
-    public static func resolve(
-        option: String?, environment: [String: String] = ProcessInfo.processInfo.environment
-    ) -> SymbolStoreDirectory {
-        if let option, !option.isEmpty { return SymbolStoreDirectory(root: option) }
-        if let env = environment["STACKLINE_SYMBOLS"], !env.isEmpty { return SymbolStoreDirectory(root: env) }
-        return SymbolStoreDirectory(root: defaultRoot)
+    /// The one place the store is chosen: `--symbols`, then `variable` (`STACKLINE_SYMBOLS`),
+    /// then `./symbols`. An empty value counts as unset, as `STACKLINE_DB` does for the database.
+    public static func resolve(option: String?, variable: String?, limits: StoreLimits = StoreLimits()) -> SymbolStoreDirectory {
+        if let option, !option.isEmpty { return SymbolStoreDirectory(root: option, limits: limits) }
+        if let variable, !variable.isEmpty { return SymbolStoreDirectory(root: variable, limits: limits) }
+        return SymbolStoreDirectory(root: defaultRoot, limits: limits)
     }
 
     private var buildIDRoot: String { root + "/.build-id" }

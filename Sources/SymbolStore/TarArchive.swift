@@ -39,10 +39,10 @@ enum TarArchive {
 
     /// Extracts the archive `input` has open into a new temporary directory and returns it;
     /// the caller removes it. On failure nothing is left behind.
-    static func extract(_ input: RegularFile) throws(StoreError) -> String {
+    static func extract(_ input: RegularFile, limits: StoreLimits) throws(StoreError) -> String {
         let label = input.path
-        let temporary = NSTemporaryDirectory()
-        let limit = try ArchiveRules.limit(temporary: temporary, archive: label)
+        let temporary = limits.temporaryDirectory
+        let limit = try ArchiveRules.limit(temporary: temporary, cap: limits.unpackMaxBytes, archive: label)
         let members = try scan(input)
         var declared: UInt64 = 0
         for member in members where !member.isDirectory {

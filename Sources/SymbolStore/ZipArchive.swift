@@ -13,10 +13,10 @@ import ZIPFoundation
 enum ZipArchive {
     /// Extracts the archive `input` has open into a new temporary directory and returns it;
     /// the caller removes it. On failure nothing is left behind.
-    static func extract(_ input: RegularFile) throws(StoreError) -> String {
+    static func extract(_ input: RegularFile, limits: StoreLimits) throws(StoreError) -> String {
         let label = input.path
-        let temporary = NSTemporaryDirectory()
-        let limit = try ArchiveRules.limit(temporary: temporary, archive: label)
+        let temporary = limits.temporaryDirectory
+        let limit = try ArchiveRules.limit(temporary: temporary, cap: limits.unpackMaxBytes, archive: label)
         let archive: Archive
         do {
             archive = try Archive(url: URL(fileURLWithPath: descriptorPath(input.descriptor)), accessMode: .read)

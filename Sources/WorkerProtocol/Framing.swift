@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import Synchronization
 import SystemCalls
 
 /// Errors of the length-prefixed frame protocol.
@@ -49,22 +50,24 @@ public enum Framing {
     /// Raw reports are capped at 64 MiB decompressed, and travel as they are; the room above
     /// that is for a symbolicated report's JSON, which the limit bounds too.
     public static let defaultMaxFrame = 128 << 20
-    /// Environment variable that overrides the frame limit. The master and its workers must
-    /// agree on it; workers inherit the master's environment, so setting it there is enough.
+    /// Environment variable that overrides the frame limit (`StacklineEnvironment.maxFrameBytes`).
+    /// The master and its workers must agree on it; workers inherit the master's environment.
     public static let limitVariable = "STACKLINE_MAX_FRAME_BYTES"
     /// Room for the small failure reply a worker sends instead of a reply over the limit.
     public static let minimumMaxFrame: UInt32 = 1024
 
-    /// The frame limit of this process: `STACKLINE_MAX_FRAME_BYTES`, else 128 MiB. An
-    /// unusable value falls back to the default here; `configuredMaxFrame` names it, and
-    /// `stackline master` and the worker check it at start.
-    public static let maxFrame = (try? configuredMaxFrame()) ?? defaultMaxFrame
+    /// The frame limit of this process: 128 MiB unless the entry point set another at start
+    /// (`use(maxFrame:)`, from `StacklineEnvironment`). Every frame read or written checks it, so
+    /// it is one relaxed atomic load rather than a value threaded through every reader.
+    public static var maxFrame: Int { configuredLimit.load(ordering: .relaxed) }
+    private static let configuredLimit = Atomic<Int>(defaultMaxFrame)
 
-    /// The limit `environment` asks for.
-    public static func configuredMaxFrame(
-        _ environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(FrameLimitError) -> Int {
-        guard let value = environment[limitVariable], !value.isEmpty else { return defaultMaxFrame }
+    /// Sets this process's frame limit; called once, by the entry point, before any frame moves.
+    public static func use(maxFrame: Int) { configuredLimit.store(maxFrame, ordering: .relaxed) }
+
+    /// The limit `text` (`STACKLINE_MAX_FRAME_BYTES`'s value) asks for; nil or empty: the default.
+    public static func maxFrame(parsing text: String?) throws(FrameLimitError) -> Int {
+        guard let value = text, !value.isEmpty else { return defaultMaxFrame }
         // The length prefix is 32 bits: nothing larger can be framed.
         guard let n = UInt32(value), n >= minimumMaxFrame else { throw FrameLimitError(value: value) }
         return Int(n)

@@ -18,10 +18,10 @@ struct AlertsFileOption: ParsableArguments {
     var alerts: String?
 
     func load(command: String) throws -> AlertConfiguration {
-        guard let path = alerts ?? ProcessInfo.processInfo.environment["STACKLINE_ALERTS"].flatMap({ $0.isEmpty ? nil : $0 }) else {
+        guard let path = alerts ?? processEnvironment.alerts else {
             throw fail("stackline alerts \(command): no rules file (pass --alerts FILE or set STACKLINE_ALERTS)")
         }
-        do { return try AlertRulesParser.load(path: path) } catch {
+        do { return try AlertRulesParser.load(path: path, environment: processEnvironment.variables) } catch {
             throw fail("stackline alerts \(command): \(error.description)")
         }
     }

@@ -7,7 +7,7 @@ struct DatabaseOptions: ParsableArguments {
     @Option(name: .customLong("db"), help: "Job database (default: $STACKLINE_DB or ./data/stackline.sqlite).")
     var path: String?
 
-    var resolvedPath: String { DatabaseLocation.resolve(option: path) }
+    var resolvedPath: String { DatabaseLocation.resolve(option: path, variable: processEnvironment.database) }
 
     /// True when there is a database to read.
     var exists: Bool { FileManager.default.fileExists(atPath: resolvedPath) }

@@ -64,26 +64,28 @@ struct MasterOptions: ParsableArguments {
         guard retainInterval > 0 else { throw ValidationError("--retain-interval must be positive") }
         guard (0...19).contains(workerNice ?? 0) else { throw ValidationError("--worker-nice must be between 0 and 19") }
         // Workers inherit the limit: a bad value must stop the master, not every worker.
-        do { _ = try Framing.configuredMaxFrame() } catch { throw ValidationError(error.description) }
+        do { _ = try processEnvironment.maxFrame() } catch { throw ValidationError(error.description) }
     }
 
     /// The master's configuration; checks the grouping rules and the worker executable first,
     /// so a mistake fails once, loudly, instead of in every worker.
     func configuration(command: String, once: Bool = false) throws -> MasterConfiguration {
-        if let groupingRules {
-            // Workers inherit the environment; check the file here so a bad one fails once, loudly.
-            do { _ = try GroupingRules.load(path: groupingRules) } catch {
+        // Workers are told the file with --grouping-rules; check it here so a bad one fails once, loudly.
+        let groupingRulesPath = groupingRules ?? processEnvironment.groupingRules
+        if let groupingRulesPath {
+            do { _ = try GroupingRules.load(path: groupingRulesPath) } catch {
                 throw fail("stackline \(command): \(error.description)")
             }
-            setenv(GroupingRules.environmentKey, groupingRules, 1)
         }
         var config = MasterConfiguration(
             workers: workers ?? ProcessInfo.processInfo.activeProcessorCount, once: once, jobTimeout: jobTimeout,
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelayMs: Int64(retryDelay * 1000)),
             leaseSeconds: lease, drainSeconds: drain,
-            workerExecutable: MasterConfiguration.locateWorker(), workerArguments: ["--symbols", store.store.root],
+            workerExecutable: MasterConfiguration.locateWorker(override: processEnvironment.worker),
+            workerArguments: ["--symbols", store.store.root] + (groupingRulesPath.map { ["--grouping-rules", $0] } ?? []),
             retainMs: retain?.duration, retentionIntervalSeconds: retainInterval)
         config.prefetch = prefetch
+        config.groupingRulesPath = groupingRulesPath
         config.handBackSeconds = handBackAfter
         // serve puts request handling first; a standalone master has nothing to put first, and
         // its workers at 10 waited behind the committer and the slots (slower in

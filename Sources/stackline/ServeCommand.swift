@@ -128,7 +128,7 @@ struct ServeCommand: AsyncParsableCommand {
         // A bad rules file stops serve before anything starts, naming the file and the field.
         var rules: AlertConfiguration?
         if let alerts {
-            do { rules = try AlertRulesParser.load(path: alerts) } catch { throw fail("stackline serve: \(error.description)") }
+            do { rules = try AlertRulesParser.load(path: alerts, environment: processEnvironment.variables) } catch { throw fail("stackline serve: \(error.description)") }
         }
         let masterConfig = try master.configuration(command: "serve")
         let db = try database.openOrCreate()

@@ -1,7 +1,31 @@
 import ArgumentParser
+import Foundation
+import ServiceRuntime
+import SymbolStore
+import WorkerProtocol
+
+/// The environment, read once as the program starts (`Stackline.main`); commands take their
+/// defaults from it, and pass values, never the environment, to the modules they call.
+let processEnvironment = StacklineEnvironment(ProcessInfo.processInfo.environment)
 
 @main
 struct Stackline: AsyncParsableCommand {
+    /// ArgumentParser's `main`, after the environment is read and the frame limit set from it (an
+    /// unusable limit leaves the default here; `master` and `serve` refuse it in `validate`).
+    static func main() async {
+        Framing.use(maxFrame: (try? processEnvironment.maxFrame()) ?? Framing.defaultMaxFrame)
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
+
     static let configuration = CommandConfiguration(
         abstract: "Crash- and lag-report symbolication service.",
         version: StacklineVersion.description,
@@ -24,4 +48,11 @@ struct Stackline: AsyncParsableCommand {
             AlertsCommand.self,
             QueueBenchCommand.self,
         ])
+}
+
+extension StacklineEnvironment {
+    /// What this environment sets for debug files arriving at the store.
+    var storeLimits: StoreLimits {
+        StoreLimits(unpackMaxBytes: unpackMaxBytes, uploadMaxBytes: uploadMaxBytes, temporaryDirectory: temporaryDirectory)
+    }
 }

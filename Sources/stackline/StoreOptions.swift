@@ -6,5 +6,7 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .customLong("symbols"), help: "Debug-file store (default: $STACKLINE_SYMBOLS or ./symbols).")
     var symbols: String?
 
-    var store: SymbolStoreDirectory { SymbolStoreDirectory.resolve(option: symbols) }
+    var store: SymbolStoreDirectory {
+        SymbolStoreDirectory.resolve(option: symbols, variable: processEnvironment.symbols, limits: processEnvironment.storeLimits)
+    }
 }

@@ -59,11 +59,10 @@ extension SymbolsCommand {
         }
 
         func run() throws {
-            let environment = ProcessInfo.processInfo.environment
-            guard let base = server ?? environment["STACKLINE_SERVER"].flatMap({ $0.isEmpty ? nil : $0 }) else {
+            guard let base = server ?? processEnvironment.server else {
                 throw ValidationError("no server: pass --server URL or set STACKLINE_SERVER")
             }
-            guard let secret = token ?? environment["STACKLINE_TOKEN"].flatMap({ $0.isEmpty ? nil : $0 }) else {
+            guard let secret = token ?? processEnvironment.token else {
                 throw ValidationError("no token: pass --token or set STACKLINE_TOKEN (a token of scope symbols)")
             }
             let client: ServerClient
@@ -74,7 +73,7 @@ extension SymbolsCommand {
             var found: [LocalDebugFile] = []
             var outcome = UploadJSON()
             for path in paths {
-                for (file, result) in SymbolStoreDirectory.identifyTree(path: path, skipped: &skipped) {
+                for (file, result) in SymbolStoreDirectory.identifyTree(path: path, limits: processEnvironment.storeLimits, skipped: &skipped) {
                     switch result {
                     case .success(let local): found.append(local)
                     case .failure(let error):

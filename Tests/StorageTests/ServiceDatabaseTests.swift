@@ -243,9 +243,9 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
     }
 
     @Test func databaseLocationPrecedence() {
-        #expect(DatabaseLocation.resolve(option: "/x.sqlite", environment: ["STACKLINE_DB": "/y"]) == "/x.sqlite")
-        #expect(DatabaseLocation.resolve(option: nil, environment: ["STACKLINE_DB": "/y"]) == "/y")
-        #expect(DatabaseLocation.resolve(option: nil, environment: [:]) == "data/stackline.sqlite")
+        #expect(DatabaseLocation.resolve(option: "/x.sqlite", variable: "/y") == "/x.sqlite")
+        #expect(DatabaseLocation.resolve(option: nil, variable: "/y") == "/y")
+        #expect(DatabaseLocation.resolve(option: nil, variable: nil) == "data/stackline.sqlite")
     }
 }
 

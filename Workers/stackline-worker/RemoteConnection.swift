@@ -25,6 +25,9 @@ struct RemoteSettings {
     /// How the slot processes are started: this executable in pipe mode.
     var slotExecutable: String
     var slotArguments: [String]
+    /// The environment the program started with (`StacklineEnvironment.variables`, read once by
+    /// the entry point): slot processes start in it.
+    var environment: [String: String]
 }
 
 /// Why the connection gave up for good (everything else is retried).
@@ -51,7 +54,7 @@ final class RemoteConnection: @unchecked Sendable {
     private let stop = StopFlag()
     /// This process's environment as it started: slot processes get it, with the master's
     /// grouping rules added (`adoptGroupingRules`).
-    private let startEnvironment = ProcessInfo.processInfo.environment
+    private var startEnvironment: [String: String] { settings.environment }
     /// Where slot processes find the master's grouping rules (nil: the built-in rules).
     private var groupingRulesPath: String?
     /// How far apart reconnects, claims and result deliveries are retried while the master

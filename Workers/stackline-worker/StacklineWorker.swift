@@ -10,6 +10,7 @@ import StacklineLogging
 import WorkerProtocol
 import ReportFormats
 import ReportModel
+import ServiceRuntime
 import SymbolStore
 import Symbolication
 import SystemCalls
@@ -55,6 +56,9 @@ struct StacklineWorker: ParsableCommand {
     @Option(help: "With --connect: the name `stackline workers` shows (default: the host name).")
     var name: String?
 
+    @Option(help: "Grouping rules file (default: $STACKLINE_GROUPING_RULES, else the built-in rules); `stackline master` passes its own.")
+    var groupingRules: String?
+
     @Flag(help: "Parse reports only (framed on stdin, summaries on stdout): how `stackline serve` parses untrusted input outside its own process.")
     var parse = false
 
@@ -72,33 +76,37 @@ struct StacklineWorker: ParsableCommand {
         LoggingSystem.bootstrap { EscapingLogHandler.standardError(label: $0) }
         var logger = Logger(label: "stackline.worker")
         logger[metadataKey: "pid"] = "\(getpid())"
+        // The one read of the environment: everything below takes values from it.
+        let environment = StacklineEnvironment(ProcessInfo.processInfo.environment)
+        Framing.use(maxFrame: (try? environment.maxFrame()) ?? Framing.defaultMaxFrame)
         if let connect {
-            try runConnected(to: connect, logger: logger)
+            try runConnected(to: connect, environment: environment, logger: logger)
             return
         }
         if parse {
-            try runParseService(logger: logger)
+            try runParseService(hooks: TestHooks(enabled: environment.testHooks, logger: logger), logger: logger)
             return
         }
         let rules: GroupingRules
-        do { rules = try GroupingRules.fromEnvironment() } catch {
+        do { rules = try GroupingRules.load(fileOrStandard: groupingRules ?? environment.groupingRules) } catch {
             // Every job would be grouped wrongly: refuse to start, so the master reports it.
             logger.error("\(error.description)")
             throw ExitCode(2)
         }
-        do { _ = try Framing.configuredMaxFrame() } catch {
+        do { _ = try environment.maxFrame() } catch {
             // The master checks this too; a worker started by hand must not guess.
             logger.error("\(error.description)")
             throw ExitCode(2)
         }
         let symbolicator = Symbolicator(
-            stores: symbols.isEmpty ? [SymbolStoreDirectory.resolve(option: nil)] : symbols.map(SymbolStoreDirectory.init(root:)),
+            stores: symbols.isEmpty
+                ? [SymbolStoreDirectory.resolve(option: nil, variable: environment.symbols)] : symbols.map { SymbolStoreDirectory(root: $0) },
             cacheCapacity: cacheCapacity)
         symbolicator.debugFiles.warn = { logger.warning("\($0.description)") }
         let worker = JobRunner(
             symbolicator: symbolicator,
             grouper: Grouper(rules: rules),
-            hooks: TestHooks(environment: ProcessInfo.processInfo.environment, logger: logger))
+            hooks: TestHooks(enabled: environment.testHooks, logger: logger))
         exitWithParent()
         let replies = try replyChannel(logger: logger)
         let reader = FrameReader(fd: 0)
@@ -133,13 +141,12 @@ struct StacklineWorker: ParsableCommand {
 
     /// `--parse`: `serve`'s parse child. Its address space is capped, so an input that makes a
     /// parser allocate without bound ends this process, which `serve` replaces.
-    private func runParseService(logger: Logger) throws {
+    private func runParseService(hooks: TestHooks, logger: Logger) throws {
         do { try SystemCall.limitAddressSpace(to: ParseService.addressSpaceLimit) } catch {
             logger.warning("cannot cap the parse child's address space", metadata: ["error": "\(error)"])
         }
         exitWithParent()
         let replies = try replyChannel(logger: logger)
-        let hooks = TestHooks(environment: ProcessInfo.processInfo.environment, logger: logger)
         do { try ParseService.serve(input: 0, output: replies, beforeParse: { hooks.apply(toInput: $0, stage: .parse) }) } catch {
             logger.error("\(error.description)")
             throw ExitCode(3)
@@ -148,12 +155,12 @@ struct StacklineWorker: ParsableCommand {
 
     /// `--connect`: a worker on another machine. Its slots are this program in pipe mode,
     /// searching the local stores, then the cache.
-    private func runConnected(to server: String, logger: Logger) throws {
-        guard let secret = token ?? ProcessInfo.processInfo.environment["STACKLINE_TOKEN"], !secret.isEmpty else {
+    private func runConnected(to server: String, environment: StacklineEnvironment, logger: Logger) throws {
+        guard let secret = token ?? environment.token, !secret.isEmpty else {
             logger.error("--connect needs a token of scope `worker`: --token or $STACKLINE_TOKEN")
             throw ExitCode(2)
         }
-        do { _ = try Framing.configuredMaxFrame() } catch {
+        do { _ = try environment.maxFrame() } catch {
             logger.error("\(error.description)")
             throw ExitCode(2)
         }
@@ -162,9 +169,10 @@ struct StacklineWorker: ParsableCommand {
         let stores = symbols.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
         let settings = RemoteSettings(
             server: server, token: secret, slots: slots, name: name ?? ProcessInfo.processInfo.hostName,
-            localStores: stores.map(SymbolStoreDirectory.init(root:)), cacheDirectory: cacheRoot,
+            localStores: stores.map { SymbolStoreDirectory(root: $0) }, cacheDirectory: cacheRoot,
             cacheBytes: ByteSize.parse(cacheSize) ?? 0, slotExecutable: me,
-            slotArguments: (stores + [cacheRoot]).flatMap { ["--symbols", $0] } + ["--cache-capacity", "\(cacheCapacity)"])
+            slotArguments: (stores + [cacheRoot]).flatMap { ["--symbols", $0] } + ["--cache-capacity", "\(cacheCapacity)"],
+            environment: environment.variables)
         do {
             try RemoteConnection(settings: settings, logger: logger).run()
         } catch let error as RemoteFatalError {
@@ -264,8 +272,9 @@ struct TestHooks {
     let enabled: Bool
     let logger: Logger
 
-    init(environment: [String: String], logger: Logger) {
-        enabled = environment["STACKLINE_TEST_HOOKS"] == "1"
+    /// `enabled`: `STACKLINE_TEST_HOOKS=1` (`StacklineEnvironment.testHooks`).
+    init(enabled: Bool, logger: Logger) {
+        self.enabled = enabled
         self.logger = logger
     }
 

@@ -1,12 +1,13 @@
 import Foundation
 
-/// Where the job database lives: `--db`, else `STACKLINE_DB`, else `./data/stackline.sqlite`.
+/// Where the service database lives: `--db`, else `variable` (`STACKLINE_DB`, which the entry
+/// point read), else `./data/stackline.sqlite`.
 public enum DatabaseLocation {
     public static let defaultPath = "data/stackline.sqlite"
 
-    public static func resolve(option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    public static func resolve(option: String?, variable: String?) -> String {
         if let option, !option.isEmpty { return option }
-        if let env = environment["STACKLINE_DB"], !env.isEmpty { return env }
+        if let variable, !variable.isEmpty { return variable }
         return defaultPath
     }
 }

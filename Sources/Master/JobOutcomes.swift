@@ -3,6 +3,7 @@ import Foundation
 import Storage
 import Logging
 import Metrics
+internal import ServiceRuntime
 internal import WorkerProtocol
 
 /// A leased job as the master knows it when an outcome arrives: from its own claim (local

@@ -4,6 +4,7 @@ import Storage
 import Logging
 import Metrics
 internal import ReportModel
+internal import ServiceRuntime
 public import WorkerProtocol
 
 /// The master's side of remote workers (`stackline-worker --connect`): who is connected and

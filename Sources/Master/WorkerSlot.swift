@@ -297,9 +297,9 @@ final class WorkerSlot: @unchecked Sendable {
             try finish(job, reply: reply, started: started, log)
         case .protocolError(let why, let permanent):
             try fail(job, permanent ? .permanent(why) : .retryable(why), log)
-        case .timedOut(let seconds):
+        case .timedOut:
             log.warning("job timed out; worker killed")
-            try fail(job, .retryable("timed out after \(formatSeconds(seconds)) (worker killed)"), log)
+            try fail(job, .retryable(exit.failure ?? "timed out"), log)
         case .crashed(let how):
             try workerDied(job, how, log)
         case .abandoned where drainPassed:
@@ -380,8 +380,4 @@ final class WorkerSlot: @unchecked Sendable {
     private func fail(_ job: ClaimedJob, _ failure: JobFailure, _ log: Logger) throws {
         try outcomes.fail(LeasedJob(job), failure, log)
     }
-}
-
-func formatSeconds(_ s: Double) -> String {
-    s == s.rounded() ? "\(Int(s))s" : String(format: "%.1fs", s)
 }

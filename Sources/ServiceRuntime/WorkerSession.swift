@@ -49,6 +49,24 @@ public enum JobExit<Reply> {
     case abandoned
 }
 
+extension JobExit {
+    /// Why the job failed, as its error and a remote worker's failure reply say; nil for a reply.
+    public var failure: String? {
+        switch self {
+        case .replied: nil
+        case .protocolError(let why, _): why
+        case .timedOut(let seconds): "timed out after \(formatSeconds(seconds)) (worker killed)"
+        case .crashed(let how): how
+        case .abandoned: "given up (worker killed)"
+        }
+    }
+}
+
+/// "60s", or "1.5s" for a fraction: durations in job errors and logs read as they were configured.
+public func formatSeconds(_ s: Double) -> String {
+    s == s.rounded() ? "\(Int(s))s" : String(format: "%.1fs", s)
+}
+
 /// What a hook says while a job runs.
 public enum WaitVerdict: Sendable {
     case keepWaiting

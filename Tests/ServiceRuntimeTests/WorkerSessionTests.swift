@@ -127,11 +127,13 @@ import WorkerProtocol
         let session = Self.shell("exec sleep 600")
         let pid = try Self.started(session)
         #expect(session.send(Data("job".utf8)) == .sent)
-        guard case .timedOut(let seconds) = session.awaitFrame(timeout: 0.3, checkEvery: 0.05) else {
-            Issue.record("a hang did not time out")
+        let exit = session.awaitFrame(timeout: 0.3, checkEvery: 0.05)
+        guard case .timedOut(let seconds) = exit else {
+            Issue.record("a hang did not time out: \(exit)")
             return
         }
         #expect(seconds == 0.3)
+        #expect(exit.failure == "timed out after 0.3s (worker killed)")
         #expect(Self.isGone(pid))
     }
 

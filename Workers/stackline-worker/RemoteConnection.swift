@@ -558,7 +558,7 @@ private struct RemoteSlot {
             return reply(permanent ? .permanentError : .workerLost, why)
         case .timedOut:
             log.warning("job timed out; slot process killed")
-            return reply(.workerLost, "timed out after \(Int(timeout))s (worker killed)")
+            return reply(.workerLost, exit.failure ?? "timed out")
         case .crashed(let how):
             log.warning("slot process died during job", metadata: ["exit": "\(how)"])
             return reply(.workerLost, how)

@@ -451,4 +451,37 @@ import Testing
         #expect(try c.count("running") == 0)
         #expect(try c.count("done") == 0)
     }
+
+    // MARK: - 5. Grouping rules
+
+    /// The master's grouping rules reach a remote worker's slot processes in their own spawn
+    /// environment (the worker sets nothing in its own at run time). The worker is started with
+    /// STACKLINE_GROUPING_RULES naming rules of version 44, which must lose to the master's: a
+    /// master with rules of version 43 makes groups of version 43, and a master without a rules
+    /// file makes the built-in version 1. The oracle is the version each test wrote in its file,
+    /// read back from the master's `groups` table with the sqlite3 shell.
+    @Test func theMastersGroupingRulesReachTheSlotProcesses() throws {
+        for (masterVersion, expected) in [(Optional(43), "43"), (nil, "1")] {
+            let c = try RemoteCluster(workerHosts: ["a"])
+            defer { c.shutdown() }
+            let workerRules = c.h.dir.file("worker-rules.json")
+            try GroupingRulesEndToEndTests.rules(version: 44).write(to: URL(fileURLWithPath: workerRules))
+            var masterArguments: [String] = []
+            if let masterVersion {
+                let masterRules = c.h.dir.file("master-rules.json")
+                try GroupingRulesEndToEndTests.rules(version: masterVersion).write(to: URL(fileURLWithPath: masterRules))
+                masterArguments = ["--grouping-rules", masterRules]
+            }
+            let token = try c.token("worker", name: "rules")
+            try c.startMaster(masterArguments)
+            let base = try CrashFixture.shared.report(symbolicate: "off")
+            let ids = try c.h.submit(try c.h.write((0..<3).map { variant(of: base, number: $0) }))
+            try #require(ids.count == 3)
+            try c.startWorker("rules", on: "a", token: token, slots: 2, environment: ["STACKLINE_GROUPING_RULES": workerRules])
+            try c.waitForAllDone(3, timeout: 300)
+            let out = try runProcess("sqlite3", [c.h.dbPath, "SELECT DISTINCT rules_version FROM groups ORDER BY 1"])
+            #expect(out.status == 0, "\(out.stderr)")
+            #expect(out.stdout.split(separator: "\n").map(String.init) == [expected], "master rules \(masterVersion.map(String.init) ?? "none")")
+        }
+    }
 }

@@ -27,9 +27,11 @@ final class RouteHarness: Sendable {
     /// swift-metrics takes one factory per process; every harness shares it.
     static let metrics = ServerMetrics.bootstrap()
 
-    init() throws {
+    /// `clock`: the database's clock, and so the routes' (`deps.clock` is the database); the
+    /// system's unless a test moves time itself.
+    init(clock: @escaping ServiceDatabase.Clock = ServiceDatabase.systemClock) throws {
         root = try TempDirectory("server-tests").path
-        db = try ServiceDatabase(path: root + "/data/stackline.sqlite")
+        db = try ServiceDatabase(path: root + "/data/stackline.sqlite", clock: clock)
         let symbols = root + "/symbols"
         try FileManager.default.createDirectory(atPath: symbols, withIntermediateDirectories: true)
         store = SymbolStoreDirectory(root: symbols)

@@ -55,5 +55,25 @@ extension ServerRouteTests {
                 #expect(try await client.send(.get, "/symbols", headers: ["Cookie": session]).status == 303)
             }
         }
+
+        /// A sign-in lasts 12 hours (docs/web.md), on the clock the routes are given: a test
+        /// clock moved past the cookie's expiry, with nothing else changed, ends the session.
+        @Test func aSessionEndsTwelveHoursAfterSigningIn() async throws {
+            let now = Locked<Int64>(1_800_000_000_000)
+            let h = try RouteHarness(clock: { now.value })
+            let read = try h.token(.read)
+            let twelveHours: Int64 = 12 * 3_600_000
+            try await h.withRouter { client in
+                let login = try await client.send(.post, "/login", body: form("token=\(read)"))
+                let cookie = try #require(login.headers[.setCookie])
+                #expect(cookie.contains("Max-Age=\(twelveHours / 1000)"), "\(cookie)")
+                let session = String(cookie.split(separator: ";")[0])
+                now.mutate { $0 += twelveHours - 1 }
+                #expect(try await client.send(.get, "/symbols", headers: ["Cookie": session]).status == 200)
+                now.mutate { $0 += 1 }
+                let expired = try await client.send(.get, "/symbols", headers: ["Cookie": session])
+                #expect(expired.status == 303 && expired.headers[.location] == "/login?next=%2Fsymbols", "\(expired)")
+            }
+        }
     }
 }

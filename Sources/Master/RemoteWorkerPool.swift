@@ -24,9 +24,9 @@ public final class RemoteWorkerPool: @unchecked Sendable {
     private let lock = NSLock()
     private var workers: [String: Worker] = [:]
     /// How many connected workers hold each build id: whether a job is "held elsewhere".
-    private var holders: [String: Int] = [:]
+    private var holders: [BuildID: Int] = [:]
     /// Per worker, the build ids other workers hold; rebuilt when any holding changes.
-    private var elsewhere: [String: Set<String>] = [:]
+    private var elsewhere: [String: Set<BuildID>] = [:]
     /// Remote jobs in flight on this master, for the job timeout. After a restart it starts
     /// empty: leases then only expire, and the workers enforce the timeout themselves.
     private var inflight: [Int64: InFlight] = [:]
@@ -41,7 +41,7 @@ public final class RemoteWorkerPool: @unchecked Sendable {
 
     private struct Worker {
         var row: WorkerRow
-        var holds: Set<String>
+        var holds: Set<BuildID>
     }
 
     private struct InFlight {
@@ -425,14 +425,14 @@ public final class RemoteWorkerPool: @unchecked Sendable {
     }
 
     /// Caller holds `lock`.
-    private func acquire(_ ids: Set<String>) {
+    private func acquire(_ ids: Set<BuildID>) {
         guard !ids.isEmpty else { return }
         for id in ids { holders[id, default: 0] += 1 }
         elsewhere.removeAll()
     }
 
     /// Caller holds `lock`.
-    private func release(_ ids: Set<String>) {
+    private func release(_ ids: Set<BuildID>) {
         guard !ids.isEmpty else { return }
         for id in ids {
             let n = (holders[id] ?? 1) - 1
@@ -442,7 +442,7 @@ public final class RemoteWorkerPool: @unchecked Sendable {
     }
 
     /// Caller holds `lock`.
-    private func heldElsewhere(by workerId: String) -> Set<String> {
+    private func heldElsewhere(by workerId: String) -> Set<BuildID> {
         if let cached = elsewhere[workerId] { return cached }
         let mine = workers[workerId]?.holds ?? []
         let others = Set(holders.lazy.filter { id, count in count > (mine.contains(id) ? 1 : 0) }.map(\.key))
@@ -454,9 +454,9 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         (8...64).contains(id.utf8.count) && id.utf8.allSatisfy { $0 == UInt8(ascii: "-") || (0x30...0x39).contains($0) || (0x41...0x5a).contains($0) || (0x61...0x7a).contains($0) }
     }
 
-    /// A build id as the queue records it (`BuildID.hex`); anything that is not one is dropped.
-    static func normalizedId(_ text: String) -> String? {
-        (try? BuildID(text, lengths: .anyByteCount))?.hex
+    /// A build id a worker advertised (JSON text, read here once); anything that is not one is dropped.
+    static func normalizedId(_ text: String) -> BuildID? {
+        try? BuildID(text, lengths: .anyByteCount)
     }
 }
 

@@ -145,8 +145,8 @@ private struct QueueStoreBench {
 
         // (b) Remote workers' affinity claims: two workers taking turns, as two connected
         // build machines would, each with the default --affinity-wait of 2 s.
-        let a = Set(appIds[0..<Self.heldByEach])
-        let b = Set(appIds[Self.heldByEach..<(2 * Self.heldByEach)])
+        let a = Set(appIds[0..<Self.heldByEach].compactMap { try? BuildID($0) })
+        let b = Set(appIds[Self.heldByEach..<(2 * Self.heldByEach)].compactMap { try? BuildID($0) })
         let preferences = [
             AffinityPreference(holds: a, heldElsewhere: b, waitMs: 2_000),
             AffinityPreference(holds: b, heldElsewhere: a, waitMs: 2_000),

@@ -18,7 +18,10 @@ import Testing
     }
 
     static func preference(holds: Set<String> = [], elsewhere: Set<String> = [], waitMs: Int64 = 5_000) -> AffinityPreference {
-        AffinityPreference(holds: holds, heldElsewhere: elsewhere, waitMs: waitMs)
+        // The ids the tests write are hex: one that were not would be dropped, and its test would fail.
+        AffinityPreference(
+            holds: Set(holds.compactMap { try? BuildID($0) }), heldElsewhere: Set(elsewhere.compactMap { try? BuildID($0) }),
+            waitMs: waitMs)
     }
 
     @Test func aHitIsTakenOverAnOlderNeutralJob() throws {

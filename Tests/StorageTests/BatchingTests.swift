@@ -173,7 +173,7 @@ import Testing
             f.clock.advance(seconds: 10)
         }
         let preference = AffinityPreference(
-            holds: [ids[0]], heldElsewhere: [ids[2]], waitMs: 5_000)
+            holds: [try BuildID(ids[0])], heldElsewhere: [try BuildID(ids[2])], waitMs: 5_000)
         var order: [(Int64, AffinityMatch)] = []
         while let (job, match) = try single.db.claim(leaseMs: 30_000, affinity: preference) { order.append((job.reportId, match)) }
         #expect(order.map { $0.1 } == [.hit, .hit, .hit, .neutral, .neutral, .neutral, .fallback, .fallback])

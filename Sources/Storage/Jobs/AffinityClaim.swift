@@ -1,15 +1,16 @@
 import GRDB
+import ReportModel
 
 /// Which build ids a remote worker holds, which other connected workers hold, and how long a job held elsewhere waits for its holder.
 public struct AffinityPreference: Sendable {
-    /// Build ids (lowercase hex) whose debug files the claiming worker has cached.
-    public var holds: Set<String>
+    /// Build ids whose debug files the claiming worker has cached.
+    public var holds: Set<BuildID>
     /// Build ids some other connected worker has cached.
-    public var heldElsewhere: Set<String>
+    public var heldElsewhere: Set<BuildID>
     /// How long (ms) a runnable job whose debug files only other workers hold is left for them.
     public var waitMs: Int64
 
-    public init(holds: Set<String>, heldElsewhere: Set<String>, waitMs: Int64) {
+    public init(holds: Set<BuildID>, heldElsewhere: Set<BuildID>, waitMs: Int64) {
         self.holds = holds
         self.heldElsewhere = heldElsewhere
         self.waitMs = waitMs
@@ -87,11 +88,12 @@ extension ServiceDatabase {
     private static func match(buildIds: String?, affinity: AffinityPreference) -> AffinityMatch {
         guard let buildIds, !buildIds.isEmpty else { return .neutral }
         var elsewhere = false
-        // Each id becomes a String only for a set that can hold it (this runs for up to
-        // `affinityCandidates` rows per claim).
+        // Each id is read only for a set that can hold it (this runs for up to
+        // `affinityCandidates` rows per claim); the column holds what `BuildID.hex` wrote.
         let checkHolds = !affinity.holds.isEmpty, checkElsewhere = !affinity.heldElsewhere.isEmpty
-        for id in buildIds.utf8.split(separator: UInt8(ascii: " ")) {
-            let id = String(decoding: id, as: UTF8.self)
+        guard checkHolds || checkElsewhere else { return .neutral }
+        for word in buildIds.utf8.split(separator: UInt8(ascii: " ")) {
+            guard let id = try? BuildID(Substring(word)) else { continue }
             if checkHolds, affinity.holds.contains(id) { return .hit }
             if checkElsewhere, !elsewhere, affinity.heldElsewhere.contains(id) { elsewhere = true }
         }

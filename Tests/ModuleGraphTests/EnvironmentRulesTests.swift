@@ -25,18 +25,7 @@ import Testing
         return packageRoot
     }
 
-    /// Every Swift file of the scanned folders, as (path from the root, text).
-    static func sourceFiles() throws -> [(path: String, text: String)] {
-        var files: [(path: String, text: String)] = []
-        for top in scanned {
-            let folder = root + "/" + top
-            guard let walker = FileManager.default.enumerator(atPath: folder) else { throw TestSupportError("cannot list \(folder)") }
-            for case let relative as String in walker where relative.hasSuffix(".swift") {
-                files.append((top + "/" + relative, try String(contentsOfFile: folder + "/" + relative, encoding: .utf8)))
-            }
-        }
-        return files
-    }
+    static func sourceFiles() throws -> [(path: String, text: String)] { try swiftSourceFiles(in: scanned, root: root) }
 
     struct Finding: CustomStringConvertible {
         var path: String

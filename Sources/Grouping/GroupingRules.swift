@@ -66,9 +66,6 @@ public struct GroupingRules: Codable, Sendable, Equatable {
         guard let path, !path.isEmpty else { return standard }
         return try load(path: path)
     }
-
-    /// The environment variable workers read their rules file from.
-    public static let environmentKey = "STACKLINE_GROUPING_RULES"
 }
 
 /// Why a rules file cannot be used.

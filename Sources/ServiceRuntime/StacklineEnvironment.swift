@@ -19,8 +19,11 @@ public struct StacklineEnvironment: Sendable, Equatable {
     public var worker: String?
     /// `STACKLINE_GROUPING_RULES`: a grouping rules file (docs/grouping.md) when
     /// `--grouping-rules` is not given; `master` and `serve` hand it to their workers with
-    /// `--grouping-rules`. Default: the built-in rules.
+    /// `--grouping-rules`, a remote worker to its slot processes in their environment
+    /// (`groupingRulesVariable`). Default: the built-in rules.
     public var groupingRules: String?
+    /// The name of `groupingRules`' variable, for the one program that sets it for a child.
+    public static let groupingRulesVariable = "STACKLINE_GROUPING_RULES"
     /// `STACKLINE_ALERTS`: the alert rules file of `stackline alerts` when `--alerts` is not
     /// given (docs/alerts.md). No default: those commands need one.
     public var alerts: String?
@@ -70,7 +73,7 @@ public struct StacklineEnvironment: Sendable, Equatable {
         database = value("STACKLINE_DB")
         symbols = value("STACKLINE_SYMBOLS")
         worker = value("STACKLINE_WORKER")
-        groupingRules = value("STACKLINE_GROUPING_RULES")
+        groupingRules = value(Self.groupingRulesVariable)
         alerts = value("STACKLINE_ALERTS")
         server = value("STACKLINE_SERVER")
         token = value("STACKLINE_TOKEN")

@@ -419,7 +419,7 @@ final class RemoteConnection: @unchecked Sendable {
     /// master has none (slots then use the built-in rules, as the master's own workers do).
     var slotCommand: WorkerCommand {
         var environment = startEnvironment
-        environment[GroupingRules.environmentKey] = lock.withLock { groupingRulesPath }
+        environment[StacklineEnvironment.groupingRulesVariable] = lock.withLock { groupingRulesPath }
         return WorkerCommand(executable: settings.slotExecutable, arguments: settings.slotArguments, environment: environment)
     }
     var log: Logger { logger }

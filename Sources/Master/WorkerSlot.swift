@@ -36,7 +36,7 @@ internal import WorkerProtocol
 ///   a drain). At most one job waits inside a worker, behind the one it runs: if the worker
 ///   dies, is killed or is lost before it replied to the running one, the job behind never
 ///   started and goes back to the front of the line, its attempt not counted.
-/// Sendable only to reach its thread (`Dispatcher`): after `init`, only that thread touches it.
+/// Sendable: handed once to its thread (`Dispatcher`); after `init`, only that thread touches it.
 final class WorkerSlot: @unchecked Sendable {
     let index: Int
     private let db: any JobLeasing

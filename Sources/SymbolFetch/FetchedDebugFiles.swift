@@ -38,6 +38,7 @@ import SystemCalls
 /// that pool wait forever. Parallel fetches within one `ensure` run on threads it starts.
 /// One instance per process and directory: the accounting is in memory, and two processes
 /// sharing a directory would each count only their own files.
+/// Sendable: `condition` guards the accounting (`entries`, `total`, `pins`, `flights`, `remembered`, `lastStamp`, `pendingLog`, `counts`); the rest is immutable after init.
 public final class FetchedDebugFiles: @unchecked Sendable {
     /// The cache directory, in the store layout.
     public let directory: String
@@ -430,6 +431,7 @@ public final class FetchedDebugFiles: @unchecked Sendable {
 }
 
 /// The items of a parallel `forEach`, handed out one at a time.
+/// Sendable: `lock` guards `items`.
 private final class WorkQueue: @unchecked Sendable {
     private let lock = NSLock()
     private var items: ArraySlice<BuildID>
@@ -438,6 +440,7 @@ private final class WorkQueue: @unchecked Sendable {
 }
 
 /// Per-id results gathered from several threads.
+/// Sendable: `lock` guards `results`.
 private final class ResultBox: @unchecked Sendable {
     private let lock = NSLock()
     private var results: [BuildID: Result<Void, SymbolFetchError>] = [:]

@@ -92,24 +92,24 @@ let package = Package(
         .target(name: "Demangling", dependencies: ["CDemangle"]),
         // The symcache: a debug file's answers precomputed into one memory-mapped, checked index.
         .target(name: "SymbolCache", dependencies: ["DebugInfo", "Demangling", "ReportModel", "SystemCalls", "StacklineDeflate"]),
-        .target(name: "SymbolStore", dependencies: ["DebugInfo", "SymbolCache", "SystemCalls", .product(name: "ZIPFoundation", package: "ZIPFoundation")]),
+        .target(name: "SymbolStore", dependencies: ["JSONFormat", "ReportModel", "DebugInfo", "SymbolCache", "SystemCalls", .product(name: "ZIPFoundation", package: "ZIPFoundation")]),
         .target(
             name: "Symbolication",
-            dependencies: ["DebugInfo", "SymbolCache", "SymbolStore", "ReportModel", "Demangling", "SystemCalls"]
+            dependencies: ["JSONFormat", "DebugInfo", "SymbolCache", "SymbolStore", "ReportModel", "Demangling", "SystemCalls"]
         ),
         // Parsers only: raw report bytes in, RawReport out.
         .target(name: "ReportFormats", dependencies: ["ReportModel"]),
         // Every human and JSON view of a report: symbolicated (text, JSON, Apple) and parsed.
-        .target(name: "ReportRendering", dependencies: ["ReportModel"]),
+        .target(name: "ReportRendering", dependencies: ["JSONFormat", "ReportModel"]),
         // Everything the service keeps in its database, one folder per family of tables: jobs and
         // their leases, groups and their ledger, tokens and namespaces, workers, alert state, retention.
         .target(
             name: "Storage",
-            dependencies: ["ReportModel", "Compression", "Hashing", "SystemCalls", "ServiceRuntime", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["JSONFormat", "ReportModel", "Compression", "Hashing", "SystemCalls", "ServiceRuntime", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // The master↔worker wire format (job and reply frames, length-prefixed framing). A worker
         // links this and never Master: it must not reach Storage or GRDB (Tests/ModuleGraphTests).
-        .target(name: "WorkerProtocol", dependencies: ["ReportModel", "SystemCalls", "Compression"]),
+        .target(name: "WorkerProtocol", dependencies: ["JSONFormat", "ReportModel", "SystemCalls", "Compression"]),
         // What every long-running Stackline process shares, master and worker alike: supervising
         // worker processes, the one job loop over a worker (WorkerSession), retries with backoff,
         // and the environment read once at start (StacklineEnvironment).
@@ -118,7 +118,7 @@ let package = Package(
             dependencies: ["WorkerProtocol", "ReportModel", "SystemCalls", .product(name: "Logging", package: "swift-log")]
         ),
         // The HTTP client of a `stackline serve` (URLSession): `symbols upload` and remote workers.
-        .target(name: "ServiceClient", dependencies: ["ReportModel", "SystemCalls"]),
+        .target(name: "ServiceClient", dependencies: ["JSONFormat", "ReportModel", "SystemCalls"]),
         // A remote worker's debug files: fetched from the master's debuginfod endpoint into a
         // bounded, least-recently-used cache in the store layout, each checked by build id.
         .target(name: "SymbolFetch", dependencies: ["SymbolStore", "DebugInfo", "ReportModel", "SystemCalls", "ServiceClient"]),
@@ -132,7 +132,7 @@ let package = Package(
         .target(
             name: "SDKProtocol",
             dependencies: [
-                "Compression", "ReportFormats", "ReportModel",
+                "JSONFormat", "Compression", "ReportFormats", "ReportModel",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
@@ -170,7 +170,7 @@ let package = Package(
         .target(
             name: "Alerts",
             dependencies: [
-                "Storage", "ReportModel", "ServiceRuntime",
+                "JSONFormat", "Storage", "ReportModel", "ServiceRuntime",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -222,7 +222,7 @@ let package = Package(
         .executableTarget(
             name: "stackline-worker",
             dependencies: [
-                "Symbolication", "SymbolStore", "ReportFormats", "ReportModel", "WorkerProtocol", "ServiceRuntime", "StacklineLogging",
+                "JSONFormat", "Symbolication", "SymbolStore", "ReportFormats", "ReportModel", "WorkerProtocol", "ServiceRuntime", "StacklineLogging",
                 "Grouping", "ServiceClient", "SymbolFetch", "SystemCalls", "IsolatedParsing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -233,7 +233,7 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "ReportFormats", "ReportModel", "DebugInfo", "SymbolCache", "SymbolStore", "WorkerProtocol", "SystemCalls", "Compression",
+                "APIModel", "JSONFormat", "ReportFormats", "ReportModel", "DebugInfo", "SymbolCache", "SymbolStore", "WorkerProtocol", "SystemCalls", "Compression",
                 // intake-to-page: the server's intake, a worker's processing and the pages of its result.
                 "SDKProtocol", "IsolatedParsing", "Symbolication", "Grouping", "Storage", "Presentation", "ReportRendering", "WebView",
             ]),
@@ -242,19 +242,25 @@ let package = Package(
         .executableTarget(name: "stackline-fuzz", dependencies: ["FuzzTargets", "CLibFuzzer", "ServiceRuntime"], path: "Fuzz/stackline-fuzz"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DebugInfoTests", dependencies: ["DebugInfo", "Symbolication", "ReportModel", "SystemCalls", "TestSupport"]),
+        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", "TestSupport"]),
+        .testTarget(name: "DemanglingTests", dependencies: ["Demangling", "TestSupport"]),
+        .testTarget(name: "ReportModelTests", dependencies: ["ReportModel", "JSONFormat", "TestSupport"]),
+        .testTarget(
+            name: "SymbolFetchTests",
+            dependencies: ["SymbolFetch", "SymbolStore", "Symbolication", "ServiceClient", "ReportModel", "TestSupport"]),
         .testTarget(name: "SymbolCacheTests", dependencies: ["SymbolCache", "DebugInfo", "Demangling", "ReportModel", "TestSupport"]),
         .testTarget(name: "SymbolStoreTests", dependencies: ["SymbolStore", "DebugInfo", "ReportModel", "TestSupport"]),
         .testTarget(
             name: "SymbolicationTests",
-            dependencies: ["Symbolication", "Demangling", "SymbolStore", "ReportModel", "TestSupport", "SymbolFetch", "ServiceClient"]),
+            dependencies: ["DebugInfo", "JSONFormat", "SymbolCache", "Symbolication", "Demangling", "SymbolStore", "ReportModel", "TestSupport"]),
         .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "StorageTests",
             dependencies: ["Storage", "Hashing", "ReportModel", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
-            name: "GroupingTests", dependencies: ["Grouping", "Symbolication", "SymbolStore", "ReportModel", "TestSupport"]),
-        .testTarget(name: "CompressionTests", dependencies: ["Compression", "TestSupport"]),
+            name: "GroupingTests", dependencies: ["Hashing", "ReportFormats", "Grouping", "Symbolication", "SymbolStore", "ReportModel", "TestSupport"]),
+        .testTarget(name: "CompressionTests", dependencies: ["StacklineZlib", "Compression", "TestSupport"]),
         .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportRendering", "ReportModel", "TestSupport"]),
         .testTarget(name: "ReportRenderingTests", dependencies: ["ReportRendering", "ReportModel", "TestSupport"]),
         .testTarget(name: "WorkerProtocolTests", dependencies: ["WorkerProtocol", "ReportModel", "TestSupport"]),

@@ -15,6 +15,8 @@ import Testing
     struct PackageDescription: Decodable {
         struct Target: Decodable {
             var name: String
+            var type: String
+            var path: String
             var targetDependencies: [String]?
             var productDependencies: [String]?
         }
@@ -57,7 +59,7 @@ import Testing
         return closure
     }
 
-    @Test func workerTargetReachesNeitherJobQueueNorGRDB() throws {
+    @Test func workerTargetReachesNeitherStorageNorGRDB() throws {
         let worker = try Self.closure(of: "stackline-worker")
         #expect(worker.targets.isDisjoint(with: Self.forbiddenTargets), "worker reaches \(worker.targets.intersection(Self.forbiddenTargets).sorted())")
         #expect(worker.products.isDisjoint(with: Self.forbiddenProducts), "worker reaches \(worker.products.intersection(Self.forbiddenProducts).sorted())")
@@ -72,7 +74,7 @@ import Testing
     }
 
     /// The same walk from the CLI finds both, so the check above is not vacuous.
-    @Test func cliTargetReachesJobQueueAndGRDB() throws {
+    @Test func cliTargetReachesStorageAndGRDB() throws {
         let cli = try Self.closure(of: "stackline")
         #expect(cli.targets.isSuperset(of: ["Storage", "Master", "WorkerProtocol"]))
         #expect(cli.products.contains("GRDB"))
@@ -116,5 +118,85 @@ import Testing
         }
         let protocolSymbols = worker.symbols(of: "WorkerProtocol")
         #expect(protocolSymbols > 0)
+    }
+
+    /// What each module may touch is what Package.swift declares: a file that imports a module of
+    /// this package its target does not list would let the graph above miss an edge.
+    @Test func everyImportIsADeclaredDependency() throws {
+        let package = try Self.packageDescription.get()
+        let names = Set(package.targets.map(\.name))
+        var undeclared: [String] = []
+        for target in package.targets where target.type != "plugin" && target.type != "system-target" {
+            let declared = Set((target.targetDependencies ?? []) + (target.productDependencies ?? []))
+            let folder = target.path.hasPrefix(TestPaths.packageRoot + "/") ? String(target.path.dropFirst(TestPaths.packageRoot.count + 1)) : target.path
+            for file in try swiftSourceFiles(in: [folder]) {
+                for line in file.text.split(separator: "\n") {
+                    let words = line.split(separator: " ").filter { !$0.hasPrefix("@") && !["public", "internal", "private", "package"].contains($0) }
+                    guard words.count >= 2, words[0] == "import" else { continue }
+                    let module = String(words[1])
+                    if names.contains(module), module != target.name, !declared.contains(module) {
+                        undeclared.append("\(file.path): import \(module) (not a dependency of \(target.name))")
+                    }
+                }
+            }
+        }
+        #expect(undeclared == [], "\(undeclared.joined(separator: "\n"))")
+        // The scan saw the imports it should: Server imports Storage, which it declares.
+        #expect(try Self.closure(of: "Server").targets.contains("Storage"))
+    }
+
+    /// The layers point down. Reading, symbolicating and grouping know nothing of the service;
+    /// the answers a client decodes and the client itself link no server and no database;
+    /// HTTP serving is Server's alone, SQL is Storage's alone.
+    @Test func layersPointDownward() throws {
+        let service: Set<String> = ["Storage", "Master", "Intake", "Server", "Alerts", "WebView", "Presentation", "ServiceRuntime"]
+        let serverProducts: Set<String> = ["Hummingbird", "HummingbirdCore", "HummingbirdTLS", "NIOSSL", "GRDB"]
+        let symbolLayer = [
+            "JSONFormat", "ReportModel", "SystemCalls", "Compression", "Hashing", "Demangling", "DebugInfo", "SymbolCache",
+            "SymbolStore", "Symbolication", "SymbolFetch", "ReportFormats", "ReportRendering", "Grouping",
+        ]
+        for module in symbolLayer {
+            let closure = try Self.closure(of: module)
+            #expect(closure.targets.isDisjoint(with: service), "\(module) reaches \(closure.targets.intersection(service).sorted())")
+            #expect(closure.products.isDisjoint(with: serverProducts), "\(module) reaches \(closure.products.intersection(serverProducts).sorted())")
+        }
+        for client in ["APIModel", "ServiceClient", "WorkerProtocol"] {
+            let closure = try Self.closure(of: client)
+            #expect(closure.targets.isDisjoint(with: service), "\(client) reaches \(closure.targets.intersection(service).sorted())")
+            #expect(closure.products.isDisjoint(with: serverProducts), "\(client) reaches \(closure.products.intersection(serverProducts).sorted())")
+        }
+        let runtime = try Self.closure(of: "ServiceRuntime")
+        #expect(runtime.targets.isDisjoint(with: ["Storage", "Master", "Server"]))
+        // Direct uses: only Server serves HTTP and only Storage speaks SQL (tests of each aside).
+        let package = try Self.packageDescription.get()
+        for target in package.targets where target.type != "test" {
+            let products = Set(target.productDependencies ?? [])
+            if !products.isDisjoint(with: ["Hummingbird", "HummingbirdCore", "HummingbirdTLS"]) {
+                #expect(target.name == "Server", "\(target.name) depends on Hummingbird")
+            }
+            if products.contains("GRDB") { #expect(target.name == "Storage", "\(target.name) depends on GRDB") }
+        }
+        // The walk is not vacuous: the CLI reaches the whole service, Server reaches Hummingbird.
+        #expect(try Self.closure(of: "stackline").targets.isSuperset(of: service))
+        #expect(try Self.closure(of: "Server").products.contains("Hummingbird"))
+    }
+
+    /// One test target per module, named after it (`<Module>Tests`, testing that module), besides
+    /// the three tiers that cut across modules: agreement with other tools, whole processes, and
+    /// these fitness checks.
+    @Test func testTargetsAreNamedAfterTheirModule() throws {
+        let package = try Self.packageDescription.get()
+        let tiers: Set<String> = ["AccuracyTests", "EndToEndTests", "ModuleGraphTests"]
+        let modules = Set(package.targets.filter { $0.type == "library" || $0.type == "executable" }.map(\.name))
+        var misnamed: [String] = []
+        for target in package.targets where target.type == "test" && !tiers.contains(target.name) {
+            let module = String(target.name.dropLast("Tests".count))
+            guard target.name.hasSuffix("Tests"), modules.contains(module), (target.targetDependencies ?? []).contains(module) else {
+                misnamed.append(target.name)
+                continue
+            }
+        }
+        #expect(misnamed == [], "test targets not named after a module they test: \(misnamed)")
+        #expect(package.targets.contains { $0.name == "StorageTests" && $0.type == "test" })
     }
 }

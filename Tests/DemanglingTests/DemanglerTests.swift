@@ -1,6 +1,5 @@
 import Foundation
 import Demangling
-import Symbolication
 import TestSupport
 import Testing
 

@@ -213,7 +213,7 @@ let package = Package(
                 "DebugInfo", "SymbolCache", "SymbolStore", "Symbolication", "Demangling", "ReportModel", "ReportFormats", "ReportRendering",
                 "IsolatedParsing",
                 "Storage", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
-                "Intake", "APIModel", "Presentation", "JSONFormat", "Server", "SDKProtocol", "ServiceClient", "Alerts", "ServiceRuntime",
+                "Intake", "APIModel", "Presentation", "JSONFormat", "Server", "SDKProtocol", "ServiceClient", "SymbolFetch", "Alerts", "ServiceRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -52,6 +52,13 @@ public final class DebugFile {
     public var unitCount: Int { unitDies.count }
     public var symbolCount: Int { symbols.symbols.count }
 
+    /// The file's sized symbols that start inside a DWARF unit's address ranges, in address
+    /// order: functions a lookup must name with a file and line (`symbols verify` looks a few
+    /// up to prove the file answers). Data symbols and code no unit describes (crt1's `_start`) are left out.
+    public var symbolsDescribedByDWARF: [ElfSymbol] {
+        symbols.symbols.filter { $0.size > 0 && unitRanges.find($0.address) != nil }
+    }
+
     private func readUnits(_ dwarf: OpaquePointer) throws(ElfError) {
         var intervals: [(start: UInt64, end: UInt64, value: Int32)] = []
         var cu: OpaquePointer?

@@ -78,7 +78,7 @@ extension SymbolStoreDirectory {
         }
     }
 
-    private static func walkTree<T>(path: String, limits: StoreLimits, skipped: inout [String], visit: Visit<T>) -> WalkResults<T> {
+    static func walkTree<T>(path: String, limits: StoreLimits, skipped: inout [String], visit: Visit<T>) -> WalkResults<T> {
         guard let resolved = realpath(path, nil) else {
             return [(path, .failure(.rejected(.unreadable(path: path, reason: SystemCallError.reason(errno: errno)))))]
         }

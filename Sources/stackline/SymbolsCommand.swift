@@ -12,7 +12,7 @@ struct SymbolsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "symbols",
         abstract: "Add, list, show and remove debug files in the store.",
-        subcommands: [Add.self, List.self, Show.self, Remove.self, Missing.self, Upload.self, Reindex.self])
+        subcommands: [Add.self, List.self, Show.self, Remove.self, Missing.self, Upload.self, Reindex.self, Verify.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(

@@ -150,6 +150,9 @@ import Testing
         try runChecked("objcopy", ["--remove-section=.debug_line", build.debugFile("epsilon"), lineless])
         let added = try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, lineless])
         #expect(added.succeeded, "\(added.summary)")
+        // zeta: an ELF file cut short after 200 bytes (its header), shipped in the folder.
+        let whole = try #require(FileManager.default.contents(atPath: build.binary("gamma")))
+        try whole.prefix(200).write(to: URL(fileURLWithPath: build.binary("zeta")))
 
         let out = try verify(h, ["--symbols", h.symbolsPath, build.dir])
         #expect(out.status == 1, "\(out.summary)\n\(out.stdout)")
@@ -161,6 +164,8 @@ import Testing
         #expect(rows["delta"]?.fix == "relink with -Wl,--build-id")
         #expect(out.stdout.contains("gamma: symbolTableOnly: the debug file for \(gammaID) has no DWARF line tables"), "\(out.stdout)")
         #expect(out.stdout.contains("delta: noIdentifier: no GNU build-id note"), "\(out.stdout)")
+        #expect(rows["zeta"].map { [$0.status, $0.id, $0.fix] } == ["unreadable", "-", ""], "\(out.stdout)")
+        #expect(out.stdout.contains("zeta: unreadable: \(build.binary("zeta"))"), "\(out.stdout)")
         #expect(out.stdout.contains("epsilon: answersWrong: a lookup of epsilon_"), "\(out.stdout)")
         let epsilonFix = "stackline symbols rm --symbols \(h.symbolsPath) \(epsilonID) && stackline symbols add --symbols \(h.symbolsPath) \(build.debugFile("epsilon"))"
         #expect(rows["epsilon"]?.fix == epsilonFix, "\(out.stdout)")
@@ -170,13 +175,14 @@ import Testing
         #expect(json.status == 1)
         #expect(try Self.jsonStatuses(json.stdout) == [
             "gamma x86_64": "symbolTableOnly \(gammaID)", "delta x86_64": "noIdentifier -", "epsilon x86_64": "answersWrong \(epsilonID)",
+            "zeta -": "unreadable -",
         ], "\(json.stdout)")
 
         // The printed fixes, run as they are, fix what a command can fix.
         for name in ["gamma", "epsilon"] { try runFix(try #require(rows[name]?.fix), h) }
         let fixed = try verify(h, ["--symbols", h.symbolsPath, build.dir])
         #expect(fixed.status == 1, "\(fixed.summary)")
-        #expect(Self.rows(fixed.stdout).mapValues(\.status) == ["gamma": "ok", "delta": "noIdentifier", "epsilon": "ok"], "\(fixed.stdout)")
+        #expect(Self.rows(fixed.stdout).mapValues(\.status) == ["gamma": "ok", "delta": "noIdentifier", "epsilon": "ok", "zeta": "unreadable"], "\(fixed.stdout)")
     }
 
     @Test func jsonHasTheTableStatusesAndProofsAddr2lineAgreesWith() throws {

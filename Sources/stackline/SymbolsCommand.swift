@@ -11,7 +11,7 @@ import Symbolication
 struct SymbolsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "symbols",
-        abstract: "Add, list, show and remove debug files in the store.",
+        abstract: "Add, list, show, remove and verify debug files in the store.",
         subcommands: [Add.self, List.self, Show.self, Remove.self, Missing.self, Upload.self, Reindex.self, Verify.self])
 
     struct Add: ParsableCommand {

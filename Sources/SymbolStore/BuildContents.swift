@@ -46,7 +46,7 @@ extension SymbolStoreDirectory {
                     guard let elf = try? ElfFile(file: file) else { return [(file.path, .failure(error))] }
                     guard !elf.isDebugOnly && !elf.loadSegments.isEmpty else { return [] }
                     let slice = BuildFile.Slice(
-                        id: nil, arch: elf.architecture, isImage: true, hasDWARF: elf.hasDWARF, hasSymbolTable: elf.hasSymbolTable, format: "elf")
+                        id: nil, arch: elf.architecture, isImage: true, hasDWARF: elf.hasDWARF, hasSymbolTable: elf.answersFromSymbols, format: "elf")
                     return [(file.path, .success(found([slice])))]
                 case .rejectedMachO(.missingUUID(_, let arch)):
                     let slice = BuildFile.Slice(id: nil, arch: Arch(arch), isImage: true, hasDWARF: false, hasSymbolTable: false, format: "mach-o")

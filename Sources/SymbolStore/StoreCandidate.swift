@@ -51,7 +51,7 @@ struct StoreCandidate {
             guard let id = elf.buildID else { throw .noBuildID(path: path) }
             return [StoreCandidate(
                 id: id, name: name, arch: elf.architecture, kind: elf.kindDescription, size: elf.fileSize,
-                hasDWARF: elf.hasDWARF, hasSymbolTable: elf.hasSymbolTable,
+                hasDWARF: elf.hasDWARF, hasSymbolTable: elf.answersFromSymbols,
                 isImage: !elf.isDebugOnly && !elf.loadSegments.isEmpty, format: "elf", file: file, range: nil)]
         }
     }

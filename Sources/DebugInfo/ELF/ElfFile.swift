@@ -211,6 +211,11 @@ public final class ElfFile {
 
     public var hasDWARF: Bool { dwarf != nil }
     public var hasSymbolTable: Bool { sections.contains { $0.type == UInt32(SHT_SYMTAB) } }
+    /// A `.gnu_debugdata` section (MiniDebugInfo) with contents: a symbol table, xz-compressed.
+    public var hasMiniDebugInfo: Bool { sections.contains { $0.name == ".gnu_debugdata" && $0.hasFileContents } }
+    /// Names answer from a symbol table of its own or from MiniDebugInfo's: what the store and
+    /// `symbols verify` call "has a symbol table". `DebugFile` has already decoded the section.
+    public var answersFromSymbols: Bool { hasSymbolTable || hasMiniDebugInfo }
     public var hasDynamicSymbols: Bool { sections.contains { $0.type == UInt32(SHT_DYNSYM) } }
     /// True for files made by `objcopy --only-keep-debug`: code sections carry no bytes.
     public var isDebugOnly: Bool {

@@ -45,6 +45,10 @@ public final class ParserPool: ReportParser, @unchecked Sendable {
     private final class Ticket {
         let frame: Data
         var reply: ParseReply?
+        /// Its batch's child died or overran before answering it. A child answers a batch in one
+        /// write (`ParseService`), so which input was fatal is unknown: each goes again alone,
+        /// and only the one that is fatal alone is refused.
+        var alone = false
         let wake = DispatchSemaphore(value: 0)
         init(frame: Data) { self.frame = frame }
     }
@@ -80,6 +84,14 @@ public final class ParserPool: ReportParser, @unchecked Sendable {
         defer { lock.unlock() }
         waiting.append(ticket)
         while ticket.reply == nil {
+            // Another thread carries this input in its batch: its reply, or its return to
+            // `waiting` as the oldest input, wakes this thread. Taking a child now would spin.
+            guard waiting.contains(where: { $0 === ticket }) else {
+                lock.unlock()
+                ticket.wake.wait()
+                lock.lock()
+                continue
+            }
             var child: Child
             do {
                 guard let free = try checkOutLocked() else {
@@ -101,7 +113,8 @@ public final class ParserPool: ReportParser, @unchecked Sendable {
             let (replies, healthy) = exchange(batch.map(\.frame), with: child)
             lock.lock()
             for (n, reply) in replies.enumerated() { batch[n].reply = reply }
-            // Inputs the child never reached (it died on an earlier one) go first to the next child.
+            // Inputs the child never answered go first to the next child, each alone.
+            for unanswered in batch[replies.count...] { unanswered.alone = true }
             waiting.insert(contentsOf: batch[replies.count...], at: 0)
             if healthy {
                 child.answered = true
@@ -141,7 +154,8 @@ public final class ParserPool: ReportParser, @unchecked Sendable {
         var count = 0
         for ticket in waiting {
             let size = ticket.frame.count + 4
-            guard count == 0 || size <= limit - bytes else { break }
+            guard count == 0 || (size <= limit - bytes && !ticket.alone) else { break }
+            if ticket.alone { count = 1; break }
             bytes += size  // overflow: frames held in memory, each under the frame limit
             count += 1
         }
@@ -151,8 +165,9 @@ public final class ParserPool: ReportParser, @unchecked Sendable {
     }
 
     /// Sends the frames in one write and reads one reply each, in order. Returns the replies
-    /// read (a prefix of the batch: after a child dies or overruns its deadline, the input it
-    /// was on is refused and the rest are not answered) and whether the child is still usable.
+    /// read and whether the child is still usable. After a child dies or overruns its deadline,
+    /// a lone input is refused; in a batch, the replies stop there and the unanswered inputs go
+    /// again alone (the child writes a batch's replies together, so the fatal one is unknown).
     private func exchange(_ frames: [Data], with slot: Child) -> ([ParseReply], healthy: Bool) {
         let child = slot.process
         let timeoutMs = Int32(clamping: Int.clamping(configuration.timeoutSeconds * 1000))
@@ -174,6 +189,7 @@ public final class ParserPool: ReportParser, @unchecked Sendable {
                 guard let replyFrame = try child.reader.read(timeoutMs: timeoutMs) else {
                     logger.warning("parse timed out; child killed", metadata: ["seconds": "\(configuration.timeoutSeconds)", "bytes": "\(frame.count)"])
                     retire(child, why: "timeout")
+                    guard frames.count == 1 else { return (replies, false) }
                     replies.append(.refused(ParseRefusal(
                         "parsing this report took longer than \(configuration.timeoutSeconds) s; it was stopped and nothing was stored")))
                     return (replies, false)
@@ -183,6 +199,7 @@ public final class ParserPool: ReportParser, @unchecked Sendable {
                 // The child ended mid-parse: this input made a parser trap or run out of memory.
                 let exit = retire(child, why: "\(error)")
                 logger.error("parse child died on a report", metadata: ["exit": "\(exit)", "bytes": "\(frame.count)"])
+                guard frames.count == 1 else { return (replies, false) }
                 replies.append(.refused(ParseRefusal(
                     "the parser stopped on this report (\(exit)); nothing was stored. It is malformed in a way the parser does not handle; please report it with the file")))
                 return (replies, false)

@@ -65,13 +65,15 @@ extension AttackTests {
 extension AttackTests {
     /// Posts every body at once from a python3 client (one thread each) and returns the statuses
     /// in order: concurrent uploads are what makes a parse child take several inputs in one batch.
-    static func postConcurrently(_ bodies: [Data], to url: String, token: String, in dir: TempDirectory) throws -> [Int] {
+    /// `headStart`: seconds body 0 is posted before the others, which then go in order, 50 ms apart.
+    static func postConcurrently(_ bodies: [Data], to url: String, token: String, in dir: TempDirectory, headStart: Double = 0) throws -> [Int] {
         for (n, body) in bodies.enumerated() { try body.write(to: URL(fileURLWithPath: dir.file("body-\(n)"))) }
         let script = """
-            import sys, threading, urllib.request, urllib.error
-            url, token, folder, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+            import sys, threading, time, urllib.request, urllib.error
+            url, token, folder, count, head = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
             statuses = [0] * count
             def post(n):
+                if n > 0 and head > 0: time.sleep(head + 0.05 * n)  # in order, 50 ms apart
                 data = open(f"{folder}/body-{n}", "rb").read()
                 request = urllib.request.Request(url, data=data, method="POST", headers={"Authorization": "Bearer " + token})
                 try:
@@ -83,7 +85,7 @@ extension AttackTests {
             for t in threads: t.join()
             print(" ".join(map(str, statuses)))
             """
-        let out = try runProcess("python3", ["-c", script, url, token, dir.path, "\(bodies.count)"], timeout: 180)
+        let out = try runProcess("python3", ["-c", script, url, token, dir.path, "\(bodies.count)", "\(headStart)"], timeout: 180)
         return out.stdout.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 
@@ -109,5 +111,36 @@ extension AttackTests {
         #expect(Self.healthy(server))
         // The uploads did share batches (the log says so at debug level), so the above tested them.
         #expect(server.log.contains("parse batch"), "no batch of several inputs: \(server.log.suffix(1500))")
+    }
+
+    /// The fatal input sits in the middle of one batch for sure: every input waits behind one
+    /// that hangs the only child, and then goes in one write to the next child. A child answers
+    /// a batch in one write, so its death says nothing of which input killed it: only the
+    /// fatal one may be refused, never the inputs before or after it.
+    /// A real 2.7 KB AddressSanitizer report (Tests/Fixtures/wild/asan), made distinct: small
+    /// enough that a child reads a whole batch in one read and answers it in one write.
+    static func smallReport(_ n: Int, marker: String = "") throws -> Data {
+        let path = TestPaths.packageRoot + "/Tests/Fixtures/wild/asan/gcc-heap-use-after-free.txt"
+        return try Data(contentsOf: URL(fileURLWithPath: path)) + Data("\nvariant \(n) \(marker)\n".utf8)
+    }
+
+    @Test func aFatalInputInsideABatchRefusesOnlyItself() throws {
+        let h = try Harness()
+        let ingest = try h.token("ingest")
+        let server = try h.startServer(
+            ["--workers", "0", "--parsers", "1", "--parse-timeout", "2", "--ingest-rate", "0", "--log-level", "debug"])
+        let dir = try TempDirectory("batch")
+        defer { dir.remove() }
+        var bodies = try (0..<7).map { try Self.smallReport(200 + $0) }
+        bodies[0] = try Self.smallReport(198, marker: "STACKLINE_TEST_HOOK_PARSE_HANG")
+        let fatal = 4
+        bodies[fatal] = try Self.smallReport(199, marker: "STACKLINE_TEST_HOOK_PARSE_SEGV")
+        let statuses = try Self.postConcurrently(bodies, to: server.baseURL + "/api/v1/reports", token: ingest, in: dir, headStart: 0.5)
+        #expect(statuses == [400, 202, 202, 202, 400, 202, 202], "\(statuses)")
+        let count = try runProcess("sqlite3", [h.dbPath, "SELECT count(*) FROM reports"])
+        #expect(count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "5", "\(count.summary)")
+        // The six inputs behind the hung one did go to the next child in one write.
+        #expect(server.log.contains("inputs=6"), "no batch of six: \(server.log.suffix(2000))")
+        #expect(Self.healthy(server))
     }
 }

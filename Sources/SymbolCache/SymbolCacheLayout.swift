@@ -33,8 +33,6 @@ struct SymbolCacheLayout: Equatable {
     static let escapeBit: UInt32 = 0x8000_0000
     static let maxArchName = 27
 
-    static let identityField = 48
-
     enum Flag {
         static let machO: UInt32 = 1
         static let wideStarts: UInt32 = 2

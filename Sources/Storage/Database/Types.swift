@@ -163,11 +163,6 @@ public struct RetryPolicy: Sendable {
         Backoff(initialMs: baseDelayMs, maxMs: maxDelayMs, jitter: 100...(100 + Int((max(0, min(jitter, 100)) * 100).rounded())))
     }
 
-    /// Backoff before attempt `attempts + 1`, before jitter.
-    public func baseDelay(afterAttempts attempts: Int) -> Int64 {
-        backoff.baseDelay(afterAttempt: attempts)
-    }
-
     /// Backoff with jitter drawn from `[0, jitter × delay]`.
     public func delay(afterAttempts attempts: Int) -> Int64 {
         backoff.delay(afterAttempt: attempts)

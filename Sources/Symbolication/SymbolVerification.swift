@@ -88,6 +88,9 @@ public struct SymbolVerifier {
     public var notFound: [BuildID: String]
     /// Functions looked up per debug file.
     public var proofs: Int
+    /// Proofs go through symcaches, built where missing, as a worker's lookups do; false for
+    /// a scratch store that is removed afterwards, where a build would be wasted.
+    public var usesSymbolCaches = true
 
     public init(stores: [SymbolStoreDirectory], notFound: [BuildID: String] = [:], proofs: Int = 3) {
         self.stores = stores
@@ -112,7 +115,7 @@ public struct SymbolVerifier {
                 if let id = slice.id, carriers[id] == nil { carriers[id] = file.upload }
             }
         }
-        let files = OpenDebugFiles(stores: stores, capacity: 4)
+        let files = OpenDebugFiles(stores: stores, capacity: 4, usesSymbolCaches: usesSymbolCaches)
         var verdicts: [BuildID: Verdict] = [:]
         var images: [VerifiedImage] = []
         for (path, result) in build {

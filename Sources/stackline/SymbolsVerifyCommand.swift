@@ -107,7 +107,9 @@ extension SymbolsCommand {
             for id in fetched.missing {
                 notFound[id] = fetched.errors[id]?.description ?? "fetching \(id) from \(server) gave no file"
             }
-            return SymbolVerifier(stores: [cache.store], notFound: notFound).verify(build, root: root)
+            var verifier = SymbolVerifier(stores: [cache.store], notFound: notFound)
+            verifier.usesSymbolCaches = false
+            return verifier.verify(build, root: root)
         }
 
         /// The command that fixes `image`, when one does.

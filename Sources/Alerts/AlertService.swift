@@ -151,7 +151,7 @@ public final class AlertService: Service, Sendable {
                 let giveUp = job.attempts >= configuration.delivery.maxAttempts || configuration.targets[job.target] == nil
                 let retryAt: Int64? = giveUp
                     ? nil
-                    : db.now() + configuration.delivery.backoff.delay(afterAttempt: job.attempts, random: Double.random(in: 0..<1))
+                    : db.now() + configuration.delivery.backoff.delay(afterAttempt: job.attempts)
                 try await onQueue { try db.alertDeliveryFailed(job.id, error: reason, retryAt: retryAt) }
                 Counter(label: "stackline_alerts_failed_total", dimensions: [("target", job.target), ("final", giveUp ? "true" : "false")])
                     .increment()

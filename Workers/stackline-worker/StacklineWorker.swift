@@ -78,9 +78,11 @@ struct StacklineWorker: ParsableCommand {
         logger[metadataKey: "pid"] = "\(getpid())"
         // The one read of the environment: everything below takes values from it.
         let environment = StacklineEnvironment(ProcessInfo.processInfo.environment)
-        Framing.use(maxFrame: (try? environment.maxFrame()) ?? Framing.defaultMaxFrame)
+        // Read once; a parse child uses the default on an unusable value, the other modes refuse it.
+        let maxFrame = Result { () throws(FrameLimitError) in try environment.maxFrame() }
+        Framing.use(maxFrame: (try? maxFrame.get()) ?? Framing.defaultMaxFrame)
         if let connect {
-            try runConnected(to: connect, environment: environment, logger: logger)
+            try runConnected(to: connect, environment: environment, maxFrame: maxFrame, logger: logger)
             return
         }
         if parse {
@@ -93,8 +95,8 @@ struct StacklineWorker: ParsableCommand {
             logger.error("\(error.description)")
             throw ExitCode(2)
         }
-        do { _ = try environment.maxFrame() } catch {
-            // The master checks this too; a worker started by hand must not guess.
+        // The master checks this too; a worker started by hand must not guess.
+        if case .failure(let error) = maxFrame {
             logger.error("\(error.description)")
             throw ExitCode(2)
         }
@@ -155,12 +157,14 @@ struct StacklineWorker: ParsableCommand {
 
     /// `--connect`: a worker on another machine. Its slots are this program in pipe mode,
     /// searching the local stores, then the cache.
-    private func runConnected(to server: String, environment: StacklineEnvironment, logger: Logger) throws {
+    private func runConnected(
+        to server: String, environment: StacklineEnvironment, maxFrame: Result<Int, FrameLimitError>, logger: Logger
+    ) throws {
         guard let secret = token ?? environment.token, !secret.isEmpty else {
             logger.error("--connect needs a token of scope `worker`: --token or $STACKLINE_TOKEN")
             throw ExitCode(2)
         }
-        do { _ = try environment.maxFrame() } catch {
+        if case .failure(let error) = maxFrame {
             logger.error("\(error.description)")
             throw ExitCode(2)
         }

@@ -196,6 +196,7 @@ enum Schema {
         registerAlerts(&migrator)
         registerDedupWithinNamespace(&migrator)
         registerWorkerOwners(&migrator)
+        registerSymbolSourceAnswers(&migrator)
         return migrator
     }
 }

@@ -117,6 +117,8 @@ extension ServiceDatabase {
             try db.execute(sql: "DELETE FROM alert_events WHERE id IN (\(stale))", arguments: [request.receivedBefore])
             return db.changesCount
         }
+        // A source's answer is shown only beside a report that lacks the file.
+        try pruneSourceAnswers()
         try pool.read { db in
             // Counted at the end, so a group that lost members in one batch and was emptied
             // in a later one counts once, as deleted.

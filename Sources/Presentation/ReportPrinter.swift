@@ -29,31 +29,63 @@ public enum ReportPrinter {
         return (try? db.group(fingerprint: fingerprint, latest: 0))?.summary
     }
 
-    public static func render(_ result: StoredResult, format: ReportOutputFormat, group: GroupSummary?) throws -> String {
-        try render(decode(result), format: format, group: group)
+    /// What each symbol source last said about the build ids `report` could not find: joined
+    /// when a report is read (page, API, `report`), never stored with it.
+    public static func sourceAnswers(for report: SymbolicatedReport, in db: ServiceDatabase) throws -> [BuildID: [SymbolSourceAnswer]] {
+        try db.sourceAnswers(buildIds: notFoundIds(report))
     }
 
-    /// A symbolicated report (stored, or symbolicated on the spot) in `format`.
-    public static func render(_ report: SymbolicatedReport, format: ReportOutputFormat, group: GroupSummary?) throws -> String {
+    /// The build ids whose images no store held: the ones a symbol source may have been asked about.
+    public static func notFoundIds(_ report: SymbolicatedReport) -> [BuildID] {
+        (report.imageSymbols ?? []).filter { $0.status == .notFound || $0.status == .deviceSymbolsOnly }.compactMap(\.buildId)
+    }
+
+    public static func render(
+        _ result: StoredResult, format: ReportOutputFormat, group: GroupSummary?, sources: [BuildID: [SymbolSourceAnswer]] = [:]
+    ) throws -> String {
+        try render(decode(result), format: format, group: group, sources: sources)
+    }
+
+    /// A symbolicated report (stored, or symbolicated on the spot) in `format`; `sources`, the
+    /// answers of symbol sources about its ids not found, shows beside those images.
+    public static func render(
+        _ report: SymbolicatedReport, format: ReportOutputFormat, group: GroupSummary?, sources: [BuildID: [SymbolSourceAnswer]] = [:]
+    ) throws -> String {
         switch format {
         case .text:
-            let text = TextReportRenderer.render(report)
+            let text = TextReportRenderer.render(report, sources: sources)
             guard let group else { return text }
             return text + "\n\n" + TerminalText.escape(
                 "Group: \(group.fingerprint)  \(group.title)  (\(group.count) report\(group.count == 1 ? "" : "s"))")
-        case .json: return JSONReportRenderer.render(object: .object(try document(report, group: group)))
+        case .json: return JSONReportRenderer.render(object: .object(try document(report, group: group, sources: sources)))
         case .apple: return AppleReportRenderer.render(report)
         }
     }
 
     /// The `report --json` document: the report with its group (docs/json.md).
-    public static func document(_ result: StoredResult, group: GroupSummary?) throws -> [String: JSONValue] {
-        try document(decode(result), group: group)
+    public static func document(
+        _ result: StoredResult, group: GroupSummary?, sources: [BuildID: [SymbolSourceAnswer]] = [:]
+    ) throws -> [String: JSONValue] {
+        try document(decode(result), group: group, sources: sources)
     }
 
-    public static func document(_ report: SymbolicatedReport, group: GroupSummary?) throws -> [String: JSONValue] {
+    /// Each `imageSymbols` entry of a build id not found gets `sources`: every symbol source's
+    /// last answer about it (`[]` when none was asked).
+    public static func document(
+        _ report: SymbolicatedReport, group: GroupSummary?, sources: [BuildID: [SymbolSourceAnswer]] = [:]
+    ) throws -> [String: JSONValue] {
         var object = try JSONReportRenderer.object(report)
         if let group { object["group"] = try JSONValue(encoding: GroupJSON(group)) }
+        if let symbols = report.imageSymbols, case .array(var entries)? = object["imageSymbols"], entries.count == symbols.count {
+            for (i, s) in symbols.enumerated() {
+                guard let id = s.buildId, s.status == .notFound || s.status == .deviceSymbolsOnly,
+                    case .object(var fields) = entries[i]
+                else { continue }
+                fields["sources"] = try JSONValue(encoding: sources[id] ?? [])
+                entries[i] = .object(fields)
+            }
+            object["imageSymbols"] = .array(entries)
+        }
         return object
     }
 }

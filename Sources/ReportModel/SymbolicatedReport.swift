@@ -102,6 +102,9 @@ public struct SymbolicatedReport: Codable, Sendable, Hashable {
     public var timestamp: String?
     public var exception: ExceptionInfo?
     public var images: [BinaryImage]
+    /// Per image (same order as `images`), why its frames are or are not symbolicated. Nil in
+    /// reports stored before it existed.
+    public var imageSymbols: [ImageSymbols]?
     public var threads: [SymbolicatedThread]
     /// Lag reports: samples and profile nodes resolved like thread frames.
     public var lag: SymbolicatedLag?
@@ -111,7 +114,7 @@ public struct SymbolicatedReport: Codable, Sendable, Hashable {
         id: Int64? = nil, format: String, kind: ReportKind, status: ReportStatus,
         missingBuildIds: [BuildID], app: AppInfo? = nil, os: String? = nil, arch: Arch? = nil,
         timestamp: String? = nil, exception: ExceptionInfo? = nil, images: [BinaryImage] = [],
-        threads: [SymbolicatedThread], lag: SymbolicatedLag? = nil, warnings: [String] = []
+        imageSymbols: [ImageSymbols]? = nil, threads: [SymbolicatedThread], lag: SymbolicatedLag? = nil, warnings: [String] = []
     ) {
         self.id = id
         self.format = format
@@ -124,6 +127,7 @@ public struct SymbolicatedReport: Codable, Sendable, Hashable {
         self.timestamp = timestamp
         self.exception = exception
         self.images = images
+        self.imageSymbols = imageSymbols
         self.threads = threads
         self.lag = lag
         self.warnings = warnings

@@ -39,6 +39,8 @@ public enum SymbolicatedReportJSON {
         if let exception = r.exception { out.key("exception", first: &first); write(exception, to: &out) }
         out.key("format", first: &first); out.string(r.format)
         if let id = r.id { out.key("id", first: &first); out.integer(id) }
+        // "imageSymbols" sorts before "images" ('S' < 's').
+        if let symbols = r.imageSymbols { out.key("imageSymbols", first: &first); out.array(symbols) { out, s in write(s, to: &out) } }
         out.key("images", first: &first); out.array(r.images) { out, image in write(image, to: &out) }
         out.key("kind", first: &first); out.string(r.kind.rawValue)
         if let lag = r.lag { out.key("lag", first: &first); write(lag, to: &out) }
@@ -81,6 +83,18 @@ public enum SymbolicatedReportJSON {
         if let path = image.path { out.key("path", first: &first); out.string(path) }
         if let size = image.size { out.key("size", first: &first); out.integer(size) }
         if let vm = image.vmAddress { out.key("vmAddress", first: &first); out.address(vm) }
+        out.raw("}")
+    }
+
+    private static func write(_ s: ImageSymbols, to out: inout JSONBytes) {
+        var first = true
+        out.raw("{")
+        if let id = s.buildId { out.key("buildId", first: &first); out.string(id.hex) }
+        if let detail = s.detail { out.key("detail", first: &first); out.string(detail) }
+        out.key("image", first: &first); out.integer(s.image)
+        out.key("name", first: &first); out.string(s.name)
+        if let searched = s.searched { out.key("searched", first: &first); out.array(searched) { out, store in out.string(store) } }
+        out.key("status", first: &first); out.string(s.status.rawValue)
         out.raw("}")
     }
 

@@ -8,9 +8,10 @@ public enum JSONReportRenderer {
     static let keyOrder = [
         "reportId", "input", "duplicate", "state", "error", "report", "id", "format", "kind", "status", "group",
         "missingBuildIds", "app", "os", "arch", "timestamp", "exception",
-        "images", "threads", "warnings", "index", "name", "part", "crashed", "frames", "address", "image",
+        "images", "imageSymbols", "threads", "warnings", "index", "name", "part", "crashed", "frames", "address", "image",
         "imageOffset", "symbol", "symbolOffset", "function", "offset", "file", "line", "column", "inlined", "inApp", "path",
         "loadAddress", "size", "vmAddress", "type", "signal", "code", "faultAddress", "message", "version", "build",
+        "buildId", "detail", "searched", "sources", "source", "outcome", "answeredAt",
     ]
 
     public static func render(_ report: SymbolicatedReport) throws -> String {

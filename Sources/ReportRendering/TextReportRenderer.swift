@@ -5,7 +5,11 @@ import ReportModel
 /// passed through `TerminalText.escape`, so names from reports cannot drive the terminal or
 /// forge lines.
 public enum TextReportRenderer {
-    public static func render(_ report: SymbolicatedReport) -> String {
+    /// `sources`: what each symbol source last said about the ids not found, shown under them.
+    /// `serverURL` goes into the commands that fix an image (a placeholder when unknown).
+    public static func render(
+        _ report: SymbolicatedReport, sources: [BuildID: [SymbolSourceAnswer]] = [:], serverURL: String = "<server URL>"
+    ) -> String {
         var out: [String] = []
         let id = report.id.map { "Report \($0)" } ?? "Report"
         out.append("\(id)  format: \(report.format)  kind: \(report.kind.rawValue)  status: \(report.status.rawValue)")
@@ -15,7 +19,9 @@ public enum TextReportRenderer {
             out.append("Exception: \(e.summary)")
             out += messageLines(e.message, label: "Message:")
         }
-        if !report.missingBuildIds.isEmpty {
+        if let symbols = report.imageSymbols {
+            out += symbolLines(symbols, sources: sources, serverURL: serverURL)
+        } else if !report.missingBuildIds.isEmpty {
             out.append("Missing debug files (add them with `stackline symbols add`):")
             for id in report.missingBuildIds { out.append("  " + missingImage(id, in: report)) }
         }
@@ -37,6 +43,26 @@ public enum TextReportRenderer {
         if let lag = report.lag { out += lagLines(lag, report: report) }
         for warning in report.warnings { out.append("warning: \(warning)") }
         return out.map(TerminalText.escape).joined(separator: "\n")
+    }
+
+    /// Every image a frame falls in with its symbol status and why, the fix under each that has
+    /// one, and the symbol sources' answers under an id not found. Unused images are counted.
+    public static func symbolLines(_ symbols: [ImageSymbols], sources: [BuildID: [SymbolSourceAnswer]], serverURL: String) -> [String] {
+        let used = symbols.filter { $0.status != .unused }
+        guard !symbols.isEmpty else { return [] }
+        let unused = symbols.count - used.count
+        var out = ["Debug files per image" + (unused > 0 ? " (\(unused) more unused: no frame falls in them):" : ":")]
+        let statusWidth = used.map(\.status.rawValue.count).max() ?? 0
+        for s in used {
+            out.append("  " + s.status.rawValue.padding(toLength: statusWidth + 1, withPad: " ", startingAt: 0)
+                + s.name + (s.buildId.map { "  \($0)" } ?? "") + (s.detail.map { ": \($0)" } ?? ""))
+            if let fix = s.fix(serverURL: serverURL) { out.append("      fix: \(fix)") }
+            guard let id = s.buildId, s.status == .notFound || s.status == .deviceSymbolsOnly, let answers = sources[id] else { continue }
+            for a in answers {
+                out.append("      source \(a.source): \(a.outcome.rawValue) (\(a.detail)) at \(a.answeredAt.formatted(.iso8601))")
+            }
+        }
+        return out
     }
 
     /// Profile trees are indented two spaces per level down to this depth. Deeper nodes keep

@@ -35,6 +35,8 @@ public protocol ServerQueries: Sendable {
     func requeueReports(missing buildIds: [BuildID]) throws -> [Int64]
     /// Build ids processed reports needed that the store still lacks (`symbols missing`).
     func missingDebugFiles() throws -> [MissingSymbolSummary]
+    /// What each symbol source last said about each of `buildIds` (`symbol_source_answers`).
+    func sourceAnswers(buildIds: [BuildID]) throws -> [BuildID: [SymbolSourceAnswer]]
 }
 
 extension ServerQueries {

@@ -9,6 +9,8 @@ import SymbolStore
 public final class Symbolicator {
     /// Every store searched, in order.
     public let stores: [SymbolStoreDirectory]
+    /// What a report's `ImageSymbols.searched` calls each of `stores`, in the same order.
+    public let storeNames: [String]
     /// The first store searched.
     public let store: SymbolStoreDirectory
     public let debugFiles: OpenDebugFiles
@@ -18,12 +20,17 @@ public final class Symbolicator {
 
     /// `stores` must not be empty.
     /// `usesSymbolCaches: false` parses every debug file and leaves symcaches alone.
+    /// `storeNames` names the stores in reports (`ImageSymbols.searched`); by default one store is
+    /// "symbol store" (a user fixes it by uploading, wherever it lies) and several are their
+    /// paths (a worker given several `--symbols` folders: its operator needs to know which).
     public init(
         stores: [SymbolStoreDirectory], cacheCapacity: Int = 32, style: Demangler.Style = .simplified,
-        usesSymbolCaches: Bool = true
+        usesSymbolCaches: Bool = true, storeNames: [String]? = nil
     ) {
         self.debugFiles = OpenDebugFiles(stores: stores, capacity: cacheCapacity, usesSymbolCaches: usesSymbolCaches)
         self.stores = stores
+        self.storeNames = storeNames.flatMap { $0.count == stores.count ? $0 : nil }
+            ?? (stores.count == 1 ? ["symbol store"] : stores.map(\.root))
         self.store = debugFiles.store
         self.names = DemangledNames(style: style)
     }
@@ -51,7 +58,7 @@ public final class Symbolicator {
                 })
         }
         for (i, state) in context.states.enumerated() {
-            if case .unusable? = state, let id = report.images[i].id, !id.hex.isEmpty {
+            if case .unusable(let id?, _)? = state, !id.hex.isEmpty {
                 warnings.append("image \(report.images[i].name): debug file for \(id) could not be used")
             }
             if case .replaced(_, let reason)? = state {
@@ -64,16 +71,30 @@ public final class Symbolicator {
             format: report.format, kind: report.kind, status: status,
             missingBuildIds: context.missing, app: report.app, os: report.os,
             arch: report.arch, timestamp: report.timestamp, exception: report.exception,
-            images: report.images, threads: threads, lag: lag, warnings: warnings)
+            images: report.images, imageSymbols: context.imageSymbols(searched: storeNames), threads: threads, lag: lag,
+            warnings: warnings)
     }
 
     /// Per image: its debug file, or why there is none.
     fileprivate enum ImageState {
-        case loaded(LookupSource)
+        /// `lineTables`: the file has DWARF (nil: its store entry does not say; the frames decide).
+        case loaded(LookupSource, lineTables: Bool?)
         case missing(BuildID)
-        case unusable
+        /// No id (nil), or the stored file cannot be opened (`reason`).
+        case unusable(BuildID?, reason: String)
         /// The stored file is another build's: counted as missing, with a warning saying why.
         case replaced(BuildID, reason: String)
+        /// The stored file is of another architecture: its answers would be another program's,
+        /// so it is not used, and the image counts as missing (adding the right file fixes it).
+        case wrongArchitecture(BuildID, reason: String)
+    }
+
+    /// What each image's frames came to, for its `ImageSymbols`.
+    fileprivate struct ImageTally {
+        var frames = 0
+        var deviceNamed = 0
+        var withLines = 0
+        var symbolsOnly = 0
     }
 
     /// Resolves frame lists of one report, counting what resolved and which build ids were missing.
@@ -85,6 +106,7 @@ public final class Symbolicator {
         /// Filled the first time a frame falls in an image: an Apple report lists hundreds of
         /// images, and opening debug files no frame needs would also evict useful ones.
         private(set) var states: [ImageState?]
+        private var tallies: [ImageTally]
         var missing: [BuildID] = []
         var resolved = 0
         var total = 0
@@ -95,26 +117,85 @@ public final class Symbolicator {
             self.locator = locator
             self.names = names
             states = Array(repeating: nil, count: report.images.count)
+            tallies = Array(repeating: ImageTally(), count: report.images.count)
         }
 
         mutating func state(ofImage index: Int) -> ImageState {
             if let known = states[index] { return known }
             let state: ImageState
-            if let id = report.images[index].id, !id.hex.isEmpty {
+            let image = report.images[index]
+            if let id = image.id, !id.hex.isEmpty {
                 do throws(LookupError) {
-                    state = .loaded(try debugFiles.source(buildID: id))
+                    let source = try debugFiles.source(buildID: id)
+                    if let wanted = image.arch ?? report.arch, let reason = Self.architectureMismatch(wanted: wanted, stored: source.architecture) {
+                        state = .wrongArchitecture(id, reason: reason)
+                    } else {
+                        state = .loaded(source, lineTables: lineTables(id, source))
+                    }
                 } catch {
                     switch error {
                     case .missingDebugFile(let id): state = .missing(id)
                     case .mismatchedDebugFile(let id, _): state = .replaced(id, reason: error.description)
-                    default: state = .unusable
+                    case .unusableDebugFile(let id, let reason): state = .unusable(id, reason: reason)
+                    case .symbolCacheFailed(let id, let reason): state = .unusable(id, reason: reason)
                     }
                 }
             } else {
-                state = .unusable
+                state = .unusable(nil, reason: "the report gives no build id or UUID for this image")
             }
             states[index] = state
             return state
+        }
+
+        /// Whether `id`'s debug file has line tables: the parsed file says; a symcache does not
+        /// keep it, so the store's entry for the file does (nil when there is none).
+        private func lineTables(_ id: BuildID, _ source: LookupSource) -> Bool? {
+            if case .debugFile(let file) = source { return file.elf.hasDWARF }
+            return debugFiles.stores.lazy.compactMap { store in
+                store.debugFilePath(buildID: id) == nil ? nil : store.entry(buildID: id)
+            }.first?.hasDWARF
+        }
+
+        /// Why a file of `stored` cannot answer for an image of `wanted`, or nil when it can.
+        /// Only a clear difference counts: both known and of different ELF machines (arm64 and
+        /// arm64e share one, as an arm64 app in an arm64e process does).
+        static func architectureMismatch(wanted: Arch, stored: Arch) -> String? {
+            guard let want = wanted.elfMachine, let have = stored.elfMachine, want != have else { return nil }
+            return "the debug file stored for this build id is \(stored.name); the report's image is \(wanted.name)"
+        }
+
+        /// Every image's status, in image order, from the states and what its frames came to.
+        func imageSymbols(searched stores: [String]) -> [ImageSymbols] {
+            report.images.enumerated().map { index, image in
+                let id = image.id.flatMap { $0.hex.isEmpty ? nil : $0 }
+                let tally = tallies[index]
+                func symbols(_ status: SymbolStatus, _ detail: String?, searched: [String]? = nil) -> ImageSymbols {
+                    ImageSymbols(image: index, name: image.name, buildId: id, status: status, detail: detail, searched: searched)
+                }
+                let deviceOnly = tally.frames > 0 && tally.deviceNamed == tally.frames
+                switch states[index] {
+                case nil:
+                    return symbols(.unused, nil)
+                case .loaded(_, let lineTables)?:
+                    let hasLines = lineTables ?? (tally.withLines > 0 || tally.symbolsOnly == 0)
+                    return hasLines
+                        ? symbols(.ok, "answered from the debug file's line tables (DWARF)")
+                        : symbols(.symbolTableOnly, "the debug file has no line tables (DWARF): functions from its symbols, without file:line")
+                case .missing(let id)?:
+                    let searched = stores.joined(separator: ", ")
+                    return deviceOnly
+                        ? symbols(.deviceSymbolsOnly, "no debug file for build id \(id) (searched: \(searched)); the device's names are shown, without file:line", searched: stores)
+                        : symbols(.notFound, "no debug file for build id \(id) (searched: \(searched))", searched: stores)
+                case .unusable(nil, let reason)?:
+                    return deviceOnly
+                        ? symbols(.deviceSymbolsOnly, reason + "; the device's names are shown, without file:line")
+                        : symbols(.noIdentifier, reason)
+                case .unusable(_?, let reason)?, .replaced(_, let reason)?:
+                    return symbols(.unreadable, reason)
+                case .wrongArchitecture(_, let reason)?:
+                    return symbols(.wrongArchitecture, reason)
+                }
+            }
         }
 
         /// Each raw frame becomes one entry per inline level, innermost first.
@@ -141,14 +222,15 @@ public final class Symbolicator {
                 var base = SymbolicatedFrame(
                     index: index, address: raw.address, kind: raw.kind, image: image.name,
                     imageOffset: relative, status: .missingDebugFile)
+                tallies[imageIndex].frames += 1
                 switch state(ofImage: imageIndex) {
-                case .missing(let id), .replaced(let id, _):
+                case .missing(let id), .replaced(let id, _), .wrongArchitecture(let id, _):
                     if !missing.contains(id) { missing.append(id) }
-                    frames.append(deviceNamed(base, raw))
+                    frames.append(tallied(deviceNamed(base, raw), imageIndex))
                 case .unusable:
                     base.status = .malformed
-                    frames.append(deviceNamed(base, raw))
-                case .loaded(let source):
+                    frames.append(tallied(deviceNamed(base, raw), imageIndex))
+                case .loaded(let source, _):
                     let resolver = AddressResolver(source: source, names: names)
                     let fileAddress = resolver.fileAddress(
                         runtime: address, loadAddress: image.loadAddress.value, preferredBase: image.vmAddress?.value)
@@ -160,6 +242,7 @@ public final class Symbolicator {
                         continue
                     }
                     resolved += 1
+                    if levels.contains(where: { !$0.noLineInfo }) { tallies[imageIndex].withLines += 1 } else { tallies[imageIndex].symbolsOnly += 1 }
                     for level in levels {
                         var f = base
                         f.status = level.noLineInfo ? .noLineInfo : .symbolicated
@@ -180,6 +263,12 @@ public final class Symbolicator {
                 }
             }
             return frames
+        }
+
+        /// Counts a frame of an image without a usable debug file that the device named.
+        mutating func tallied(_ frame: SymbolicatedFrame, _ imageIndex: Int) -> SymbolicatedFrame {
+            if frame.status == .deviceSymbol { tallies[imageIndex].deviceNamed += 1 }
+            return frame
         }
 
         /// A frame no debug file resolved keeps the name the device gave it, marked as such: a

@@ -12,9 +12,12 @@ public struct ReportPageModel: Sendable {
     public var missing: [MissingDebugFile]
     /// This server's URL as the browser reached it, for the upload command.
     public var serverURL: String
+    /// What each symbol source last said about the build ids not found (joined when read).
+    public var sources: [BuildID: [SymbolSourceAnswer]]
 
     public init(id: Int64, report: SymbolicatedReport, groupFingerprint: String?, groupTitle: String?, keyFrames: [String],
-                missing: [MissingDebugFile], serverURL: String) {
+                missing: [MissingDebugFile], serverURL: String, sources: [BuildID: [SymbolSourceAnswer]] = [:]) {
+        self.sources = sources
         self.id = id
         self.report = report
         self.groupFingerprint = groupFingerprint
@@ -36,7 +39,9 @@ public enum ReportPage {
         body += "<p><a href=\"/reports/\(m.id)/raw\" data-k=\"download-raw\" download>Download the raw report</a> · "
             + "<a href=\"/reports/\(m.id)/apple.txt\" data-k=\"download-apple\" download>Apple-format text</a> · "
             + "<a href=\"/reports/\(m.id)/text.txt\" download>Plain text</a></p>"
-        if !m.missing.isEmpty {
+        if let symbols = r.imageSymbols {
+            body += ReportView.imageSymbols(symbols, sources: m.sources, serverURL: m.serverURL)
+        } else if !m.missing.isEmpty {
             body += "<h2>Missing debug files</h2><table class=\"missing\"><thead><tr><th>Build id</th><th>Image</th></tr></thead><tbody>"
             for file in m.missing {
                 body += "<tr><td class=\"mono\" data-k=\"missing:\(file.buildID.hex)\">\(file.buildID.hex)</td>"
@@ -62,6 +67,56 @@ public enum ReportView {
     /// The command that uploads a build's debug files to this server.
     public static func uploadCommand(serverURL: String) -> String {
         "STACKLINE_TOKEN=<a symbols token> stackline symbols upload --server \(serverURL) path/to/build/"
+    }
+
+    /// Every image a frame falls in: its symbol status, why, what each symbol source said about
+    /// an id not found, and the command that fixes it; unused images are only counted. Image
+    /// names and every detail come from reports or sources: all escaped.
+    static func imageSymbols(_ symbols: [ImageSymbols], sources: [BuildID: [SymbolSourceAnswer]], serverURL: String) -> String {
+        let used = symbols.filter { $0.status != .unused }
+        var out = "<h2>Debug files</h2>"
+        let unused = symbols.count - used.count
+        if unused > 0 {
+            out += "<p class=\"muted\" data-k=\"images-unused\">\(unused) image\(unused == 1 ? "" : "s") no frame falls in "
+                + "\(unused == 1 ? "is" : "are") not listed (unused: never looked up).</p>"
+        }
+        guard !used.isEmpty else { return out }
+        out += "<table class=\"image-symbols\"><thead><tr><th>Image</th><th>Build id</th><th>Status</th><th>Why</th></tr></thead><tbody>"
+        for s in used {
+            let key = "image:\(s.image)"
+            // Hex digits only: nothing to escape.
+            let id = s.buildId?.hex ?? ""
+            var why = "<span data-k=\"\(key):detail\">\(HTML.escape(s.detail ?? ""))</span>"
+            if let searched = s.searched, !searched.isEmpty {
+                why += "<div class=\"muted\" data-k=\"\(key):searched\">Searched: \(HTML.escape(searched.joined(separator: ", ")))</div>"
+            }
+            if let buildId = s.buildId, s.status == .notFound || s.status == .deviceSymbolsOnly {
+                let answers = sources[buildId] ?? []
+                if answers.isEmpty {
+                    why += "<div class=\"muted\" data-k=\"\(key):sources\">No symbol source was asked.</div>"
+                } else {
+                    why += "<ul class=\"sources\">"
+                    for (n, a) in answers.enumerated() {
+                        why += "<li data-k=\"\(key):source:\(n)\">\(HTML.escape(a.source)): \(HTML.escape(a.outcome.rawValue)) "
+                            + "(\(HTML.escape(a.detail)), \(WebDate.text(a.answeredAt)))</li>"
+                    }
+                    why += "</ul>"
+                }
+            }
+            if let fix = s.fix(serverURL: serverURL) {
+                why += "<pre class=\"command\" data-k=\"\(key):fix\">\(HTML.escape(fix))</pre>"
+            }
+            out += "<tr data-k=\"\(key)\"><td class=\"mono\" data-k=\"\(key):name\">\(HTML.escape(s.name))</td>"
+                + "<td class=\"mono\"\(s.status.isFixedByUpload ? " data-k=\"missing:\(id)\"" : "")>\(id)</td>"
+                + "<td><span class=\"status \(s.status.rawValue)\" title=\"\(s.status.phrase)\" data-k=\"\(key):status\">\(s.status.rawValue)</span></td>"
+                + "<td>\(why)</td></tr>"
+        }
+        out += "</tbody></table>"
+        if used.contains(where: { $0.status.isFixedByUpload }) {
+            out += "<p>Or upload a whole build's debug files (the command finds the files by build id):</p>"
+            out += "<pre class=\"command\" data-k=\"upload-command\">" + HTML.escape(uploadCommand(serverURL: serverURL)) + "</pre>"
+        }
+        return out
     }
 
     static func facts(_ r: SymbolicatedReport, groupFingerprint: String?, groupTitle: String?) -> String {

@@ -1,26 +1,43 @@
 import Foundation
 import Storage
 import APIModel
+import ReportModel
 
-/// Missing debug files, most needed first, and the upload command that fixes them.
+/// Debug files reports could not use, most needed first: each with its status, the reports and
+/// groups it blocks, each symbol source's last answer, and the command that fixes it.
 public enum SymbolsPage {
     public static func render(_ missing: [MissingSymbolSummary], serverURL: String) -> String {
         var body = "<h1>Missing debug files</h1>"
         if missing.isEmpty {
             body += "<p class=\"muted\" data-k=\"no-missing\">Every processed report found its debug files.</p>"
         } else {
-            body += "<p>Each row is a build id that processed reports needed and the store still lacks. "
-                + "Uploading it lets reprocessing fix that many reports.</p>"
-            body += "<table class=\"symbols\"><thead><tr><th>Build id</th><th>Image</th><th class=\"num\">Reports it would fix</th>"
-                + "<th>Last needed</th></tr></thead><tbody>"
+            body += "<p>Each row is a build id that processed reports needed and the store still lacks (not found) or "
+                + "holds a file of it that cannot be used (unreadable, wrong architecture). "
+                + "Uploading the right file lets reprocessing fix that many reports.</p>"
+            body += "<table class=\"symbols\"><thead><tr><th>Build id</th><th>Image</th><th>Status</th>"
+                + "<th class=\"num\">Reports it would fix</th><th class=\"num\">Groups</th><th>Last needed</th><th>Symbol sources</th>"
+                + "</tr></thead><tbody>"
             for m in missing {
                 // Hex digits only: nothing to escape.
                 let id = m.file.buildID.hex
+                let status = "<span class=\"status \(m.file.status.rawValue)\" data-k=\"missing-status:\(id)\">\(m.file.status.rawValue)</span>"
+                    + (m.file.detail.map { "<div class=\"muted\" data-k=\"missing-detail:\(id)\">\(HTML.escape($0))</div>" } ?? "")
+                let sources = (m.sources ?? []).enumerated().map { n, a in
+                    "<li data-k=\"missing-source:\(id):\(n)\">\(HTML.escape(a.source)): \(HTML.escape(a.outcome.rawValue)) "
+                        + "(\(HTML.escape(a.detail)), \(WebDate.text(a.answeredAt)))</li>"
+                }
                 body += "<tr data-k=\"missing:\(id)\"><td class=\"mono\">\(id)</td><td>\(HTML.escape(m.file.imageName ?? ""))</td>"
-                    + "<td class=\"num\" data-k=\"missing-count:\(id)\">\(m.reportCount)</td><td>\(WebDate.text(m.lastSeen))</td></tr>"
+                    + "<td>\(status)</td>"
+                    + "<td class=\"num\" data-k=\"missing-count:\(id)\">\(m.reportCount)</td>"
+                    + "<td class=\"num\" data-k=\"missing-groups:\(id)\">\(m.groupCount)</td><td>\(WebDate.text(m.lastSeen))</td>"
+                    + "<td>\(sources.isEmpty ? "<span class=\"muted\">none asked</span>" : "<ul class=\"sources\">\(sources.joined())</ul>")</td></tr>"
             }
             body += "</tbody></table>"
             body += "<pre class=\"command\">" + HTML.escape(ReportView.uploadCommand(serverURL: serverURL)) + "</pre>"
+            if missing.contains(where: { $0.file.status != .notFound }) {
+                body += "<p>A stored file that cannot be used is kept until it is removed: run "
+                    + "<code>stackline symbols rm BUILD-ID</code> on the server, then upload the right file.</p>"
+            }
         }
         return Layout.page(title: "Symbols", section: .symbols, body: body)
     }

@@ -48,6 +48,12 @@ public enum WebAssets {
         .status.symbolicated { color: var(--ok); border-color: #a9dfbf; }
         .status.noLineInfo, .status.deviceSymbol { color: var(--warn); border-color: #f5cba7; }
         .status.missingDebugFile, .status.noSymbol, .status.outsideAnyImage, .status.malformed { color: var(--bad); border-color: #f5b7b1; }
+        .status.ok { color: var(--ok); border-color: #a9dfbf; }
+        .status.symbolTableOnly, .status.deviceSymbolsOnly, .status.noIdentifier { color: var(--warn); border-color: #f5cba7; }
+        .status.notFound, .status.wrongArchitecture, .status.unreadable { color: var(--bad); border-color: #f5b7b1; }
+        table.image-symbols td, table.symbols td { vertical-align: top; }
+        table.image-symbols pre.command { white-space: pre-wrap; overflow-wrap: anywhere; margin: 6px 0 0; }
+        ul.sources { margin: 4px 0; padding-left: 18px; }
         form.filters { display: flex; flex-wrap: wrap; gap: 8px; align-items: end; margin-bottom: 12px; }
         form.filters label { display: flex; flex-direction: column; font-size: 12px; color: var(--muted); }
         input, select, button { font: inherit; padding: 4px 8px; border: 1px solid var(--line); border-radius: 4px; background: #fff; }

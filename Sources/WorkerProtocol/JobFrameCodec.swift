@@ -255,7 +255,10 @@ extension JobRequest {
 //            u32 count, that many strings (the deciding frames)
 //   result:  i64 size (the JSON's, before compression), u8 status (0 complete, 1 partial,
 //            2 unsymbolicated), i64 frames, i64 symbolicated, i64 missing (the counts),
-//            u32 count, that many missing builds: string buildId, u8 has name, [string name]
+//            u32 count, that many missing builds: string buildId, u8 flags, [string name],
+//            [string detail]. flags: bit 0 a name follows, bit 1 a detail follows, bits 2-3
+//            the status (0 notFound, 1 unreadable, 2 wrongArchitecture): a worker from before
+//            the status sent 0 or 1, which reads as notFound.
 extension JobReply {
     private static let hasMessage: UInt8 = 1
     private static let hasGroup: UInt8 = 2
@@ -280,6 +283,28 @@ extension JobReply {
         case 2: .internalError
         case 3: .permanentError
         case 4: .workerLost
+        default: nil
+        }
+    }
+
+    private static let missingHasName: UInt8 = 1
+    private static let missingHasDetail: UInt8 = 2
+
+    /// A missing build's status in bits 2-3 of its flags; a status an upload does not fix never
+    /// reaches the reply (`MissingDebugFile.all`) and is sent as notFound.
+    private static func wire(_ status: SymbolStatus) -> UInt8 {
+        switch status {
+        case .unreadable: 1
+        case .wrongArchitecture: 2
+        case .notFound, .ok, .symbolTableOnly, .noIdentifier, .deviceSymbolsOnly, .unused: 0
+        }
+    }
+
+    private static func missingStatus(wire: UInt8) -> SymbolStatus? {
+        switch wire {
+        case 0: .notFound
+        case 1: .unreadable
+        case 2: .wrongArchitecture
         default: nil
         }
     }
@@ -361,12 +386,11 @@ extension JobReply {
             out.u32(result.missing.count)
             for missing in result.missing {
                 out.string(missing.buildID.hex)
-                if let name = missing.imageName {
-                    out.u8(1)
-                    out.string(name)
-                } else {
-                    out.u8(0)
-                }
+                let flags = (missing.imageName == nil ? 0 : Self.missingHasName) | (missing.detail == nil ? 0 : Self.missingHasDetail)
+                    | Self.wire(missing.status) << 2
+                out.u8(flags)
+                if let name = missing.imageName { out.string(name) }
+                if let detail = missing.detail { out.string(detail) }
             }
         }
         return out
@@ -439,11 +463,15 @@ extension JobReply {
             do throws(BuildIDError) { buildID = try BuildID(text) } catch {
                 throw .invalidField(field: "result.missing.buildId", reason: error.description)
             }
-            let hasName = try header.u8("result.missing.hasName")
-            guard hasName <= 1 else { throw .invalidField(field: "result.missing.hasName", reason: "\(hasName) is neither 0 nor 1") }
+            let flags = try header.u8("result.missing.flags")
+            guard flags & ~(Self.missingHasName | Self.missingHasDetail | 0b1100) == 0, let status = Self.missingStatus(wire: flags >> 2) else {
+                throw .invalidField(field: "result.missing.flags", reason: "0x\(String(flags, radix: 16)) holds unknown bits or status")
+            }
             var name: String?
-            if hasName == 1 { name = try header.string("result.missing.name") }
-            missing.append(MissingDebugFile(buildID: buildID, imageName: name))
+            var detail: String?
+            if flags & Self.missingHasName != 0 { name = try header.string("result.missing.name") }
+            if flags & Self.missingHasDetail != 0 { detail = try header.string("result.missing.detail") }
+            missing.append(MissingDebugFile(buildID: buildID, imageName: name, status: status, detail: detail))
         }
         return CompressedResult(compressed: compressed, size: size, status: status, counts: counts, missing: missing)
     }

@@ -27,7 +27,10 @@ struct ReportCommand: ParsableCommand {
     func run() throws {
         let db = try database.open(for: "report")
         if let result = try db.result(reportId: reportId) {
-            print(try ReportPrinter.render(result, format: json ? .json : format, group: ReportPrinter.group(of: result, in: db)))
+            let report = try ReportPrinter.decode(result)
+            print(try ReportPrinter.render(
+                report, format: json ? .json : format, group: ReportPrinter.group(of: result, in: db),
+                sources: ReportPrinter.sourceAnswers(for: report, in: db)))
             return
         }
         guard let job = try db.jobStatus(reportId: reportId) else {

@@ -236,7 +236,12 @@ extension SymbolsCommand {
     /// `stackline symbols missing`: what a build machine should upload next.
     struct Missing: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List build ids that processed reports needed and the store lacks, most-needed first.")
+            abstract: "List build ids that processed reports needed and could not use, most-needed first.",
+            discussion: """
+                Each with its status (notFound: no store holds it; unreadable or wrongArchitecture: the stored \
+                file cannot be used, remove it with `symbols rm` and add the right one), the reports and groups \
+                it blocks, and the last answer of each symbol source.
+                """)
         @OptionGroup var options: StoreOptions
         @OptionGroup var database: DatabaseOptions
         @Flag(help: "Machine-readable output.") var json = false
@@ -251,9 +256,18 @@ extension SymbolsCommand {
                 print("no missing debug files")
                 return
             }
-            var table = Table("BUILD-ID", "IMAGE", "REPORTS", "LAST SEEN")
-            for m in missing { table.add(m.file.buildID.hex, m.file.imageName ?? "?", String(m.reportCount), m.lastSeen.rfc3339) }
+            var table = Table("BUILD-ID", "IMAGE", "STATUS", "REPORTS", "GROUPS", "LAST SEEN", "SOURCES")
+            for m in missing {
+                let sources = (m.sources ?? []).map { "\($0.source): \($0.outcome.rawValue)" }.joined(separator: "; ")
+                table.add(
+                    m.file.buildID.hex, m.file.imageName ?? "?", m.file.status.rawValue, String(m.reportCount), String(m.groupCount),
+                    m.lastSeen.rfc3339, sources.isEmpty ? "-" : sources)
+            }
             print(table.render())
+            // Why a stored file is not used: a line each, under the table.
+            for m in missing where m.file.status != .notFound {
+                printLine("\(m.file.buildID.hex): \(m.file.status.rawValue): \(m.file.detail ?? "")")
+            }
         }
     }
 }

@@ -97,23 +97,25 @@ struct LoadedPage {
 @Suite(.serialized) struct WebViewEndToEndTests {
     static let artifacts = TestPaths.packageRoot + "/.build/test-artifacts/web"
 
-    /// Runs scripts/web-browser.py for `pages` (NAME=PATH) and reads what it wrote.
-    func load(_ server: ServerProcess, token: String, _ pages: [String], in dir: String) throws -> [String: LoadedPage] {
+    /// Runs scripts/web-browser.py for `pages` (NAME=PATH) and reads what it wrote (into `artifacts`).
+    func load(
+        _ server: ServerProcess, token: String, _ pages: [String], in dir: String, artifacts: String = WebViewEndToEndTests.artifacts
+    ) throws -> [String: LoadedPage] {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let tokenFile = dir + "/token"
         try token.write(toFile: tokenFile, atomically: true, encoding: .utf8)
         let out = try runProcess(
             "/usr/bin/python3",
-            [TestPaths.packageRoot + "/scripts/web-browser.py", "--base", server.baseURL, "--token-file", tokenFile, "--out", Self.artifacts]
+            [TestPaths.packageRoot + "/scripts/web-browser.py", "--base", server.baseURL, "--token-file", tokenFile, "--out", artifacts]
                 + pages, timeout: 300)
         guard out.status == 0 else { throw TestSupportError("web-browser.py failed: \(out.summary)") }
         var loaded: [String: LoadedPage] = [:]
         for spec in pages {
             let name = String(spec.split(separator: "=")[0])
-            let facts = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(Self.artifacts)/\(name).json")))
+            let facts = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(artifacts)/\(name).json")))
             loaded[name] = LoadedPage(
                 name: name, facts: facts as? [String: Any] ?? [:],
-                html: try String(contentsOfFile: "\(Self.artifacts)/\(name).html", encoding: .utf8))
+                html: try String(contentsOfFile: "\(artifacts)/\(name).html", encoding: .utf8))
         }
         return loaded
     }

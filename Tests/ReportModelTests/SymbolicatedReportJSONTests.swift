@@ -70,6 +70,12 @@ import Testing
                         arch: maybe(Arch(name())), loadAddress: address(), size: maybe(UInt64.random(in: 0...UInt64.max, using: &rng)),
                         vmAddress: maybe(address()))
                 },
+                imageSymbols: maybe((0..<Int.random(in: 0...3, using: &rng)).map { _ in
+                    ImageSymbols(
+                        image: int(), name: name(), buildId: maybe(BuildID(bytes: (0..<20).map { _ in UInt8.random(in: 0...255, using: &rng) })),
+                        status: SymbolStatus.allCases.randomElement(using: &rng)!, detail: maybe(name()),
+                        searched: maybe((0..<Int.random(in: 0...2, using: &rng)).map { _ in name() }))
+                }),
                 threads: (0..<Int.random(in: 0...3, using: &rng)).map { _ in
                     SymbolicatedThread(index: int(), name: maybe(name()), crashed: Bool.random(using: &rng), frames: frames(), part: maybe(name()))
                 },

@@ -26,6 +26,8 @@ private func report(every text: String) -> SymbolicatedReport {
         app: AppInfo(name: text, version: text, build: text), os: text, arch: Arch(text), timestamp: text,
         exception: ExceptionInfo(type: text, signal: text, code: text, faultAddress: Address(0x10), message: text),
         images: [BinaryImage(name: text, path: text, id: BuildID(bytes: [0xab, 0x12]), arch: Arch(text), loadAddress: Address(0x1000), size: 0x1000)],
+        // The symbol section prints the image's name, its reason and the stores searched.
+        imageSymbols: [ImageSymbols(image: 0, name: text, buildId: BuildID(bytes: [0xab, 0x12]), status: .notFound, detail: text, searched: [text])],
         threads: [
             SymbolicatedThread(index: -1, name: text, crashed: false, frames: frames),
             SymbolicatedThread(index: 0, name: text, crashed: true, frames: frames + [unresolved]),
@@ -65,7 +67,7 @@ private func report(every text: String) -> SymbolicatedReport {
     /// benign report of the same shape.
     @Test func renderersEscapeEveryField() throws {
         let renderers: [(String, (SymbolicatedReport) throws -> String)] = [
-            ("text", TextReportRenderer.render), ("apple", AppleReportRenderer.render),
+            ("text", { TextReportRenderer.render($0) }), ("apple", AppleReportRenderer.render),
         ]
         for (name, render) in renderers {
             let hostile = try render(report(every: HostileText.value))

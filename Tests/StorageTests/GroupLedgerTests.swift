@@ -184,6 +184,35 @@ import Testing
         #expect(try f.db.group(fingerprint: "ffff") == nil)
     }
 
+    /// Each build id's status and detail are those of its latest processing, its groups the
+    /// distinct groups of the reports that lacked it; a status an upload does not fix is stored
+    /// as notFound. Expected values are the ones this test recorded.
+    @Test func missingSymbolsCarryTheLatestStatusAndTheGroupsTheyBlock() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        func process(_ n: Int, group: String, _ files: [MissingDebugFile]) throws {
+            _ = try f.db.submit(NewReport(raw: Data("status \(n)".utf8), format: "test", kind: .crash, app: "App", version: "1.0"))
+            let job = try #require(try f.db.claim(leaseMs: 30_000))
+            try f.db.complete(
+                jobId: job.jobId, token: job.leaseToken,
+                result: JobResult(symbolicatedJSON: Data("{}".utf8), status: .partial, group: Self.group(group), missingImages: files))
+            f.clock.advance(seconds: 60)
+        }
+        let (a, b) = (try BuildID("aa11"), try BuildID("bb22"))
+        try process(1, group: "g1", [MissingDebugFile(buildID: a, imageName: "LibA", status: .notFound)])
+        try process(2, group: "g2", [MissingDebugFile(buildID: a, imageName: "LibA", status: .unreadable, detail: "cut short")])
+        try process(3, group: "g2", [
+            MissingDebugFile(buildID: a, imageName: "LibA", status: .unreadable, detail: "cut short"),
+            MissingDebugFile(buildID: b, imageName: "LibB", status: .deviceSymbolsOnly),
+        ])
+        let missing = Dictionary(uniqueKeysWithValues: try f.db.missingSymbols().map { ($0.file.buildID, $0) })
+        #expect(missing[a]?.file.status == .unreadable && missing[a]?.file.detail == "cut short")
+        #expect(missing[a]?.reportCount == 3 && missing[a]?.groupCount == 2)
+        #expect(missing[b]?.file.status == .notFound && missing[b]?.reportCount == 1 && missing[b]?.groupCount == 1)
+        #expect(try sqlite(f.db.path, "SELECT DISTINCT status FROM missing_symbols ORDER BY status").compactMap { $0["status"] as? String }
+            == ["notFound", "unreadable"])
+    }
+
     @Test func missingSymbolsListWhatReportsLackUntilTheyAreReprocessed() throws {
         let f = try Fixture()
         defer { f.dir.remove() }
@@ -194,7 +223,7 @@ import Testing
         #expect(missing.map(\.reportCount) == [2, 1])
         #expect(missing.first?.file.imageName == "Libaa")
         // Ids the store has since gained are left out.
-        #expect(try f.db.missingSymbols { $0.hex == "aa11" }.map(\.file.buildID.hex) == ["bb22"])
+        #expect(try f.db.missingSymbols { $0.file.buildID.hex == "aa11" }.map(\.file.buildID.hex) == ["bb22"])
         #expect(try f.db.requeueReports(missing: [try BuildID("aa11")]).count == 2)
         try Self.complete(f, group: nil)
         try Self.complete(f, group: nil)

@@ -104,8 +104,12 @@ import WorkerProtocol
                 compressed: Data((0..<(i * 1000)).map { UInt8(truncatingIfNeeded: $0 * 7) }), size: i * 3000,
                 status: [ReportStatus.complete, .partial, .unsymbolicated][i % 3],
                 counts: ReportCounts(frames: i, symbolicated: .max, missing: 0),
-                missing: (0..<i).map {
-                    MissingDebugFile(buildID: BuildID(bytes: [UInt8(i), UInt8($0), 0xff]), imageName: $0 % 2 == 0 ? name : nil)
+                missing: (0..<i).map { (n: Int) -> MissingDebugFile in
+                    let statuses: [SymbolStatus] = [.notFound, .unreadable, .wrongArchitecture]
+                    let detail: String? = n % 3 == 0 ? nil : name
+                    return MissingDebugFile(
+                        buildID: BuildID(bytes: [UInt8(i), UInt8(n), 0xff]), imageName: n % 2 == 0 ? name : nil,
+                        status: statuses[n % 3], detail: detail)
                 })
             let group = GroupKey(
                 fingerprint: String(repeating: "0f", count: 16), kind: i % 2 == 0 ? .crash : .lag, title: "SIGSEGV in \(name)",
@@ -255,9 +259,21 @@ import WorkerProtocol
         #expect(throws: JobFrameError.invalidField(field: "result.counts.missing", reason: "-5 is negative")) {
             try reply(start + [4] + Self.i64(10) + [0] + Self.i64(1) + Self.i64(1) + Self.i64(-5))
         }
-        #expect(throws: JobFrameError.invalidField(field: "result.missing.hasName", reason: "2 is neither 0 nor 1")) {
-            try reply(start + [4] + result + Self.u32(1) + Self.str("ab12") + [2])
+        // Flags: bit 0 name, bit 1 detail, bits 2-3 the status (0-2); anything else is refused.
+        #expect(throws: JobFrameError.invalidField(field: "result.missing.flags", reason: "0x10 holds unknown bits or status")) {
+            try reply(start + [4] + result + Self.u32(1) + Self.str("ab12") + [0x10])
         }
+        #expect(throws: JobFrameError.invalidField(field: "result.missing.flags", reason: "0xc holds unknown bits or status")) {
+            try reply(start + [4] + result + Self.u32(1) + Self.str("ab12") + [0x0c])
+        }
+        // A worker from before the status sent 0 or 1: its files read as not found.
+        let old = try reply(start + [4] + result + Self.u32(2) + Self.str("ab12") + [1] + Self.str("Demo") + Self.str("cd34") + [0])
+        #expect(old.result?.missing == [
+            MissingDebugFile(buildID: try BuildID("ab12"), imageName: "Demo", status: .notFound),
+            MissingDebugFile(buildID: try BuildID("cd34"), imageName: nil, status: .notFound),
+        ])
+        let unreadable = try reply(start + [4] + result + Self.u32(1) + Self.str("ab12") + [0b0110] + Self.str("cut short"))
+        #expect(unreadable.result?.missing == [MissingDebugFile(buildID: try BuildID("ab12"), imageName: nil, status: .unreadable, detail: "cut short")])
         #expect(throws: JobFrameError.invalidField(field: "message", reason: "not UTF-8")) { try reply(start + [1] + Self.u32(2) + [0xc3, 0x28]) }
         #expect(throws: JobFrameError.headerTrailingBytes(1)) { try reply(start + [0, 0]) }
         #expect(throws: JobFrameError.headerTruncated(field: "presence")) { try reply(start) }

@@ -39,6 +39,7 @@ public struct DatabaseQueries: ServerQueries {
     public func namespace(_ name: String) throws -> StoredNamespace? { try db.namespace(name) }
     public func requeueReports(missing buildIds: [BuildID]) throws -> [Int64] { try db.requeueReports(missing: buildIds) }
     public func missingDebugFiles() throws -> [MissingSymbolSummary] { try Presentation.missingDebugFiles(db: db, store: store) }
+    public func sourceAnswers(buildIds: [BuildID]) throws -> [BuildID: [SymbolSourceAnswer]] { try db.sourceAnswers(buildIds: buildIds) }
 }
 
 extension SymbolStoreDirectory: SymbolStoring {

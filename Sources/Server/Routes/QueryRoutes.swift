@@ -66,9 +66,12 @@ func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepe
                 throw APIError(.conflict, JobStateText.sentence(reportId: id, job))
             }
             let group = deps.queries.group(of: result)
+            let report = try ReportPrinter.decode(result)
+            // Joined now, not stored: a source may have answered since the report was processed.
+            let sources = try deps.queries.sourceAnswers(buildIds: ReportPrinter.notFoundIds(report))
             switch format {
-            case .json: return JSONResponse.object(try ReportPrinter.document(result, group: group))
-            case .text, .apple: return JSONResponse.text(try ReportPrinter.render(result, format: format, group: group))
+            case .json: return JSONResponse.object(try ReportPrinter.document(report, group: group, sources: sources))
+            case .text, .apple: return JSONResponse.text(try ReportPrinter.render(report, format: format, group: group, sources: sources))
             }
         }
     }

@@ -126,10 +126,11 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         return try await deps.blocking.run {
             guard let result = try deps.queries.result(reportId: id) else { return notProcessed(id, try deps.queries.jobStatus(reportId: id)) }
             let group = deps.queries.group(of: result)
+            let report = try ReportPrinter.decode(result)
             let model = ReportPageModel(
-                id: id, report: try ReportPrinter.decode(result), groupFingerprint: group?.fingerprint, groupTitle: group?.title,
+                id: id, report: report, groupFingerprint: group?.fingerprint, groupTitle: group?.title,
                 keyFrames: group?.frames ?? [], missing: result.missingImages,
-                serverURL: serverURL)
+                serverURL: serverURL, sources: try deps.queries.sourceAnswers(buildIds: ReportPrinter.notFoundIds(report)))
             return WebPage.html(ReportPage.render(model))
         }
     }
@@ -141,7 +142,10 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
             let id = try webReportId(context)
             return try await deps.blocking.run {
                 guard let result = try deps.queries.result(reportId: id) else { return notProcessed(id, try deps.queries.jobStatus(reportId: id)) }
-                let text = try ReportPrinter.render(result, format: format, group: deps.queries.group(of: result))
+                let report = try ReportPrinter.decode(result)
+                let text = try ReportPrinter.render(
+                    report, format: format, group: deps.queries.group(of: result),
+                    sources: try deps.queries.sourceAnswers(buildIds: ReportPrinter.notFoundIds(report)))
                 return WebPage.download(Data(text.utf8), name: "report-\(id)-\(format.rawValue).txt", type: "text/plain; charset=utf-8")
             }
         }

@@ -197,6 +197,7 @@ enum Schema {
         registerDedupWithinNamespace(&migrator)
         registerWorkerOwners(&migrator)
         registerSymbolSourceAnswers(&migrator)
+        registerMissingSymbolStatus(&migrator)
         return migrator
     }
 }

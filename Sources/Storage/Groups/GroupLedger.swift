@@ -190,9 +190,12 @@ enum GroupLedger {
             try db.cachedStatement(sql: "DELETE FROM missing_symbols WHERE report_id = ?").execute(arguments: [reportId])
         }
         guard !images.isEmpty else { return }
-        let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO missing_symbols (report_id, build_id, image_name) VALUES (?, ?, ?)")
+        let insert = try db.cachedStatement(
+            sql: "INSERT OR IGNORE INTO missing_symbols (report_id, build_id, image_name, status, detail) VALUES (?, ?, ?, ?, ?)")
         for image in images {
-            try insert.execute(arguments: [reportId, image.buildID.hex, image.imageName])
+            // The column holds only what an upload fixes; anything else is a file not found.
+            let status = image.status.isFixedByUpload ? image.status : .notFound
+            try insert.execute(arguments: [reportId, image.buildID.hex, image.imageName, status.rawValue, image.detail])
         }
     }
 }

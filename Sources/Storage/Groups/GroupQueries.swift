@@ -50,34 +50,55 @@ public struct GroupDetail: Sendable {
     public var latestReportIds: [Int64]
 }
 
-/// A debug file reports needed and (as of their last processing) the store lacked, with how
-/// many and when last. Its JSON is the file's fields beside the counts:
-/// `{"buildId", "imageName", "reportCount", "lastSeen"}`.
+/// A debug file reports needed and (as of their last processing) could not use, with how many
+/// reports and groups it blocks and when last. Its JSON is the file's fields beside the counts:
+/// `{"buildId", "imageName", "status", "detail", "reportCount", "groupCount", "lastSeen",
+/// "lastProcessed", "sources"}`; `sources` (each symbol source's last answer) is joined when
+/// read, never stored with the row.
 public struct MissingSymbolSummary: Sendable, Codable, Equatable {
+    /// The build id, the image's name, and the status and detail of its latest processing.
     public var file: MissingDebugFile
     public var reportCount: Int
+    /// Distinct groups the reports are filed under.
+    public var groupCount: Int
+    /// When the newest of the reports was received.
     public var lastSeen: Date
+    /// When the newest of the reports was processed: a file stored after it is not yet tried.
+    public var lastProcessed: Date
+    public var sources: [SymbolSourceAnswer]?
 
-    public init(file: MissingDebugFile, reportCount: Int, lastSeen: Date) {
+    public init(
+        file: MissingDebugFile, reportCount: Int, groupCount: Int = 0, lastSeen: Date, lastProcessed: Date? = nil,
+        sources: [SymbolSourceAnswer]? = nil
+    ) {
         self.file = file
         self.reportCount = reportCount
+        self.groupCount = groupCount
         self.lastSeen = lastSeen
+        self.lastProcessed = lastProcessed ?? lastSeen
+        self.sources = sources
     }
 
-    enum CodingKeys: String, CodingKey { case reportCount, lastSeen }
+    enum CodingKeys: String, CodingKey { case reportCount, groupCount, lastSeen, lastProcessed, sources }
 
     public init(from decoder: Decoder) throws {
         file = try MissingDebugFile(from: decoder)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         reportCount = try c.decode(Int.self, forKey: .reportCount)
+        groupCount = try c.decodeIfPresent(Int.self, forKey: .groupCount) ?? 0
         lastSeen = try c.decode(Date.self, forKey: .lastSeen)
+        lastProcessed = try c.decodeIfPresent(Date.self, forKey: .lastProcessed) ?? lastSeen
+        sources = try c.decodeIfPresent([SymbolSourceAnswer].self, forKey: .sources)
     }
 
     public func encode(to encoder: Encoder) throws {
         try file.encode(to: encoder)
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(reportCount, forKey: .reportCount)
+        try c.encode(groupCount, forKey: .groupCount)
         try c.encode(lastSeen, forKey: .lastSeen)
+        try c.encode(lastProcessed, forKey: .lastProcessed)
+        try c.encodeIfPresent(sources, forKey: .sources)
     }
 }
 
@@ -184,24 +205,45 @@ extension ServiceDatabase {
         }
     }
 
-    /// Build ids that processed reports lacked, most-needed first, excluding `present`
-    /// (ids the store has gained since).
-    public func missingSymbols(excluding present: (BuildID) -> Bool = { _ in false }) throws -> [MissingSymbolSummary] {
+    /// Build ids that processed reports lacked or could not use, most-needed first, without
+    /// those `fixed` says the store has repaired since (it sees each summary, whose status and
+    /// detail are those of the latest processing).
+    public func missingSymbols(excluding fixed: (MissingSymbolSummary) -> Bool = { _ in false }) throws -> [MissingSymbolSummary] {
         try pool.read { db in
-            try Row.fetchAll(
+            // The status of the latest processing per build id (rows of one id may differ: a
+            // file stored as unreadable and removed since is not found in later reports).
+            var latest: [String: (status: String, detail: String?)] = [:]
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT m.build_id, m.status, m.detail FROM missing_symbols m
+                    JOIN results s ON s.report_id = m.report_id ORDER BY s.completed_at, m.report_id
+                    """)
+            {
+                latest[row["build_id"]] = (row["status"], row["detail"])
+            }
+            return try Row.fetchAll(
                 db,
                 sql: """
                     SELECT m.build_id, MAX(m.image_name) AS image_name, COUNT(DISTINCT m.report_id) AS n,
-                           MAX(r.received_at) AS last
+                           COUNT(DISTINCT s.fingerprint) AS groups, MAX(r.received_at) AS last,
+                           MAX(s.completed_at) AS processed
                     FROM missing_symbols m JOIN reports r ON r.id = m.report_id
+                    LEFT JOIN results s ON s.report_id = m.report_id
                     GROUP BY m.build_id ORDER BY n DESC, last DESC
                     """
             ).compactMap { row throws(StorageError) in
+                let hex: String = row["build_id"]
                 let id = try row.storedBuildID("build_id")
-                if present(id) { return nil }
-                return MissingSymbolSummary(
-                    file: MissingDebugFile(buildID: id, imageName: row["image_name"]), reportCount: row["n"],
-                    lastSeen: Date(milliseconds: row["last"]))
+                let state = latest[hex]
+                let last = Date(milliseconds: row["last"])
+                let summary = MissingSymbolSummary(
+                    file: MissingDebugFile(
+                        buildID: id, imageName: row["image_name"],
+                        status: state.flatMap { SymbolStatus(rawValue: $0.status) } ?? .notFound, detail: state?.detail),
+                    reportCount: row["n"], groupCount: row["groups"], lastSeen: last,
+                    lastProcessed: (row["processed"] as Int64?).map(Date.init(milliseconds:)) ?? last)
+                return fixed(summary) ? nil : summary
             }
         }
     }

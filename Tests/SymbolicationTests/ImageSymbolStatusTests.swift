@@ -1,0 +1,103 @@
+import Foundation
+import ReportModel
+import SymbolStore
+import Symbolication
+import TestSupport
+import Testing
+
+/// Every image of a symbolicated report gets its symbol status, and each status comes from how
+/// the test made that image's debug file (`SymbolStatusPrograms`: gcc, objcopy, clang for
+/// aarch64, a stored file overwritten afterwards), never from the symbolicator's own output.
+@Suite struct ImageSymbolStatusTests {
+    static let load: UInt64 = 0x7f00_0000_0000
+
+    /// One image per status, each 16 MiB apart, one frame in each but the unused one.
+    static func report(_ p: SymbolStatusPrograms) throws -> RawReport {
+        let entries: [(name: String, id: String?, arch: String, address: UInt64?, device: String?)] = [
+            (p.lines.name, p.lines.buildID, "x86_64", p.lines.address, nil),
+            (p.symbols.name, p.symbols.buildID, "x86_64", p.symbols.address, nil),
+            ("libnotfound.so", SymbolStatusPrograms.notFoundID, "x86_64", 0x1100, nil),
+            (p.aarch64.name, p.aarch64.buildID, "x86_64", p.aarch64.address, nil),
+            (p.replaced.name, p.replaced.buildID, "x86_64", p.replaced.address, nil),
+            ("libnoid.so", nil, "x86_64", 0x1100, nil),
+            ("libdevice.so", SymbolStatusPrograms.deviceOnlyID, "x86_64", 0x1100, "device_named_func"),
+            ("libunused.so", SymbolStatusPrograms.unusedID, "x86_64", nil, nil),
+        ]
+        var images: [BinaryImage] = []
+        var threads: [RawThread] = []
+        for (i, e) in entries.enumerated() {
+            let base = load + UInt64(i) << 24
+            images.append(BinaryImage(
+                name: e.name, id: try e.id.map { try BuildID($0) }, arch: Arch(e.arch), loadAddress: Address(base), size: 1 << 20))
+            guard let address = e.address else { continue }
+            threads.append(RawThread(index: threads.count, crashed: threads.isEmpty, frames: [
+                RawFrame(address: Address(base + address + 4), kind: .pc, symbol: e.device, symbolOffset: e.device == nil ? nil : 4),
+            ]))
+        }
+        return RawReport(format: "test", kind: .crash, arch: Arch("x86_64"), images: images, threads: threads)
+    }
+
+    /// A store holding the lines, symbols, aarch64 and replaced libraries, the last overwritten
+    /// after it was stored with another build's bytes.
+    static func store(_ p: SymbolStatusPrograms) throws -> SymbolStoreDirectory {
+        let store = SymbolStoreDirectory(root: try makeTemporaryDirectory(prefix: "status-store"))
+        for library in [p.lines, p.symbols, p.aarch64, p.replaced] { _ = try store.add(path: library.path) }
+        let stored = try #require(store.debugFilePath(buildID: try BuildID(p.replaced.buildID)))
+        try FileManager.default.removeItem(atPath: stored)
+        try FileManager.default.copyItem(atPath: p.replacement.path, toPath: stored)
+        return store
+    }
+
+    @Test func eachImageGetsTheStatusItsDebugFileCallsFor() throws {
+        let p = try SymbolStatusPrograms.build()
+        let raw = try Self.report(p)
+        let out = Symbolicator(store: try Self.store(p)).symbolicate(raw)
+        let symbols = try #require(out.imageSymbols)
+        #expect(symbols.map(\.image) == Array(raw.images.indices), "one entry per image, in image order")
+        #expect(symbols.map(\.name) == raw.images.map(\.name))
+        let expected: [SymbolStatus] = [.ok, .symbolTableOnly, .notFound, .wrongArchitecture, .unreadable, .noIdentifier, .deviceSymbolsOnly, .unused]
+        #expect(symbols.map(\.status) == expected)
+        #expect(symbols[2].searched == ["symbol store"])
+        #expect(symbols[6].searched == ["symbol store"])
+        #expect(symbols[4].detail?.contains(p.replacement.buildID) == true, "the reason names the id the stored file has: \(symbols[4].detail ?? "")")
+        #expect(symbols[3].detail?.contains("arm64") == true && symbols[3].detail?.contains("x86_64") == true, "\(symbols[3].detail ?? "")")
+        #expect(symbols[5].buildId == nil)
+        #expect(symbols[7].detail == nil && symbols[7].searched == nil)
+        for s in symbols where s.status != .unused { #expect(s.detail?.isEmpty == false, "\(s.status) says why") }
+
+        // The frames agree: line tables, a symbol table, and no answer from the other architecture.
+        let frames = out.threads.map { $0.frames.last! }
+        #expect(frames[0].status == .symbolicated && frames[0].function == p.lines.function && frames[0].file?.hasSuffix("lines.c") == true)
+        #expect(frames[1].status == .noLineInfo && frames[1].function == p.symbols.function && frames[1].file == nil)
+        #expect(frames[3].status == .missingDebugFile, "an aarch64 file never answers for an x86_64 image")
+        #expect(frames[6].status == .deviceSymbol && frames[6].function == "device_named_func")
+
+        // What an upload fixes, each with its status: what the worker's reply carries.
+        let missing = MissingDebugFile.all(in: out)
+        let byID = Dictionary(uniqueKeysWithValues: missing.map { ($0.buildID.hex, $0.status) })
+        #expect(byID == [
+            SymbolStatusPrograms.notFoundID: .notFound, p.aarch64.buildID: .wrongArchitecture, p.replaced.buildID: .unreadable,
+            SymbolStatusPrograms.deviceOnlyID: .notFound,
+        ])
+    }
+
+    @Test func theStatusesSurviveTheStoredJSON() throws {
+        let p = try SymbolStatusPrograms.build()
+        let out = Symbolicator(store: try Self.store(p)).symbolicate(try Self.report(p))
+        let bytes = try SymbolicatedReportJSON.encode(out)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        #expect(String(decoding: bytes, as: UTF8.self) == String(decoding: try encoder.encode(out), as: UTF8.self))
+        #expect(try JSONDecoder().decode(SymbolicatedReport.self, from: Data(bytes)) == out)
+    }
+
+    @Test func severalStoresAreNamedByPathAndAllSearched() throws {
+        let p = try SymbolStatusPrograms.build()
+        let (a, b) = (try makeTemporaryDirectory(prefix: "status-a"), try makeTemporaryDirectory(prefix: "status-b"))
+        let out = Symbolicator(stores: [SymbolStoreDirectory(root: a), SymbolStoreDirectory(root: b)]).symbolicate(try Self.report(p))
+        #expect(out.imageSymbols?[2].status == .notFound)
+        #expect(out.imageSymbols?[2].searched == [a, b])
+        // Nothing is stored: every image with an id and a frame is not found, the named one device-only.
+        #expect(out.imageSymbols?.map(\.status) == [.notFound, .notFound, .notFound, .notFound, .notFound, .noIdentifier, .deviceSymbolsOnly, .unused])
+    }
+}

@@ -119,9 +119,15 @@ let package = Package(
         ),
         // The HTTP client of a `stackline serve` (URLSession): `symbols upload` and remote workers.
         .target(name: "ServiceClient", dependencies: ["JSONFormat", "ReportModel", "SystemCalls"]),
-        // A remote worker's debug files: fetched from the master's debuginfod endpoint into a
-        // bounded, least-recently-used cache in the store layout, each checked by build id.
-        .target(name: "SymbolFetch", dependencies: ["SymbolStore", "DebugInfo", "ReportModel", "SystemCalls", "ServiceClient"]),
+        // Debug files fetched from debuginfod servers (a remote worker's master, a master's
+        // upstream symbol sources) into a bounded, least-recently-used cache in the store
+        // layout, each checked by build id.
+        .target(
+            name: "SymbolFetch",
+            dependencies: [
+                "SymbolStore", "DebugInfo", "ReportModel", "SystemCalls", "ServiceClient",
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]),
         // The escaping log handler every Stackline process logs through, master and worker alike.
         .target(
             name: "StacklineLogging",
@@ -150,7 +156,7 @@ let package = Package(
         .target(
             name: "Master",
             dependencies: [
-                "Storage", "WorkerProtocol", "ServiceRuntime", "ReportModel", "ReportFormats", "SystemCalls",
+                "Storage", "SymbolFetch", "SymbolStore", "WorkerProtocol", "ServiceRuntime", "ReportModel", "ReportFormats", "SystemCalls",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]

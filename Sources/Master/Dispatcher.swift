@@ -51,6 +51,17 @@ public final class Dispatcher: @unchecked Sendable {
 
         let errors = ErrorBox()
         let group = DispatchGroup()
+        // Apart from the slots' group: the slots ending (`--once`) is the end, whatever it asks.
+        let fetching = DispatchGroup()
+        if let sources = config.symbolSources {
+            fetching.enter()
+            let thread = Thread { [db, stop] in
+                defer { fetching.leave() }
+                sources.run(db: db, stop: stop)
+            }
+            thread.name = "symbol-sources"
+            thread.start()
+        }
         for i in 0..<config.workers {
             let slot = WorkerSlot(index: i, db: db, completions: completions, config: config, stop: stop, census: census, logger: logger)
             group.enter()
@@ -91,6 +102,9 @@ public final class Dispatcher: @unchecked Sendable {
             }
         }
         signalSources.forEach { $0.cancel() }
+        // A fetch under way ends within its source's timeout.
+        stop.set()
+        fetching.wait()
         logger.info("master stopped")
         if let error = errors.first { throw error }
     }

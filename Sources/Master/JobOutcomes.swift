@@ -74,6 +74,8 @@ struct JobOutcomes: Sendable {
     let db: any JobLeasing
     let completions: CompletionCommitter
     let retry: RetryPolicy
+    /// Hears the build ids a stored result lacked (the symbol sources' fetcher).
+    var symbolSources: SymbolSourceFetcher? = nil
 
     /// Records `reply` (already decoded and matched to the job) for `job` and waits for it.
     func record(_ reply: JobReply, for job: LeasedJob, started: DispatchTime?, _ log: Logger) throws -> RecordedOutcome {
@@ -93,6 +95,8 @@ struct JobOutcomes: Sendable {
                 compressedJSON: stored.compressed, jsonSize: stored.size, status: stored.status, group: reply.group,
                 missingImages: stored.missing)
             let counts = stored.counts
+            let lacked = stored.missing.map(\.buildID)
+            let sources = lacked.isEmpty ? nil : symbolSources
             let (format, attempts) = (job.format, job.attempts)
             let recorded = Ticket<RecordedOutcome>()
             _ = completions.enqueue(Completion(jobId: job.jobId, token: job.leaseToken, result: result)) { committed in
@@ -114,6 +118,8 @@ struct JobOutcomes: Sendable {
                     // Logged on the committer's thread the moment the result is durable, so a
                     // master killed right after still has a line for every stored result.
                     log.info("job done", metadata: metadata)
+                    // After the commit: the requeue a fetched file causes must find this report.
+                    sources?.want(lacked)
                     recorded.fulfil(.success(.stored))
                 }
             }

@@ -56,6 +56,9 @@ public struct MasterConfiguration: Sendable {
     /// nil, the built-in rules. Local workers get it in `workerArguments`; `serve` sends the
     /// file to remote workers.
     public var groupingRulesPath: String?
+    /// The upstream symbol sources (`--symbol-source`): what processed reports lacked is asked
+    /// of them in the background. Nil: none configured.
+    public var symbolSources: SymbolSourceFetcher?
 
     /// The master's one completion writer, as this configuration sizes and prioritises it (the
     /// dispatcher's, or the remote pool's when `serve` has one: they share it).

@@ -407,7 +407,7 @@ public final class RemoteWorkerPool: @unchecked Sendable {
 
     // MARK: Internals
 
-    private var outcomes: JobOutcomes { JobOutcomes(db: db, completions: completions, retry: config.retry) }
+    private var outcomes: JobOutcomes { JobOutcomes(db: db, completions: completions, retry: config.retry, symbolSources: config.symbolSources) }
 
     private func forget(_ lease: LeaseRef) {
         lock.withLock {

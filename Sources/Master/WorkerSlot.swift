@@ -47,7 +47,7 @@ final class WorkerSlot: @unchecked Sendable {
     private let census: WorkerCensus
     /// The worker process and the job loop over it.
     private let session: WorkerSession
-    private var outcomes: JobOutcomes { JobOutcomes(db: db, completions: completions, retry: config.retry) }
+    private var outcomes: JobOutcomes { JobOutcomes(db: db, completions: completions, retry: config.retry, symbolSources: config.symbolSources) }
     /// Leased and not yet handed to the worker, in claim order.
     private var prefetched: [ClaimedJob] = []
     /// The next claim, started before `prefetched` runs out.

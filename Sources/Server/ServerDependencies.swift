@@ -117,15 +117,17 @@ public struct ServerDependencies: Sendable {
     /// The real collaborators of `stackline serve`: the database (its clock too), the store
     /// directory, parse children (`stackline-worker --parse`) feeding the group-commit writer,
     /// and the symcache indexer child.
+    /// `fetched`: the symbol sources' cache (`--symbol-source`), served behind the store.
     public init(
-        db: ServiceDatabase, store: SymbolStoreDirectory, limits: ServerLimits, census: WorkerCensus, remote: RemoteWorkerPool? = nil,
-        worker: WorkerLaunch, metrics: ServerMetrics, logger: Logger
+        db: ServiceDatabase, store: SymbolStoreDirectory, fetched: SymbolStoreDirectory? = nil, limits: ServerLimits,
+        census: WorkerCensus, remote: RemoteWorkerPool? = nil, worker: WorkerLaunch, metrics: ServerMetrics, logger: Logger
     ) {
         let parser = ParserPool(
             .init(executable: worker.executable, arguments: worker.arguments, size: limits.parsers, timeoutSeconds: limits.parseTimeout),
             logger: logger)
         self.init(
-            queries: DatabaseQueries(db: db, store: store), store: store,
+            queries: DatabaseQueries(db: db, store: store),
+            store: fetched.map { StoreWithFetchedFiles(store: store, fetched: $0) } ?? store,
             writer: GroupCommitWriter(intake: ReportIntake(db: db, parser: parser), commit: GroupCommit(db: db)),
             indexer: SymbolCacheIndexer(executable: SymbolCacheIndexer.currentExecutable, storeRoot: store.root, logger: logger),
             clock: db, limits: limits, census: census, remote: remote, worker: worker, metrics: metrics, logger: logger)

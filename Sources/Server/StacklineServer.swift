@@ -125,7 +125,8 @@ public struct StacklineServer: Sendable {
             logger: masterLogger)
         let dispatcher = Dispatcher(db: db, config: masterConfig, logger: masterLogger, remote: remote)
         var deps = ServerDependencies(
-            db: db, store: store, limits: configuration.limits, census: dispatcher.census, remote: remote,
+            db: db, store: store, fetched: masterConfig.symbolSources?.fetchedStore, limits: configuration.limits,
+            census: dispatcher.census, remote: remote,
             worker: WorkerLaunch(executable: masterConfig.workerExecutable, arguments: masterConfig.workerArguments),
             metrics: metrics, logger: logger)
         deps.servesTLS = configuration.tls != nil

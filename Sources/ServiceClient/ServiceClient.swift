@@ -39,7 +39,9 @@ public struct ServiceClientError: Error, CustomStringConvertible, Sendable {
 /// alive across requests.
 public final class ServiceClient: Sendable {
     public let base: URL
-    private let token: String
+    /// Sent with every request: `Authorization: Bearer TOKEN` for a Stackline server, or a
+    /// symbol source's own headers.
+    private let headers: [(name: String, value: String)]
     private let session: URLSession
     private let router = TransferRouter()
 
@@ -65,15 +67,29 @@ public final class ServiceClient: Sendable {
     }
 
     /// `option` names where the URL came from (`--server`, `--connect`) in the error.
-    public init(base: String, token: String, option: String = "--server") throws(ServiceClientError) {
-        guard let url = URL(string: base), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            url.host != nil
-        else { throw ServiceClientError(.transport, "\(option) \(TerminalText.escape(base)) is not an http:// or https:// URL") }
+    public convenience init(base: String, token: String, option: String = "--server") throws(ServiceClientError) {
+        _ = try Self.validated(base, option: option)
         guard !token.isEmpty, !token.contains(where: { $0.isNewline || $0 == " " || $0 == "\t" }) else {
             throw ServiceClientError(.transport, "the token is empty or holds blanks or line breaks; pass the value `tokens create` printed")
         }
+        try self.init(base: base, headers: ["Authorization": "Bearer " + token], option: option)
+    }
+
+    /// A client that sends `headers` with every request and no token of its own (a symbol
+    /// source: a debuginfod server, perhaps behind a proxy that wants its own header).
+    /// Header names are HTTP tokens and values hold no line breaks, so none can add a header.
+    public init(base: String, headers: [String: String], option: String) throws(ServiceClientError) {
+        let url = try Self.validated(base, option: option)
+        for (name, value) in headers {
+            let token = !name.isEmpty && name.utf8.allSatisfy { byte in
+                (0x21...0x7e).contains(byte) && !"()<>@,;:\\\"/[]?={}".utf8.contains(byte)
+            }
+            guard token, !value.contains(where: { $0.isNewline || $0 == "\0" }) else {
+                throw ServiceClientError(.transport, "\(option) \(TerminalText.escape(base)): header \(TerminalText.escape(name)) is not a valid HTTP header")
+            }
+        }
         self.base = url
-        self.token = token
+        self.headers = headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 16
         // One session delegate that hands each task's events to its `Transfer`: corelibs
@@ -82,6 +98,14 @@ public final class ServiceClient: Sendable {
     }
 
     deinit { session.invalidateAndCancel() }
+
+    /// `base` as an http:// or https:// URL with a host.
+    private static func validated(_ base: String, option: String) throws(ServiceClientError) -> URL {
+        guard let url = URL(string: base), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            url.host != nil
+        else { throw ServiceClientError(.transport, "\(option) \(TerminalText.escape(base)) is not an http:// or https:// URL") }
+        return url
+    }
 
     /// The URL of `path` (relative to the base) with `query`.
     public func url(_ path: String, query: [URLQueryItem] = []) throws(ServiceClientError) -> URL {
@@ -98,7 +122,7 @@ public final class ServiceClient: Sendable {
     ) throws(ServiceClientError) -> Response {
         var request = URLRequest(url: try url(path, query: query))
         request.httpMethod = method
-        request.setValue("Bearer " + token, forHTTPHeaderField: "Authorization")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         request.timeoutInterval = timeout
         let transfer = Transfer(progress: progress)
         let task: URLSessionTask
@@ -162,7 +186,7 @@ public final class ServiceClient: Sendable {
     public func download(_ path: String, to destination: String, maxBytes: Int64, timeout: Double = 600) throws(ServiceClientError) -> Int {
         var request = URLRequest(url: try url(path))
         request.httpMethod = "GET"
-        request.setValue("Bearer " + token, forHTTPHeaderField: "Authorization")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         request.timeoutInterval = timeout
         let sink: FileSink
         do { sink = try FileSink(path: destination, maxBytes: maxBytes) } catch {

@@ -17,15 +17,22 @@ public final class FetchPin: @unchecked Sendable {
     public let missing: [BuildID]
     /// Why each missing id is missing, when this call (or the fetch it waited for) learned why.
     public let errors: [BuildID: SymbolFetchError]
+    /// What each source said about an id when this call asked it (ids answered from the cache,
+    /// from a remembered miss, or by another caller's download are absent).
+    public let answers: [BuildID: [SymbolSourceAnswer]]
 
     private let lock = NSLock()
     private var unpin: (([BuildID]) -> Void)?
 
-    init(pinned: [BuildID], local: [BuildID], missing: [BuildID], errors: [BuildID: SymbolFetchError], unpin: @escaping ([BuildID]) -> Void) {
+    init(
+        pinned: [BuildID], local: [BuildID], missing: [BuildID], errors: [BuildID: SymbolFetchError],
+        answers: [BuildID: [SymbolSourceAnswer]], unpin: @escaping ([BuildID]) -> Void
+    ) {
         self.pinned = pinned
         self.local = local
         self.missing = missing
         self.errors = errors
+        self.answers = answers
         self.unpin = unpin
     }
 

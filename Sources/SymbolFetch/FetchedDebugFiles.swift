@@ -52,7 +52,10 @@ public final class FetchedDebugFiles: @unchecked Sendable {
     /// Downloads one `ensure` runs at once.
     public static let parallelFetches = 4
 
-    private let client: ServiceClient
+    /// Asked in order for an id no local store holds and the cache lacks.
+    public let sources: [SymbolSource]
+    /// Entries unused for longer than this are removed (nil: only the capacity bounds them).
+    public let maxAge: Duration?
     private let logger: ((String) -> Void)?
     /// Where downloads land before the store takes them (`.fetching/`, emptied at start).
     private let incoming: String
@@ -73,7 +76,8 @@ public final class FetchedDebugFiles: @unchecked Sendable {
         /// A file was added to the store (perhaps under another id than the one asked for).
         case added([AddOutcome], request: String)
         case notOnServer
-        /// The server's answer was final and wrong (not a debug file of the id): remembered.
+        /// Every source's answer was final and one sent a wrong file (not a debug file of the
+        /// id): remembered.
         case refused(SymbolFetchError)
         /// No usable answer this time: not remembered.
         case failed(SymbolFetchError)
@@ -111,18 +115,32 @@ public final class FetchedDebugFiles: @unchecked Sendable {
     /// Creates `directory` (and its parents) when missing and takes stock of what it already
     /// holds: each entry's size and last use. A cache over its capacity (a smaller
     /// `--cache-size` than last time) is trimmed at once.
-    public init(
+    /// One source, reached with `client` (a remote worker's master): a transport error or
+    /// another status is never held against it (no backoff), so the next job asks again.
+    public convenience init(
         directory: String, capacityBytes: Int64, client: ServiceClient, localStores: [SymbolStoreDirectory],
         logger: ((String) -> Void)? = nil, notFoundRetention: Duration = .seconds(60)
+    ) throws(SymbolFetchError) {
+        try self.init(
+            directory: directory, capacityBytes: capacityBytes,
+            sources: [SymbolSource(client: client, rememberMisses: notFoundRetention, retryDelay: { _ in .zero })],
+            localStores: localStores, logger: logger, notFoundRetention: notFoundRetention)
+    }
+
+    public init(
+        directory: String, capacityBytes: Int64, maxAge: Duration? = nil, sources: [SymbolSource],
+        localStores: [SymbolStoreDirectory], logger: ((String) -> Void)? = nil, notFoundRetention: Duration = .seconds(60)
     ) throws(SymbolFetchError) {
         guard capacityBytes > 0 else { throw .invalidCapacity(capacityBytes) }
         self.directory = directory
         self.capacityBytes = capacityBytes
-        self.client = client
+        self.maxAge = maxAge
+        self.sources = sources
         self.localStores = localStores
         self.logger = logger
         self.notFoundRetention = notFoundRetention
-        store = SymbolStoreDirectory(root: directory)
+        // The limits of the store the files would otherwise be uploaded to.
+        store = SymbolStoreDirectory(root: directory, limits: localStores.first?.limits ?? StoreLimits())
         incoming = directory + "/.fetching"
         // The cache and its `.fetching` folder, owner only (PrivateFiles).
         do throws(SystemCallError) { try PrivateFiles.makeDirectory(incoming) } catch {
@@ -177,7 +195,10 @@ public final class FetchedDebugFiles: @unchecked Sendable {
             wanted.filter { id in entries[id] == nil && (remembered[id].map { $0.until <= now } ?? true) }.count
         }
         let results = ResultBox()
-        Self.forEach(wanted, width: min(Self.parallelFetches, network)) { id in results.set(id, self.obtain(id)) }
+        Self.forEach(wanted, width: min(Self.parallelFetches, network)) { id in
+            let (result, answers) = self.obtain(id)
+            results.set(id, result, answers)
+        }
         flushLog()
         var pinned: [BuildID] = []
         var missing: [BuildID] = []
@@ -191,19 +212,23 @@ public final class FetchedDebugFiles: @unchecked Sendable {
             case nil: missing.append(id)
             }
         }
-        return FetchPin(pinned: pinned, local: local, missing: missing, errors: errors) { [self] ids in unpin(ids) }
+        return FetchPin(pinned: pinned, local: local, missing: missing, errors: errors, answers: results.answers) { [self] ids in
+            unpin(ids)
+        }
     }
 
-    /// Settles one id: success when it is in the cache (then pinned once more), else why not.
-    private func obtain(_ id: BuildID) -> Result<Void, SymbolFetchError> {
+    /// Settles one id: success when it is in the cache (then pinned once more), else why not;
+    /// with what the sources said when this call asked them.
+    private func obtain(_ id: BuildID) -> (Result<Void, SymbolFetchError>, [SymbolSourceAnswer]) {
         condition.lock()
         defer { condition.unlock() }
+        var answers: [SymbolSourceAnswer] = []
         // Pinned before anything else, so that once added it cannot be evicted before the caller has it.
         pins[id, default: 0] += 1
         var outcome: Result<Void, SymbolFetchError>
         while true {
             if entries[id] != nil {
-                if markUsed(id) { return .success(()) }
+                if markUsed(id) { return (.success(()), answers) }
                 continue  // gone from disk: forgotten, so fetched again
             }
             if let known = remembered[id] {
@@ -225,43 +250,104 @@ public final class FetchedDebugFiles: @unchecked Sendable {
             let flight = Flight()
             flights[id] = flight
             condition.unlock()
-            let fetched = fetch(id)
+            let fetched: Fetched
+            (fetched, answers) = fetch(id)
             condition.lock()
             outcome = record(fetched, for: id)
             flight.result = outcome
             flights[id] = nil
             condition.broadcast()
-            if case .success = outcome { return outcome }
+            if case .success = outcome { return (outcome, answers) }
             break
         }
         unpinLocked([id])
-        return outcome
+        return (outcome, answers)
     }
 
-    /// Downloads `id`: the debuginfo, else (404) the executable, and adds it to the store. No lock held.
-    private func fetch(_ id: BuildID) -> Fetched {
+    /// Asks the sources in order for `id` until one sends its file: the debuginfo, else
+    /// (404) the executable, added to the store through the store's own checks. A source that
+    /// sends another build's file, or no debug file, is refused and the next one asked. No lock held.
+    private func fetch(_ id: BuildID) -> (Fetched, [SymbolSourceAnswer]) {
+        var answers: [SymbolSourceAnswer] = []
+        var failure: SymbolFetchError?
+        var refusal: SymbolFetchError?
+        for source in sources {
+            switch source.turn(for: id, at: ContinuousClock.now) {
+            case .rememberedMiss:
+                continue
+            case .backingOff(let why):
+                answers.append(SymbolSourceAnswer(source: source.name, outcome: .failed, detail: why, answeredAt: Date()))
+                failure = failure ?? .transport(buildID: id, request: "buildid/\(id.hex)", reason: "\(source.name): \(why)")
+                continue
+            case .ask:
+                break
+            }
+            let (asked, answer) = ask(source, for: id)
+            answers.append(answer)
+            switch asked {
+            case .added: return (asked, answers)
+            case .notOnServer: continue
+            case .refused(let error): refusal = error
+            case .failed(let error):
+                // The disk is ours: another source would fail the same way.
+                if case .store = error { return (asked, answers) }
+                failure = error
+            }
+        }
+        // Only final answers are remembered for the id: a source that failed is asked again.
+        if let failure { return (.failed(failure), answers) }
+        if let refusal { return (.refused(refusal), answers) }
+        return (.notOnServer, answers)
+    }
+
+    /// One source's answer about `id`, recorded in its counters (and its backoff).
+    private func ask(_ source: SymbolSource, for id: BuildID) -> (Fetched, SymbolSourceAnswer) {
+        let started = Date()
+        func answer(_ outcome: SymbolSourceAnswer.Outcome, _ detail: String, bytes: Int64 = 0) -> SymbolSourceAnswer {
+            source.record(outcome, for: id, bytes: bytes)
+            return SymbolSourceAnswer(source: source.name, outcome: outcome, detail: detail, answeredAt: started)
+        }
         for role in ["debuginfo", "executable"] {
             let request = "buildid/\(id.hex)/\(role)"
             let temporary = incoming + "/\(id.hex).\(role).\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             condition.withLock { counts.requests += 1 }
             let status: Int
             do {
-                status = try client.download(request, to: temporary, maxBytes: capacityBytes)
+                status = try source.download(request, to: temporary, maxBytes: capacityBytes)
             } catch {
-                return .failed(.transport(buildID: id, request: request, reason: error.description))
+                let failure = SymbolFetchError.transport(buildID: id, request: request, reason: error.description)
+                return (.failed(failure), answer(.failed, "GET /\(request): \(error.description)"))
             }
             if status == 404 { continue }
-            guard status == 200 else { return .failed(.status(buildID: id, request: request, status: status)) }
-            defer { unlink(temporary) }
-            condition.withLock { counts.fetches += 1 }
-            do {
-                return .added(try store.addFile(path: temporary), request: request)
-            } catch {
-                if case .io(_, let reason) = error { return .failed(.store(buildID: id, reason: reason)) }
-                return .refused(.mismatch(buildID: id, request: request, served: [], reason: error.description))
+            guard status == 200 else {
+                return (.failed(.status(buildID: id, request: request, status: status)), answer(.failed, "GET /\(request) answered \(status)"))
             }
+            defer { unlink(temporary) }
+            var size = stat()
+            let bytes = stat(temporary, &size) == 0 ? Int64(size.st_size) : 0
+            condition.withLock { counts.fetches += 1 }
+            let added: [AddOutcome]
+            do {
+                added = try store.addFile(path: temporary)
+            } catch {
+                if case .io(_, let reason) = error {
+                    return (.failed(.store(buildID: id, reason: reason)), answer(.failed, "the file could not be stored: \(reason)"))
+                }
+                let refusal = SymbolFetchError.mismatch(buildID: id, request: request, served: [], reason: error.description)
+                return (.refused(refusal), answer(.refused, "GET /\(request): not a debug file (\(error.description))"))
+            }
+            let served = Array(Set(added.map(\.entry.buildId))).sorted()
+            guard served.contains(id) else {
+                condition.withLock { dropUnasked(served, keeping: id) }
+                let refusal = SymbolFetchError.mismatch(buildID: id, request: request, served: served, reason: nil)
+                return (
+                    .refused(refusal),
+                    answer(.refused, "GET /\(request) sent the file of build id \(served.map(\.hex).joined(separator: ", ")): refused")
+                )
+            }
+            return (.added(added, request: request), answer(.found, "GET /\(request): \(bytes) bytes", bytes: bytes))
         }
-        return .notOnServer
+        return (.notOnServer, answer(.notFound, "404 for debuginfo and executable"))
     }
 
     /// Records what a download came to. Lock held.
@@ -278,31 +364,29 @@ public final class FetchedDebugFiles: @unchecked Sendable {
             counts.mismatches += 1
             pendingLog.append(error.description)
             return remember(id, error)
-        case .added(let outcomes, let request):
-            let served = Array(Set(outcomes.map(\.entry.buildId))).sorted()
-            // What came with it under other ids goes, unless the cache already held it (then
-            // only its size may have changed) or another caller is fetching it right now.
-            for other in served where other != id {
-                if let known = entries[other] {
-                    let bytes = store.storedBytes(buildID: other)
-                    total += bytes - known.bytes
-                    entries[other]?.bytes = bytes
-                } else if flights[other] == nil {
-                    removeFromStore(other)
-                }
-            }
-            guard served.contains(id) else {
-                counts.mismatches += 1
-                let error = SymbolFetchError.mismatch(buildID: id, request: request, served: served, reason: nil)
-                pendingLog.append(error.description)
-                return remember(id, error)
-            }
+        case .added(let outcomes, _):
+            dropUnasked(Array(Set(outcomes.map(\.entry.buildId))), keeping: id)
             let bytes = store.storedBytes(buildID: id)
             entries[id] = Entry(bytes: bytes, lastUsed: 0)
             total += bytes
             _ = markUsed(id)
             evictOverCapacity()
             return .success(())
+        }
+    }
+
+    /// What came with a download under ids other than `id` goes, unless the cache already
+    /// held it (then only its size may have changed) or another caller is fetching it right
+    /// now. Lock held.
+    private func dropUnasked(_ served: [BuildID], keeping id: BuildID) {
+        for other in served where other != id {
+            if let known = entries[other] {
+                let bytes = store.storedBytes(buildID: other)
+                total += bytes - known.bytes
+                entries[other]?.bytes = bytes
+            } else if flights[other] == nil {
+                removeFromStore(other)
+            }
         }
     }
 
@@ -347,8 +431,23 @@ public final class FetchedDebugFiles: @unchecked Sendable {
     /// `UTIME_OMIT` ((1 << 30) - 2 in <sys/stat.h>, which Swift does not import as a constant).
     private static let omitTime = (1 << 30) - 2
 
-    /// Removes least recently used, unpinned entries while the cache is over its capacity.
+    /// Removes unpinned entries unused for longer than `maxAge`, then the least recently used
+    /// ones while the cache is over its capacity.
     private func evictOverCapacity() {
+        if let maxAge {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let age = maxAge.components
+            let oldest = Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec)
+                &- min(age.seconds, Int64.max / 2_000_000_000) &* 1_000_000_000
+            for (id, entry) in entries where entry.lastUsed < oldest && pins[id, default: 0] == 0 {
+                removeFromStore(id)
+                entries[id] = nil
+                total -= entry.bytes
+                counts.evictions += 1
+                pendingLog.append("symbol cache: removed \(id) (unused for longer than \(age.seconds) s)")
+            }
+        }
         guard total > capacityBytes else { return }
         let candidates = entries.filter { pins[$0.key, default: 0] == 0 }
             .sorted { ($0.value.lastUsed, $0.key) < ($1.value.lastUsed, $1.key) }
@@ -371,6 +470,12 @@ public final class FetchedDebugFiles: @unchecked Sendable {
             if case .notFound = error { return }
             pendingLog.append("symbol cache: cannot remove \(id): \(error.description)")
         }
+    }
+
+    /// Applies the age limit now (the cache otherwise trims on each add and release).
+    public func trim() {
+        condition.withLock { evictOverCapacity() }
+        flushLog()
     }
 
     private func unpin(_ ids: [BuildID]) {
@@ -439,11 +544,18 @@ private final class WorkQueue: @unchecked Sendable {
     func next() -> BuildID? { lock.withLock { items.popFirst() } }
 }
 
-/// Per-id results gathered from several threads.
-/// Sendable: `lock` guards `results`.
+/// Per-id results, and what the sources said, gathered from several threads.
+/// Sendable: `lock` guards `results` and `said`.
 private final class ResultBox: @unchecked Sendable {
     private let lock = NSLock()
     private var results: [BuildID: Result<Void, SymbolFetchError>] = [:]
-    func set(_ id: BuildID, _ result: Result<Void, SymbolFetchError>) { lock.withLock { results[id] = result } }
+    private var said: [BuildID: [SymbolSourceAnswer]] = [:]
+    func set(_ id: BuildID, _ result: Result<Void, SymbolFetchError>, _ answers: [SymbolSourceAnswer]) {
+        lock.withLock {
+            results[id] = result
+            if !answers.isEmpty { said[id] = answers }
+        }
+    }
     func get(_ id: BuildID) -> Result<Void, SymbolFetchError>? { lock.withLock { results[id] } }
+    var answers: [BuildID: [SymbolSourceAnswer]] { lock.withLock { said } }
 }

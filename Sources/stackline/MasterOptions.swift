@@ -49,6 +49,9 @@ struct MasterOptions: ParsableArguments {
     /// Passed on to every worker.
     @OptionGroup var store: StoreOptions
 
+    /// Upstream debuginfod servers asked for what processed reports lacked.
+    @OptionGroup var sources: SymbolSourceOptions
+
     /// Checks shared by both commands (`--workers` bounds are each command's own).
     func validate() throws {
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
@@ -86,6 +89,11 @@ struct MasterOptions: ParsableArguments {
             retainMs: retain?.duration, retentionIntervalSeconds: retainInterval)
         config.prefetch = prefetch
         config.groupingRulesPath = groupingRulesPath
+        if let fetcher = try sources.fetcher(store: store.store, command: command) {
+            config.symbolSources = fetcher
+            // Local workers search the fetched files after the store: an upload wins.
+            config.workerArguments += ["--symbols", fetcher.cache.directory]
+        }
         config.handBackSeconds = handBackAfter
         // serve puts request handling first; a standalone master has nothing to put first, and
         // its workers at 10 waited behind the committer and the slots (slower in

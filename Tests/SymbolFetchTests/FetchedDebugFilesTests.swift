@@ -562,3 +562,72 @@ private final class FakeServer {
 
     deinit { stop() }
 }
+
+// MARK: - Several sources
+
+extension FetchedDebugFilesTests {
+    /// Sources are asked in order, each with its own memory: one that is down is skipped while it
+    /// backs off (not asked again), one that lacks an id is not asked for it again, and each
+    /// answer is reported per source. Oracles: debuginfod's own `/metrics`, and the ids the
+    /// test made up or compiled.
+    @Test func sourcesAreAskedInOrderAndADownOneIsSkippedWhileItBacksOff() async throws {
+        let scene = try Scene()
+        defer { scene.remove() }
+        let program = try scene.compile("gamma", function: "stackline_probe_gamma", constant: 7)
+        let server = try await scene.debuginfod(files: 1)
+        defer { server.stop() }
+        let nowhere = try BuildID(String(repeating: "5a", count: 20))
+        let downURL = "http://127.0.0.1:\(try freePort())"
+        // An hour's backoff: nothing here depends on how fast this machine is.
+        let down = try SymbolSource(.init(url: downURL, timeoutSeconds: 5), option: "--symbol-source", retryDelay: { _ in .seconds(3600) })
+        let up = try SymbolSource(
+            .init(url: server.baseURL, headers: ["X-Probe": "1"]), option: "--symbol-source", retryDelay: { _ in .seconds(3600) })
+        let cache = try FetchedDebugFiles(
+            directory: scene.cacheDir, capacityBytes: 64 << 20, sources: [down, up], localStores: [], notFoundRetention: .seconds(3600))
+
+        let first = try await onThread { cache.ensure([program.id]) }
+        defer { first.release() }
+        #expect(first.pinned == [program.id])
+        let said = first.answers[program.id] ?? []
+        #expect(said.map(\.source) == [down.name, up.name])
+        #expect(said.map(\.outcome) == [.failed, .found], "\(said)")
+        #expect(down.counters.errors == 1 && down.counters.requests == 1)
+        let size = try fileSize(program.path)
+        #expect(up.counters.hits == 1 && up.counters.bytes == size)
+        #expect(try await server.metric(#"http_responses_transfer_bytes_count{code="200",type="debuginfo"}"#) == 1)
+
+        // Another id: the down source is passed over (its backoff), the server says 404 twice.
+        let second = try await onThread { cache.ensure([nowhere]) }
+        let missed = second.answers[nowhere] ?? []
+        #expect(missed.map(\.outcome) == [.failed, .notFound], "\(missed)")
+        #expect(missed.first?.detail.contains("backing off") == true, "\(missed)")
+        #expect(down.counters.requests == 1 && down.counters.skipped == 1, "the down source was not asked again")
+        #expect(up.counters.misses == 1)
+        let asked = try await server.metric(#"http_requests_total{type="debuginfo"}"#)
+
+        // Asked again: the upstream's miss is remembered and the down source still backs off;
+        // nobody is asked, and only the backoff is said again.
+        let third = try await onThread { cache.ensure([nowhere]) }
+        #expect(third.missing == [nowhere])
+        #expect(third.answers[nowhere]?.map(\.source) == [down.name], "\(third.answers)")
+        #expect(down.counters.requests == 1 && up.counters.misses == 1)
+        #expect(try await server.metric(#"http_requests_total{type="debuginfo"}"#) == asked)
+    }
+
+    /// A header of a source that could add another header, or a source URL that is no http(s)
+    /// URL, is refused when the source is made, naming the option.
+    @Test func aSourceWithAnUnsafeHeaderOrURLIsRefused() throws {
+        #expect(throws: ServiceClientError.self) {
+            try SymbolSource(.init(url: "http://127.0.0.1:1", headers: ["X-A": "1\r\nX-B: 2"]), option: "--symbol-source", retryDelay: { _ in .zero })
+        }
+        #expect(throws: ServiceClientError.self) {
+            try SymbolSource(.init(url: "http://127.0.0.1:1", headers: ["X A": "1"]), option: "--symbol-source", retryDelay: { _ in .zero })
+        }
+        do {
+            _ = try SymbolSource(.init(url: "ftp://example.invalid/"), option: "--symbol-source", retryDelay: { _ in .zero })
+            Issue.record("an ftp URL was taken")
+        } catch {
+            #expect(error.description.contains("--symbol-source"), "\(error)")
+        }
+    }
+}

@@ -46,6 +46,34 @@ extension SymbolStoreDirectory: SymbolStoring {
     public func receive(name: String) throws(StoreError) -> IncomingFile { try IncomingFile(store: self, name: name) }
 }
 
+/// The store with the files the symbol sources fetched behind it (`--symbol-source`): the
+/// debuginfod endpoint serves both, so remote workers and gdb get fetched files too, and an
+/// uploaded file wins. Uploads go to the store only; the fetched files are the cache's to evict.
+public struct StoreWithFetchedFiles: SymbolStoring {
+    public let store: SymbolStoreDirectory
+    public let fetched: SymbolStoreDirectory
+
+    public init(store: SymbolStoreDirectory, fetched: SymbolStoreDirectory) {
+        self.store = store
+        self.fetched = fetched
+    }
+
+    public var root: String { store.root }
+
+    public func open(_ id: BuildID, role: SymbolStoreDirectory.Role) throws(StoreError) -> RegularFile? {
+        // The entry that holds the id answers for both roles, as the symbolicator pairs them.
+        if store.entry(buildID: id) != nil { return try store.open(id, role: role) }
+        return try fetched.open(id, role: role)
+    }
+
+    public func entry(buildID id: BuildID) -> StoredDebugFile? { store.entry(buildID: id) ?? fetched.entry(buildID: id) }
+    public func wants(_ offer: StoreOffer) -> Bool { store.wants(offer) }
+    public func receive(name: String) throws(StoreError) -> IncomingFile { try store.receive(name: name) }
+    public func addReceived(_ file: RegularFile, skipped: inout [String]) -> SymbolStoreDirectory.WalkResults<AddOutcome> {
+        store.addReceived(file, skipped: &skipped)
+    }
+}
+
 /// `stackline serve`'s writer: reports parsed by the intake's parser (parse children), stored
 /// through `GroupCommit`, whose one writer thread shares transactions between requests.
 public struct GroupCommitWriter: ReportWriter {

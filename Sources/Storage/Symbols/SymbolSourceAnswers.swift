@@ -55,6 +55,20 @@ extension ServiceDatabase {
         }
     }
 
+    /// Build ids that stored reports lack (`missing_symbols`), the most recently needed first.
+    public func lackedBuildIds(limit: Int) throws -> [BuildID] {
+        try pool.read { db in
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT m.build_id FROM missing_symbols m JOIN reports r ON r.id = m.report_id
+                    GROUP BY m.build_id ORDER BY MAX(r.received_at) DESC LIMIT ?
+                    """,
+                arguments: [max(0, limit)]
+            ).compactMap { try? BuildID($0) }
+        }
+    }
+
     /// Removes the answers about ids that no stored report lacks any more (their reports were
     /// pruned or reprocessed with the file). Returns how many rows went.
     @discardableResult

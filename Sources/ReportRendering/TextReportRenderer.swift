@@ -20,7 +20,7 @@ public enum TextReportRenderer {
             out += messageLines(e.message, label: "Message:")
         }
         if let symbols = report.imageSymbols {
-            out += symbolLines(symbols, sources: sources, serverURL: serverURL)
+            out += symbolLines(symbols, images: report.images, sources: sources, serverURL: serverURL)
         } else if !report.missingBuildIds.isEmpty {
             out.append("Missing debug files (add them with `stackline symbols add`):")
             for id in report.missingBuildIds { out.append("  " + missingImage(id, in: report)) }
@@ -45,17 +45,22 @@ public enum TextReportRenderer {
         return out.map(TerminalText.escape).joined(separator: "\n")
     }
 
-    /// Every image a frame falls in with its symbol status and why, the fix under each that has
-    /// one, and the symbol sources' answers under an id not found. Unused images are counted.
-    public static func symbolLines(_ symbols: [ImageSymbols], sources: [BuildID: [SymbolSourceAnswer]], serverURL: String) -> [String] {
+    /// Every image a frame falls in with its symbol status, build id, name and path (what finds
+    /// the file) and why, the fix under each that has one, and the symbol sources' answers under
+    /// an id not found. Unused images are counted.
+    public static func symbolLines(
+        _ symbols: [ImageSymbols], images: [BinaryImage], sources: [BuildID: [SymbolSourceAnswer]], serverURL: String
+    ) -> [String] {
         let used = symbols.filter { $0.status != .unused }
         guard !symbols.isEmpty else { return [] }
         let unused = symbols.count - used.count
         var out = ["Debug files per image" + (unused > 0 ? " (\(unused) more unused: no frame falls in them):" : ":")]
         let statusWidth = used.map(\.status.rawValue.count).max() ?? 0
         for s in used {
+            let path = images.indices.contains(s.image) ? images[s.image].path : nil
             out.append("  " + s.status.rawValue.padding(toLength: statusWidth + 1, withPad: " ", startingAt: 0)
-                + s.name + (s.buildId.map { "  \($0)" } ?? "") + (s.detail.map { ": \($0)" } ?? ""))
+                + [s.buildId?.hex, s.name, path].compactMap { $0 }.map { " " + $0 }.joined(separator: " ")
+                + (s.detail.map { ": \($0)" } ?? ""))
             if let fix = s.fix(serverURL: serverURL) { out.append("      fix: \(fix)") }
             guard let id = s.buildId, s.status == .notFound || s.status == .deviceSymbolsOnly, let answers = sources[id] else { continue }
             for a in answers {

@@ -35,6 +35,9 @@ struct StacklineWorker: ParsableCommand {
     @Option(help: "Debug-file store; repeat to search several in order (default without --connect: $STACKLINE_SYMBOLS or ./symbols).")
     var symbols: [String] = []
 
+    @Option(name: .customLong("store-name"), help: "What reports call each --symbols store, in the same order (`imageSymbols[].searched`); default: \"symbol store\" for one, the paths for several.")
+    var storeNames: [String] = []
+
     @Option(help: "Debug files kept open across jobs.")
     var cacheCapacity = 32
 
@@ -66,6 +69,9 @@ struct StacklineWorker: ParsableCommand {
         guard !parse || connect == nil else { throw ValidationError("--parse and --connect exclude each other") }
         guard connect != nil || (token == nil && name == nil) else { throw ValidationError("--token and --name need --connect") }
         guard (1...256).contains(slots) else { throw ValidationError("--slots must be between 1 and 256") }
+        guard storeNames.isEmpty || storeNames.count == symbols.count else {
+            throw ValidationError("--store-name is given \(storeNames.count) times for \(symbols.count) --symbols stores; give one per store")
+        }
         guard ByteSize.parse(cacheSize) != nil else {
             throw ValidationError("--cache-size \(cacheSize) is not a size such as 20G, 500M or 1073741824")
         }
@@ -103,7 +109,7 @@ struct StacklineWorker: ParsableCommand {
         let symbolicator = Symbolicator(
             stores: symbols.isEmpty
                 ? [SymbolStoreDirectory.resolve(option: nil, variable: environment.symbols)] : symbols.map { SymbolStoreDirectory(root: $0) },
-            cacheCapacity: cacheCapacity)
+            cacheCapacity: cacheCapacity, storeNames: storeNames.isEmpty ? nil : storeNames)
         symbolicator.debugFiles.warn = { logger.warning("\($0.description)") }
         let worker = JobRunner(
             symbolicator: symbolicator,

@@ -20,12 +20,12 @@ public enum SymbolStatus: String, Codable, Sendable, Hashable, CaseIterable {
     /// No frame falls in the image: never looked up (an Apple report lists hundreds).
     case unused
 
-    /// Fixed by storing a debug file for the image's build id: what `missing_symbols` lists
-    /// and an upload requeues.
+    /// Fixed by storing a debug file (with line tables) for the image's build id: what
+    /// `missing_symbols` lists and an upload requeues.
     public var isFixedByUpload: Bool {
         switch self {
-        case .notFound, .wrongArchitecture, .unreadable: true
-        case .ok, .symbolTableOnly, .noIdentifier, .deviceSymbolsOnly, .unused: false
+        case .notFound, .wrongArchitecture, .unreadable, .symbolTableOnly: true
+        case .ok, .noIdentifier, .deviceSymbolsOnly, .unused: false
         }
     }
 

@@ -1,6 +1,6 @@
 /// A debug file a report needed and could not use: the build it is for, the image's name as
-/// the report gives it, and why (`notFound`, `unreadable` or `wrongArchitecture`: the statuses
-/// an upload fixes, `SymbolStatus.isFixedByUpload`). The one record of it: the worker's reply
+/// the report gives it, and why (`notFound`, `unreadable`, `wrongArchitecture` or
+/// `symbolTableOnly`: the statuses an upload fixes, `SymbolStatus.isFixedByUpload`). The one record of it: the worker's reply
 /// carries it, the database keeps it (`missing_symbols`), the report page lists it, and
 /// `symbols missing` (CLI and API) counts it. Its JSON is
 /// `{"buildId": "…", "imageName": "…", "status": "notFound", "detail": "…"}`; `status` reads as

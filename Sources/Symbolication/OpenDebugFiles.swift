@@ -73,7 +73,10 @@ public enum SymbolCacheWarning: CustomStringConvertible, Sendable {
 ///
 /// Opening a file and indexing its units is the expensive part of a lookup, so a worker keeps
 /// one for its whole life. Misses are not remembered: a file may be added at any time (a
-/// remote worker's `FetchedDebugFiles` adds files between jobs).
+/// remote worker's `FetchedDebugFiles` adds files between jobs). Nor is a hit trusted blindly:
+/// each is checked against the stored file's identity (size, time, inode, as a symcache's key
+/// is), so a file upgraded, repaired or removed since is opened again, as the upload that did
+/// it requeued the reports for.
 ///
 /// The stores are searched in order: the first that holds a debug file for a build-id answers,
 /// and the executable companion comes from that same store, so the two halves of an entry
@@ -96,6 +99,9 @@ public final class OpenDebugFiles {
     /// Hears why a symcache was not used or not written (the lookup went on without it).
     public var warn: (SymbolCacheWarning) -> Void
     private var sources: [BuildID: LookupSource] = [:]
+    /// The stored debug file each of `sources` was opened from, taken before opening it (a file
+    /// replaced while it opened is then opened again at the next hit, never kept).
+    private var openedFrom: [BuildID: SymbolCacheSource] = [:]
     private var order: [BuildID] = []
 
     /// `stores` must not be empty.
@@ -120,10 +126,15 @@ public final class OpenDebugFiles {
     public func source(buildID id: BuildID) throws(LookupError) -> LookupSource {
         if let hit = sources[id] {
             if let i = order.firstIndex(of: id) { order.remove(at: i) }
-            order.append(id)
-            return hit
+            if let was = openedFrom[id], Self.identity(ofStored: try? locate(id)) == was {
+                order.append(id)
+                return hit
+            }
+            sources[id] = nil
+            openedFrom[id] = nil
         }
         let entry = try locate(id)
+        let identity = Self.identity(ofStored: entry)
         let source: LookupSource
         if usesSymbolCaches {
             source = try symbolCacheOrFile(id, entry)
@@ -131,9 +142,20 @@ public final class OpenDebugFiles {
             source = .debugFile(try open(id, entry).file)
         }
         sources[id] = source
+        openedFrom[id] = identity
         order.append(id)
-        if order.count > capacity { sources[order.removeFirst()] = nil }
+        if order.count > capacity {
+            let evicted = order.removeFirst()
+            sources[evicted] = nil
+            openedFrom[evicted] = nil
+        }
         return source
+    }
+
+    /// The stored debug file's identity now; nil when it is gone or cannot be opened.
+    private static func identity(ofStored entry: Entry?) -> SymbolCacheSource? {
+        guard let entry, let file = try? RegularFile(path: entry.debugPath, followingLinks: false) else { return nil }
+        return try? SymbolCacheSource(file: file)
     }
 
     /// The debug file of `id` itself, parsed, whatever symcache exists (the reference the

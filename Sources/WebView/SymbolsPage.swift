@@ -12,7 +12,7 @@ public enum SymbolsPage {
             body += "<p class=\"muted\" data-k=\"no-missing\">Every processed report found its debug files.</p>"
         } else {
             body += "<p>Each row is a build id that processed reports needed and the store still lacks (not found) or "
-                + "holds a file of it that cannot be used (unreadable, wrong architecture). "
+                + "holds a file of it that cannot be used (unreadable, wrong architecture) or has no line tables (symbol table only). "
                 + "Uploading the right file lets reprocessing fix that many reports.</p>"
             body += "<table class=\"symbols\"><thead><tr><th>Build id</th><th>Image</th><th>Status</th>"
                 + "<th class=\"num\">Reports it would fix</th><th class=\"num\">Groups</th><th>Last needed</th><th>Symbol sources</th>"
@@ -34,7 +34,7 @@ public enum SymbolsPage {
             }
             body += "</tbody></table>"
             body += "<pre class=\"command\">" + HTML.escape(ReportView.uploadCommand(serverURL: serverURL)) + "</pre>"
-            if missing.contains(where: { $0.file.status != .notFound }) {
+            if missing.contains(where: { $0.file.status == .unreadable || $0.file.status == .wrongArchitecture }) {
                 body += "<p>A stored file that cannot be used is kept until it is removed: run "
                     + "<code>stackline symbols rm BUILD-ID</code> on the server, then upload the right file.</p>"
             }

@@ -257,8 +257,8 @@ extension JobRequest {
 //            2 unsymbolicated), i64 frames, i64 symbolicated, i64 missing (the counts),
 //            u32 count, that many missing builds: string buildId, u8 flags, [string name],
 //            [string detail]. flags: bit 0 a name follows, bit 1 a detail follows, bits 2-3
-//            the status (0 notFound, 1 unreadable, 2 wrongArchitecture): a worker from before
-//            the status sent 0 or 1, which reads as notFound.
+//            the status (0 notFound, 1 unreadable, 2 wrongArchitecture, 3 symbolTableOnly): a
+//            worker from before the status sent 0 or 1, which reads as notFound.
 extension JobReply {
     private static let hasMessage: UInt8 = 1
     private static let hasGroup: UInt8 = 2
@@ -296,7 +296,8 @@ extension JobReply {
         switch status {
         case .unreadable: 1
         case .wrongArchitecture: 2
-        case .notFound, .ok, .symbolTableOnly, .noIdentifier, .deviceSymbolsOnly, .unused: 0
+        case .symbolTableOnly: 3
+        case .notFound, .ok, .noIdentifier, .deviceSymbolsOnly, .unused: 0
         }
     }
 
@@ -305,6 +306,7 @@ extension JobReply {
         case 0: .notFound
         case 1: .unreadable
         case 2: .wrongArchitecture
+        case 3: .symbolTableOnly
         default: nil
         }
     }

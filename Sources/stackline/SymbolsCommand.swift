@@ -238,9 +238,10 @@ extension SymbolsCommand {
         static let configuration = CommandConfiguration(
             abstract: "List build ids that processed reports needed and could not use, most-needed first.",
             discussion: """
-                Each with its status (notFound: no store holds it; unreadable or wrongArchitecture: the stored \
-                file cannot be used, remove it with `symbols rm` and add the right one), the reports and groups \
-                it blocks, and the last answer of each symbol source.
+                Each with its status (notFound: no store holds it; symbolTableOnly: the stored file has no line \
+                tables, add the one that has; unreadable or wrongArchitecture: the stored file cannot be used, \
+                remove it with `symbols rm` and add the right one), the reports and groups it blocks, and the \
+                last answer of each symbol source.
                 """)
         @OptionGroup var options: StoreOptions
         @OptionGroup var database: DatabaseOptions

@@ -29,7 +29,8 @@ import Testing
                 name: "libnotfound.so", id: SymbolStatusPrograms.notFoundID, address: 0x1100, status: "notFound",
                 reasonNames: [SymbolStatusPrograms.notFoundID]),
             // The report's image is x86_64 (cpu_type 16777223); the stored file aarch64 (arm64).
-            Planned(name: p.aarch64.name, id: p.aarch64.buildID, address: p.aarch64.address, status: "wrongArchitecture", reasonNames: ["arm64", "x86_64"]),
+            // The device ran the x86_64 build (`x86Twin`, its address); the store holds the aarch64 one.
+            Planned(name: p.aarch64.name, id: p.aarch64.buildID, address: p.x86Twin.address, status: "wrongArchitecture", reasonNames: ["arm64", "x86_64"]),
             Planned(name: p.replaced.name, id: p.replaced.buildID, address: p.replaced.address, status: "unreadable", reasonNames: [p.replacement.buildID]),
             Planned(name: "libnoid.so", id: nil, address: 0x1100, status: "noIdentifier", reasonNames: ["no build id"]),
             Planned(
@@ -170,7 +171,7 @@ import Testing
         let missing = try #require(try JSONSerialization.jsonObject(with: missingAnswer.body) as? [[String: Any]], "\(missingAnswer)")
         var byID: [String: [String: Any]] = [:]
         for m in missing { if let id = m["buildId"] as? String { byID[id] = m } }
-        let fixable = plan.filter { ["notFound", "wrongArchitecture", "unreadable", "deviceSymbolsOnly"].contains($0.status) }
+        let fixable = plan.filter { ["notFound", "wrongArchitecture", "unreadable", "deviceSymbolsOnly", "symbolTableOnly"].contains($0.status) }
         #expect(Set(byID.keys) == Set(fixable.compactMap(\.id)), "\(missing)")
         let symbolsPage = try #require(pages["symbols"])
         for e in fixable {
@@ -186,5 +187,31 @@ import Testing
         #expect(notFound.map { "\($0["source"] as? String ?? "?") \($0["outcome"] as? String ?? "?")" } == ["\(source) notFound"])
         #expect(symbolsPage.text("missing-source:\(SymbolStatusPrograms.notFoundID):0")?.contains(source) == true)
         #expect((byID[p.replaced.buildID]?["detail"] as? String)?.contains(p.replacement.buildID) == true)
+
+        // The fixes as the page prints them, with this test's files: `symbols rm` where the stored
+        // file cannot be used, then `symbols upload` of the right file, the file with line
+        // tables, and the file not found. The uploads requeue the report; the same serve and its
+        // worker reprocess it, and the five images come out ok.
+        for id in [p.aarch64.buildID, p.replaced.buildID] {
+            let removed = try h.stackline(["symbols", "rm", "--symbols", h.symbolsPath, id])
+            #expect(removed.status == 0, "\(removed.summary)")
+        }
+        let symbolsToken = try h.token("symbols")
+        for path in [p.unstripped, p.x86Twin.path, p.replaced.path, p.notFound.path] {
+            let uploaded = try runProcess(
+                TestPaths.stackline, ["symbols", "upload", "--server", server.baseURL, path], environment: ["STACKLINE_TOKEN": symbolsToken],
+                timeout: 300)
+            #expect(uploaded.status == 0, "\(uploaded.summary)")
+        }
+        var statuses: [String] = []
+        try h.waitUntil("the report reprocessed with the fixed files", timeout: 300) {
+            let doc = try reportJSON(h, reportId)
+            statuses = (doc["imageSymbols"] as? [[String: Any]] ?? []).map { $0["status"] as? String ?? "?" }
+            return Array(statuses.prefix(5)) == ["ok", "ok", "ok", "ok", "ok"]
+        }
+        #expect(statuses.suffix(3) == ["noIdentifier", "deviceSymbolsOnly", "unused"])
+        let after = try server.curl("GET", "/api/v1/symbols/missing", token: read)
+        let left = (try JSONSerialization.jsonObject(with: after.body) as? [[String: Any]] ?? []).compactMap { $0["buildId"] as? String }
+        #expect(left == [SymbolStatusPrograms.deviceOnlyID], "\(after)")
     }
 }

@@ -17,7 +17,8 @@ import Testing
             (p.lines.name, p.lines.buildID, "x86_64", p.lines.address, nil),
             (p.symbols.name, p.symbols.buildID, "x86_64", p.symbols.address, nil),
             ("libnotfound.so", SymbolStatusPrograms.notFoundID, "x86_64", 0x1100, nil),
-            (p.aarch64.name, p.aarch64.buildID, "x86_64", p.aarch64.address, nil),
+            // The device ran the x86_64 build (`x86Twin`): its address; the store holds the aarch64 one.
+            (p.aarch64.name, p.aarch64.buildID, "x86_64", p.x86Twin.address, nil),
             (p.replaced.name, p.replaced.buildID, "x86_64", p.replaced.address, nil),
             ("libnoid.so", nil, "x86_64", 0x1100, nil),
             ("libdevice.so", SymbolStatusPrograms.deviceOnlyID, "x86_64", 0x1100, "device_named_func"),
@@ -77,8 +78,31 @@ import Testing
         let byID = Dictionary(uniqueKeysWithValues: missing.map { ($0.buildID.hex, $0.status) })
         #expect(byID == [
             SymbolStatusPrograms.notFoundID: .notFound, p.aarch64.buildID: .wrongArchitecture, p.replaced.buildID: .unreadable,
-            SymbolStatusPrograms.deviceOnlyID: .notFound,
+            SymbolStatusPrograms.deviceOnlyID: .notFound, p.symbols.buildID: .symbolTableOnly,
         ])
+    }
+
+    /// One symbolicator, kept as a worker keeps it, sees each fix at its next report: the file
+    /// with line tables that upgrades the symbol-table-only one, the x86_64 file put where the
+    /// aarch64 one was, the right file put back where another build's was, and a file added for
+    /// the id not found. Without checking a cached file against the store, the first three kept
+    /// their old answers.
+    @Test func aFixedStoreIsSeenByTheSameSymbolicator() throws {
+        let p = try SymbolStatusPrograms.build()
+        let store = try Self.store(p)
+        let symbolicator = Symbolicator(store: store)
+        let raw = try Self.report(p)
+        #expect(symbolicator.symbolicate(raw).imageSymbols?.prefix(5).map(\.status) == [.ok, .symbolTableOnly, .notFound, .wrongArchitecture, .unreadable])
+        _ = try store.add(path: p.unstripped)
+        for id in [p.aarch64.buildID, p.replaced.buildID] { _ = try store.remove(buildID: try BuildID(id)) }
+        for path in [p.x86Twin.path, p.replaced.path, p.notFound.path] { _ = try store.add(path: path) }
+        let fixed = symbolicator.symbolicate(raw)
+        #expect(fixed.imageSymbols?.prefix(5).map(\.status) == [.ok, .ok, .ok, .ok, .ok], "\(fixed.imageSymbols ?? [])")
+        let frames = fixed.threads.map { $0.frames.last! }
+        #expect(frames[1].function == p.symbols.function && frames[1].file?.hasSuffix("symbols.c") == true)
+        #expect(frames[3].function == p.x86Twin.function && frames[3].status == .symbolicated, "\(frames[3])")
+        #expect(frames[4].function == p.replaced.function)
+        #expect(MissingDebugFile.all(in: fixed).map(\.buildID.hex) == [SymbolStatusPrograms.deviceOnlyID])
     }
 
     @Test func theStatusesSurviveTheStoredJSON() throws {

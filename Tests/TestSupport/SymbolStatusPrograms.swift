@@ -8,7 +8,9 @@ import Foundation
 /// - `aarch64`: clang --target=aarch64-linux-gnu with lld: another architecture than x86_64.
 /// - `replaced`: stored, then its stored bytes are overwritten with `replacement`'s (another
 ///   build id), as a copy gone wrong would.
-/// The ids `notFound`, `deviceOnly` and `unused` name nothing that is ever built.
+/// For the fixes: `unstripped` is `symbols` before stripping, `x86Twin` an x86_64 build carrying
+/// `aarch64`'s id, `notFound` a library with `notFoundID`; none is stored by the tests first.
+/// The ids `deviceOnly` and `unused` name nothing that is ever built.
 public struct SymbolStatusPrograms: Sendable {
     public struct Library: Sendable {
         public var name: String
@@ -25,6 +27,10 @@ public struct SymbolStatusPrograms: Sendable {
     public var aarch64: Library
     public var replaced: Library
     public var replacement: Library
+    /// `symbols` with its DWARF (the file the fix uploads).
+    public var unstripped: String
+    public var x86Twin: Library
+    public var notFound: Library
     public static let notFoundID = String(repeating: "33", count: 16)
     public static let deviceOnlyID = String(repeating: "77", count: 16)
     public static let unusedID = String(repeating: "88", count: 16)
@@ -55,13 +61,18 @@ public struct SymbolStatusPrograms: Sendable {
         var symbols = try library("symbols", id: "22", function: "symbols_func", compiler: [gcc])
         let stripped = "\(dir)/libsymbols-stripped.so"
         try runChecked(try findTool("objcopy"), ["--strip-debug", symbols.path, stripped])
+        let unstripped = symbols.path
         symbols.path = stripped
         let aarch64 = try library(
             "arm", id: "44", function: "arm_func",
             compiler: [clang, "--target=aarch64-linux-gnu", "-fuse-ld=\(lld)", "-nostdlib"])
         let replaced = try library("replaced", id: "55", function: "replaced_func", compiler: [gcc])
         let replacement = try library("replacement", id: "66", function: "replacement_func", compiler: [gcc])
-        return SymbolStatusPrograms(lines: lines, symbols: symbols, aarch64: aarch64, replaced: replaced, replacement: replacement)
+        let x86Twin = try library("arm-x86", id: "44", function: "arm_func", compiler: [gcc])
+        let notFound = try library("notfound", id: "33", function: "notfound_func", compiler: [gcc])
+        return SymbolStatusPrograms(
+            lines: lines, symbols: symbols, aarch64: aarch64, replaced: replaced, replacement: replacement, unstripped: unstripped,
+            x86Twin: x86Twin, notFound: notFound)
     }
 
     /// `name`'s address in `file`, from binutils `nm` (llvm-nm for another architecture works the same).

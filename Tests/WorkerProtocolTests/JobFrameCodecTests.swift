@@ -105,11 +105,11 @@ import WorkerProtocol
                 status: [ReportStatus.complete, .partial, .unsymbolicated][i % 3],
                 counts: ReportCounts(frames: i, symbolicated: .max, missing: 0),
                 missing: (0..<i).map { (n: Int) -> MissingDebugFile in
-                    let statuses: [SymbolStatus] = [.notFound, .unreadable, .wrongArchitecture]
+                    let statuses: [SymbolStatus] = [.notFound, .unreadable, .wrongArchitecture, .symbolTableOnly]
                     let detail: String? = n % 3 == 0 ? nil : name
                     return MissingDebugFile(
                         buildID: BuildID(bytes: [UInt8(i), UInt8(n), 0xff]), imageName: n % 2 == 0 ? name : nil,
-                        status: statuses[n % 3], detail: detail)
+                        status: statuses[n % 4], detail: detail)
                 })
             let group = GroupKey(
                 fingerprint: String(repeating: "0f", count: 16), kind: i % 2 == 0 ? .crash : .lag, title: "SIGSEGV in \(name)",
@@ -259,13 +259,15 @@ import WorkerProtocol
         #expect(throws: JobFrameError.invalidField(field: "result.counts.missing", reason: "-5 is negative")) {
             try reply(start + [4] + Self.i64(10) + [0] + Self.i64(1) + Self.i64(1) + Self.i64(-5))
         }
-        // Flags: bit 0 name, bit 1 detail, bits 2-3 the status (0-2); anything else is refused.
+        // Flags: bit 0 name, bit 1 detail, bits 2-3 the status; any other bit is refused.
         #expect(throws: JobFrameError.invalidField(field: "result.missing.flags", reason: "0x10 holds unknown bits or status")) {
             try reply(start + [4] + result + Self.u32(1) + Self.str("ab12") + [0x10])
         }
-        #expect(throws: JobFrameError.invalidField(field: "result.missing.flags", reason: "0xc holds unknown bits or status")) {
-            try reply(start + [4] + result + Self.u32(1) + Self.str("ab12") + [0x0c])
+        #expect(throws: JobFrameError.invalidField(field: "result.missing.flags", reason: "0x80 holds unknown bits or status")) {
+            try reply(start + [4] + result + Self.u32(1) + Self.str("ab12") + [0x80])
         }
+        let symbolsOnly = try reply(start + [4] + result + Self.u32(1) + Self.str("ab12") + [0x0c])
+        #expect(symbolsOnly.result?.missing == [MissingDebugFile(buildID: try BuildID("ab12"), imageName: nil, status: .symbolTableOnly)])
         // A worker from before the status sent 0 or 1: its files read as not found.
         let old = try reply(start + [4] + result + Self.u32(2) + Self.str("ab12") + [1] + Self.str("Demo") + Self.str("cd34") + [0])
         #expect(old.result?.missing == [

@@ -47,12 +47,15 @@ public enum SymbolStatus: String, Codable, Sendable, Hashable, CaseIterable {
 /// The symbol status of one image of a processed report. Its JSON is
 /// `{"image": <index into images>, "name": "…", "buildId": "…", "status": "notFound",
 /// "detail": "one line why", "searched": ["symbol store"]}`; `buildId`, `detail` and
-/// `searched` are left out when there is nothing to say.
+/// `searched` are left out when there is nothing to say. An `unused` entry is only
+/// `{"image": …, "status": "unused"}`: an Apple report lists hundreds of images no frame falls
+/// in, and their names and ids, already in `images`, made its stored result half again larger.
 public struct ImageSymbols: Codable, Sendable, Hashable {
     /// Index of the image in `SymbolicatedReport.images`.
     public var image: Int
-    /// The image's name as the report gives it (untrusted: escape it where it is printed).
-    public var name: String
+    /// The image's name as the report gives it (untrusted: escape it where it is printed); nil
+    /// on `unused` entries.
+    public var name: String?
     public var buildId: BuildID?
     public var status: SymbolStatus
     /// One line saying why (nil for `unused`).
@@ -60,7 +63,7 @@ public struct ImageSymbols: Codable, Sendable, Hashable {
     /// The stores searched, by role (`notFound`, and `deviceSymbolsOnly` with a build id).
     public var searched: [String]?
 
-    public init(image: Int, name: String, buildId: BuildID?, status: SymbolStatus, detail: String? = nil, searched: [String]? = nil) {
+    public init(image: Int, name: String?, buildId: BuildID?, status: SymbolStatus, detail: String? = nil, searched: [String]? = nil) {
         self.image = image
         self.name = name
         self.buildId = buildId
@@ -72,6 +75,7 @@ public struct ImageSymbols: Codable, Sendable, Hashable {
     /// What fixes the image's status, as a command or instruction for `serverURL` (nil: nothing
     /// to fix). The one wording the report page and `report` text share.
     public func fix(serverURL: String) -> String? {
+        let name = self.name ?? "image"
         let upload = "STACKLINE_TOKEN=<a symbols token> stackline symbols upload --server \(serverURL)"
         switch status {
         case .ok, .unused: return nil

@@ -92,7 +92,7 @@ public enum SymbolicatedReportJSON {
         if let id = s.buildId { out.key("buildId", first: &first); out.string(id.hex) }
         if let detail = s.detail { out.key("detail", first: &first); out.string(detail) }
         out.key("image", first: &first); out.integer(s.image)
-        out.key("name", first: &first); out.string(s.name)
+        if let name = s.name { out.key("name", first: &first); out.string(name) }
         if let searched = s.searched { out.key("searched", first: &first); out.array(searched) { out, store in out.string(store) } }
         out.key("status", first: &first); out.string(s.status.rawValue)
         out.raw("}")

@@ -175,7 +175,8 @@ public final class Symbolicator {
                 let deviceOnly = tally.frames > 0 && tally.deviceNamed == tally.frames
                 switch states[index] {
                 case nil:
-                    return symbols(.unused, nil)
+                    // Only the index: the name and id are in `images` (see `ImageSymbols`).
+                    return ImageSymbols(image: index, name: nil, buildId: nil, status: .unused)
                 case .loaded(_, let lineTables)?:
                     let hasLines = lineTables ?? (tally.withLines > 0 || tally.symbolsOnly == 0)
                     return hasLines

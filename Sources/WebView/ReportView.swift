@@ -106,7 +106,7 @@ public enum ReportView {
             if let fix = s.fix(serverURL: serverURL) {
                 why += "<pre class=\"command\" data-k=\"\(key):fix\">\(HTML.escape(fix))</pre>"
             }
-            out += "<tr data-k=\"\(key)\"><td class=\"mono\" data-k=\"\(key):name\">\(HTML.escape(s.name))</td>"
+            out += "<tr data-k=\"\(key)\"><td class=\"mono\" data-k=\"\(key):name\">\(HTML.escape(s.name ?? ""))</td>"
                 + "<td class=\"mono\"\(s.status.isFixedByUpload ? " data-k=\"missing:\(id)\"" : "")>\(id)</td>"
                 + "<td><span class=\"status \(s.status.rawValue)\" title=\"\(s.status.phrase)\" data-k=\"\(key):status\">\(s.status.rawValue)</span></td>"
                 + "<td>\(why)</td></tr>"

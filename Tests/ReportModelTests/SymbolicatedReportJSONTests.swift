@@ -72,7 +72,7 @@ import Testing
                 },
                 imageSymbols: maybe((0..<Int.random(in: 0...3, using: &rng)).map { _ in
                     ImageSymbols(
-                        image: int(), name: name(), buildId: maybe(BuildID(bytes: (0..<20).map { _ in UInt8.random(in: 0...255, using: &rng) })),
+                        image: int(), name: maybe(name()), buildId: maybe(BuildID(bytes: (0..<20).map { _ in UInt8.random(in: 0...255, using: &rng) })),
                         status: SymbolStatus.allCases.randomElement(using: &rng)!, detail: maybe(name()),
                         searched: maybe((0..<Int.random(in: 0...2, using: &rng)).map { _ in name() }))
                 }),

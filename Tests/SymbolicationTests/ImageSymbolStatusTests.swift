@@ -107,6 +107,24 @@ import Testing
         #expect(MissingDebugFile.all(in: fixed).map(\.buildID.hex) == [SymbolStatusPrograms.deviceOnlyID])
     }
 
+    /// A stored file cut short after it was stored (a full disk, a copy interrupted): unreadable,
+    /// with the reader's own reason, which says the file is truncated.
+    @Test func aStoredFileCutShortIsUnreadableWithItsReason() throws {
+        let p = try SymbolStatusPrograms.build()
+        let store = SymbolStoreDirectory(root: try makeTemporaryDirectory(prefix: "status-cut"))
+        _ = try store.add(path: p.lines.path)
+        let stored = try #require(store.debugFilePath(buildID: try BuildID(p.lines.buildID)))
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: stored)[.size] as? Int)
+        let handle = try #require(FileHandle(forWritingAtPath: stored))
+        try handle.truncate(atOffset: UInt64(size / 2))
+        try handle.close()
+        let out = Symbolicator(store: store).symbolicate(try Self.report(p))
+        let lines = try #require(out.imageSymbols?.first)
+        #expect(lines.status == .unreadable, "\(lines)")
+        #expect(lines.detail?.contains("truncated") == true, "\(lines.detail ?? "")")
+        #expect(MissingDebugFile.all(in: out).first { $0.buildID.hex == p.lines.buildID }?.status == .unreadable)
+    }
+
     @Test func theStatusesSurviveTheStoredJSON() throws {
         let p = try SymbolStatusPrograms.build()
         let out = Symbolicator(store: try Self.store(p)).symbolicate(try Self.report(p))

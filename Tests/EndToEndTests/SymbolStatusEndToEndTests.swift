@@ -68,6 +68,32 @@ import Testing
             """.utf8)
     }
 
+    /// `stackline-worker --store-name` names each `--symbols` store: one name per store, or none.
+    @Test func theWorkerRefusesStoreNamesThatDoNotPairWithItsStores() throws {
+        let out = try runProcess(TestPaths.worker, ["--symbols", "/nonexistent/a", "--store-name", "symbol store", "--store-name", "cache"], timeout: 60)
+        #expect(out.status == 64, "\(out.summary)")
+        #expect(out.stderr.contains("--store-name is given 2 times for 1 --symbols stores"), "\(out.stderr)")
+    }
+
+    /// A name given with `--store-name` is what the report says was searched: the master runs
+    /// the worker through a wrapper that adds one for its one store.
+    @Test func theWorkersStoreNameIsWhatTheReportSaysWasSearched() throws {
+        let h = try Harness()
+        let p = try SymbolStatusPrograms.build()
+        let wrapper = h.dir.file("named-worker")
+        try "#!/bin/sh\nexec \"\(TestPaths.worker)\" \"$@\" --store-name \"build farm store\"\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: wrapper)
+        h.extraEnvironment["STACKLINE_WORKER"] = wrapper
+        let id = try #require(try h.submit(try h.write([Self.kscrash(Self.plan(p))], subdir: "named")).first)
+        let master = try h.startMaster(["--workers", "1", "--once"])
+        #expect(try master.waitForExit() == 0, "\(master.log.suffix(2000))")
+        let entries = try #require(try reportJSON(h, id)["imageSymbols"] as? [[String: Any]])
+        #expect(entries.count == 8)
+        for i in [0, 1, 2, 3, 4] {
+            #expect(entries[i]["status"] as? String == "notFound" && entries[i]["searched"] as? [String] == ["build farm store"], "\(entries[i])")
+        }
+    }
+
     @Test func aReportWithOneImageOfEachStatusShowsEachReasonInThePageJSONAndText() throws {
         let h = try Harness()
         let p = try SymbolStatusPrograms.build()
@@ -189,6 +215,16 @@ import Testing
         #expect(notFound.map { "\($0["source"] as? String ?? "?") \($0["outcome"] as? String ?? "?")" } == ["\(source) notFound"])
         #expect(symbolsPage.text("missing-source:\(SymbolStatusPrograms.notFoundID):0")?.contains(source) == true)
         #expect((byID[p.replaced.buildID]?["detail"] as? String)?.contains(p.replacement.buildID) == true)
+        // `stackline symbols missing`: a row per id with its status, and why a stored file is not used.
+        let table = try h.stackline(["symbols", "missing", "--symbols", h.symbolsPath])
+        #expect(table.status == 0, "\(table.summary)")
+        let rows = table.stdout.split(separator: "\n").map(String.init)
+        for e in fixable {
+            let status = e.status == "deviceSymbolsOnly" ? "notFound" : e.status
+            #expect(rows.contains { $0.hasPrefix(e.id ?? "?") && $0.contains(" \(status) ") }, "\(e.name) \(status) in:\n\(table.stdout)")
+        }
+        #expect(rows.contains { $0.hasPrefix(SymbolStatusPrograms.notFoundID) && $0.contains("\(source): notFound") })
+        #expect(rows.contains { $0.hasPrefix("\(p.replaced.buildID): unreadable: ") && $0.contains(p.replacement.buildID) })
 
         // The fixes as the page prints them, with this test's files: `symbols rm` where the stored
         // file cannot be used, then `symbols upload` of the right file, the file with line

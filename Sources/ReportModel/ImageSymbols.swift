@@ -72,11 +72,16 @@ public struct ImageSymbols: Codable, Sendable, Hashable {
         self.searched = searched
     }
 
+    /// The upload to `serverURL`, before the files it sends: the one spelling of it.
+    public static func uploadCommand(serverURL: String) -> String {
+        "STACKLINE_TOKEN=<a symbols token> stackline symbols upload --server \(serverURL)"
+    }
+
     /// What fixes the image's status, as a command or instruction for `serverURL` (nil: nothing
     /// to fix). The one wording the report page and `report` text share.
     public func fix(serverURL: String) -> String? {
         let name = self.name ?? "image"
-        let upload = "STACKLINE_TOKEN=<a symbols token> stackline symbols upload --server \(serverURL)"
+        let upload = Self.uploadCommand(serverURL: serverURL)
         switch status {
         case .ok, .unused: return nil
         case .notFound:

@@ -66,7 +66,7 @@ public enum ReportPage {
 public enum ReportView {
     /// The command that uploads a build's debug files to this server.
     public static func uploadCommand(serverURL: String) -> String {
-        "STACKLINE_TOKEN=<a symbols token> stackline symbols upload --server \(serverURL) path/to/build/"
+        ImageSymbols.uploadCommand(serverURL: serverURL) + " path/to/build/"
     }
 
     /// Every image a frame falls in: its symbol status, why, what each symbol source said about

@@ -37,15 +37,30 @@ import WebView
             let frame = SymbolicatedFrame(
                 index: 0, address: Address(0x1000), kind: .pc, image: name, status: .symbolicated, symbol: name, function: name,
                 file: name + ".c", line: 3, inApp: true)
+            // Each image's symbol status: its name, reason, stores and a symbol source's answer are hostile too.
+            let id = BuildID(bytes: [0xab, 0x12])
             let report = SymbolicatedReport(
                 id: 7, format: "swift-backtrace-json", kind: .crash, status: .complete, missingBuildIds: [],
                 app: AppInfo(name: name, version: name), os: name, exception: ExceptionInfo(type: name, message: name),
+                imageSymbols: SymbolStatus.allCases.enumerated().map { i, status in
+                    ImageSymbols(image: i, name: name, buildId: id, status: status, detail: name, searched: [name])
+                },
                 threads: [SymbolicatedThread(index: 0, name: name, crashed: true, frames: [frame])], warnings: [name])
             let page = ReportPage.render(ReportPageModel(
                 id: 7, report: report, groupFingerprint: "ab12", groupTitle: name, keyFrames: [name],
-                missing: [MissingDebugFile(buildID: BuildID(bytes: [0xab, 0x12]), imageName: name)], serverURL: "http://127.0.0.1:1"))
+                missing: [MissingDebugFile(buildID: id, imageName: name)], serverURL: "http://127.0.0.1:1",
+                sources: [id: [SymbolSourceAnswer(source: name, outcome: .notFound, detail: name, answeredAt: Date(timeIntervalSince1970: 0))]]))
             #expect(!page.contains(name), "raw name in the report page")
             #expect(page.contains(HTML.escape(name)))
+            #expect(page.contains("data-k=\"image:2:source:0\""), "the not-found image shows the source's answer")
+            let symbols = SymbolsPage.render(
+                [MissingSymbolSummary(
+                    file: MissingDebugFile(buildID: id, imageName: name, status: .unreadable, detail: name), reportCount: 2, groupCount: 1,
+                    lastSeen: Date(timeIntervalSince1970: 0),
+                    sources: [SymbolSourceAnswer(source: name, outcome: .failed, detail: name, answeredAt: Date(timeIntervalSince1970: 0))])],
+                serverURL: "http://127.0.0.1:1")
+            #expect(!symbols.contains(name), "raw name in the symbols page")
+            #expect(symbols.contains("data-k=\"missing-source:ab12:0\""))
 
             let summaryJSON: [String: Any] = [
                 "fingerprint": "ab12", "kind": "crash", "title": name, "count": 3, "firstSeen": 0, "lastSeen": 0,

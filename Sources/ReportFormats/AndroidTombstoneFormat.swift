@@ -144,6 +144,7 @@ struct TombstoneParser {
             if line.hasPrefix("#") { warnings.append("line \(line.number): frame not understood: \(line.excerpt)") }
             inBacktrace = false
         } else {
+            if let error = SanitizerText.errorLine(line) { noteSanitizerError(error, overriding: false) }
             sanitizerThread = nil
         }
     }
@@ -315,19 +316,37 @@ struct TombstoneParser {
     }
 
     /// The message; a sanitizer's `==N==ERROR: …Sanitizer: type on address …` line names the
-    /// exception type and the faulting address (which a SIGABRT's signal line leaves out).
+    /// exception type and the faulting address (which a SIGABRT's signal line leaves out). HWASan
+    /// puts that line first; ASan's report (what `abort_on_error` hands to the abort message)
+    /// opens with its `=====` rule, so the line is looked for past the rule and blank lines.
     mutating func setMessage(_ lines: [String]) {
-        var info = exception ?? ExceptionInfo()
-        if let first = lines.first, let error = SanitizerText.errorLine(TextLine(text: first)) {
-            info.message = error.message
-            info.type = error.type
-            if info.faultAddress == nil { info.faultAddress = error.faultAddress }
-        } else {
-            var text = lines.joined(separator: "\n")
-            while text.last?.isWhitespace == true { text.removeLast() }
-            info.message = text
+        let error = lines.lazy.prefix { Self.isRuleOrBlank($0) || SanitizerText.errorLine(TextLine(text: $0)) != nil }
+            .compactMap { SanitizerText.errorLine(TextLine(text: $0)) }.first
+        if let error {
+            noteSanitizerError(error, overriding: true)
+            return
         }
+        var info = exception ?? ExceptionInfo()
+        var text = lines.joined(separator: "\n")
+        while text.last?.isWhitespace == true { text.removeLast() }
+        info.message = text
         exception = info
+    }
+
+    /// A sanitizer's error line, in the abort message (`overriding` what a logcat line said) or
+    /// in logcat before the tombstone (`wrap.sh` prints the report there first).
+    mutating func noteSanitizerError(_ error: SanitizerText.ErrorLine, overriding: Bool) {
+        var info = exception ?? ExceptionInfo()
+        guard overriding || info.type == nil else { return }
+        info.message = error.message
+        info.type = error.type
+        if info.faultAddress == nil { info.faultAddress = error.faultAddress }
+        exception = info
+    }
+
+    /// `=====…` (the rule a sanitizer prints before its report) or nothing but blanks.
+    static func isRuleOrBlank(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 == UInt8(ascii: "=") || TextLine.isBlank($0) }
     }
 
     // MARK: Header lines

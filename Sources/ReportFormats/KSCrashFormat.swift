@@ -27,12 +27,16 @@ public struct KSCrashFormat: ReportFormat {
     }
 
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
-        let report = try ExactJSON.decode(KSReport.self, from: data, format: id)
+        let file = try ExactJSON.decode(KSReport.self, from: data, format: id)
         var warnings = WarningLog()
+        // A recrash file holds two reports: the crash and the handler's own crash. Which is
+        // which depends on the writer (docs/formats.md, "KSCrash"); the report is the crash's.
+        let (report, handler, crashIsInner) = Self.crashAndHandler(file)
         guard let crash = report.crash else {
             throw .invalidReport(format: id, reason: "crash: missing (expected crash.threads and crash.error)")
         }
-        var images = (report.binaryImages ?? []).map { image in
+        let binaryImages = report.binaryImages?.elements ?? handler?.binaryImages?.elements ?? []
+        var images = binaryImages.map { image in
             let path = image.name
             let name = path.map(ReportText.basename) ?? "???"
             return BinaryImage(
@@ -50,19 +54,21 @@ public struct KSCrashFormat: ReportFormat {
         let error = crash.error
         let kind = error?.type
         var threads: [RawThread] = []
-        for (position, thread) in (crash.threads ?? []).enumerated() {
+        for (position, thread) in ((crash.crashedThread.map { [$0] } ?? []) + (crash.threads?.elements ?? [])).enumerated() {
             threads.append(self.thread(thread, position: position, part: nil, images: &frameImages, warnings: &warnings))
         }
-        if let recrash = report.recrashReport?.crash {
+        Self.warnSkipped(report, label: crashIsInner ? "recrash_report." : "", warnings: &warnings)
+        if let handler, let recrash = handler.crash {
             // The handler's own crash: its threads keep their indices under their own part, and
             // never count as the report's crashed thread (the report proper says what crashed).
-            let recrashThreads = (recrash.crashedThread.map { [$0] } ?? []) + (recrash.threads ?? [])
+            let recrashThreads = (recrash.crashedThread.map { [$0] } ?? []) + (recrash.threads?.elements ?? [])
             for (position, thread) in recrashThreads.enumerated() {
                 var parsed = self.thread(
                     thread, position: position, part: Self.recrashPart, images: &frameImages, warnings: &warnings)
                 parsed.crashed = false
                 threads.append(parsed)
             }
+            Self.warnSkipped(handler, label: crashIsInner ? "" : "recrash_report.", warnings: &warnings)
             let what = [recrash.error?.mach?.exceptionName, recrash.error?.signal?.name].compactMap { $0 }.joined(separator: " ")
             warnings.append(
                 "KSCrash's handler crashed while reporting\(what.isEmpty ? "" : " (\(what))"); its threads are part '\(Self.recrashPart)'")
@@ -90,22 +96,69 @@ public struct KSCrashFormat: ReportFormat {
         if let lag { try LagTree.validate(lag, format: id) }
         images += frameImages.images
 
-        let system = report.system
-        let message = error?.reason ?? error?.nsexception?.reason
-            ?? report.binaryImages?.lazy.compactMap(\.crashInfoMessage).first.map(SwiftRuntimeMessage.withoutLocation)
+        let system = report.system ?? handler?.system
+        let crashInfo = Self.crashInfoMessages(binaryImages)
+        let message = error?.reason ?? error?.nsexception?.reason ?? (crashInfo.isEmpty ? nil : crashInfo.joined(separator: "\n"))
         return RawReport(
             format: id, kind: lag == nil ? .crash : .lag, platform: system?.systemName,
             arch: system?.cpuArch.map { Arch($0) },
             app: AppInfo(
-                name: system?.bundleExecutable ?? report.report?.processName,
+                name: system?.bundleExecutable ?? report.report?.processName ?? handler?.report?.processName,
                 version: system?.bundleShortVersion, build: system?.bundleVersion),
-            os: Self.os(system), timestamp: report.report?.timestamp?.text,
+            os: Self.os(system), timestamp: (report.report?.timestamp ?? handler?.report?.timestamp)?.text,
             exception: error.map { error in
                 ExceptionInfo(
                     type: error.nsexception?.name ?? error.mach?.exceptionName ?? error.type, signal: error.signal?.name,
                     code: error.mach?.code?.text, faultAddress: error.address?.address, message: message)
             },
             images: images, threads: threads, lag: lag, warnings: warnings.all)
+    }
+
+    /// The crash and, in a recrash file, the handler's report. KSCrash 1.x's store merged the
+    /// handler's minimal report into the crash's as `recrash_report`; KSCrash's C writer (and
+    /// SentryCrash) writes the handler's minimal report at the top and copies the crash's file,
+    /// cut where the second crash stopped it, into `recrash_report`. The handler's is the one of
+    /// `report.type` "minimal", or the one with a `crashed_thread` and no `threads`.
+    static func crashAndHandler(_ file: KSReport) -> (report: KSReport.Body, handler: KSReport.Body?, crashIsInner: Bool) {
+        let top = file.body
+        guard let inner = file.recrashReport else { return (top, nil, false) }
+        func isHandlers(_ body: KSReport.Body) -> Bool {
+            if let type = body.report?.type { return type == "minimal" }
+            return body.crash?.crashedThread != nil && body.crash?.threads == nil
+        }
+        return isHandlers(top) && !isHandlers(inner) ? (inner, top, true) : (top, inner, false)
+    }
+
+    /// Entries a cut-short report left that are not what their list holds (a crash handler that
+    /// crashed while writing leaves a bare key where a thread was): dropped, each list named once.
+    static func warnSkipped(_ body: KSReport.Body, label: String, warnings: inout WarningLog) {
+        let lists: [(String, Int)] = [
+            ("binary_images", body.binaryImages?.skipped ?? 0), ("crash.threads", body.crash?.threads?.skipped ?? 0),
+        ]
+        for (name, skipped) in lists where skipped > 0 {
+            warnings.append("\(label)\(name): \(skipped) entries are not objects (a report cut short) and were left out")
+        }
+    }
+
+    /// The images' `__crash_info` messages, the Swift runtime's first: a Swift `fatalError`,
+    /// `precondition` or `assert` message lives in `libswiftCore.dylib`'s (in
+    /// `crash_info_message`, or `crash_info_message2` on newer systems), while other images
+    /// (the simulator's `libsystem_sim_platform.dylib`) annotate every crash with their own
+    /// text. sentry-cocoa reads libswiftCore's alone for the same reason; the others are kept
+    /// after it, one a line, as notes. The runtime's `file:line: ` is dropped from each.
+    static func crashInfoMessages(_ images: [KSReport.Image]) -> [String] {
+        var swiftRuntime: [String] = [], others: [String] = []
+        for image in images {
+            let messages = [image.crashInfoMessage, image.crashInfoMessage2].compactMap { $0 }
+                .map(SwiftRuntimeMessage.withoutLocation).filter { !$0.isEmpty }
+            if image.name.map(ReportText.basename) == "libswiftCore.dylib" {
+                swiftRuntime += messages
+            } else {
+                others += messages
+            }
+        }
+        var seen = Set<String>()
+        return (swiftRuntime + others).filter { seen.insert($0).inserted }
     }
 
     /// `iPhone OS 16.0 (20A362)`: name, version and the OS build, as Apple's reports write it.
@@ -124,7 +177,10 @@ public struct KSCrashFormat: ReportFormat {
         if let skipped = thread.backtrace?.skipped, skipped > 0 {
             warnings.append("\(label): \(skipped) frames skipped by KSCrash")
         }
-        let frames = (thread.backtrace?.contents ?? []).enumerated().map { i, frame in
+        if let skipped = thread.backtrace?.contents?.skipped, skipped > 0 {
+            warnings.append("\(label): \(skipped) backtrace entries are not objects (a report cut short) and were left out")
+        }
+        let frames = (thread.backtrace?.contents?.elements ?? []).enumerated().map { i, frame in
             self.frame(frame, kind: i == 0 ? .pc : .returnAddress, context: "\(label) frame \(i)", images: &images, warnings: &warnings)
         }
         return RawThread(
@@ -229,9 +285,11 @@ struct KSReport: Decodable {
     struct Info: Decodable {
         var processName: String?
         var timestamp: JSONLooseString?
+        /// `standard`, or `minimal` for the report a crashed crash handler writes.
+        var type: String?
         enum CodingKeys: String, CodingKey {
             case processName = "process_name"
-            case timestamp
+            case timestamp, type
         }
     }
 
@@ -243,12 +301,13 @@ struct KSReport: Decodable {
         var uuid: String?
         var cpuType: Int64?
         var cpuSubtype: Int64?
-        /// The image's `__crash_info` message (e.g. the Swift runtime's `Fatal error: …`).
+        /// The image's `__crash_info` messages (e.g. the Swift runtime's `Fatal error: …`).
         var crashInfoMessage: String?
+        var crashInfoMessage2: String?
         enum CodingKeys: String, CodingKey {
             case imageAddr = "image_addr", imageVmaddr = "image_vmaddr", imageSize = "image_size"
             case name, uuid, cpuType = "cpu_type", cpuSubtype = "cpu_subtype"
-            case crashInfoMessage = "crash_info_message"
+            case crashInfoMessage = "crash_info_message", crashInfoMessage2 = "crash_info_message2"
         }
     }
 
@@ -283,7 +342,7 @@ struct KSReport: Decodable {
     }
 
     struct Backtrace: Decodable {
-        var contents: [Frame]?
+        var contents: LossyList<Frame>?
         var skipped: Int?
     }
 
@@ -337,23 +396,71 @@ struct KSReport: Decodable {
     }
 
     struct Crash: Decodable {
-        var threads: [Thread]?
+        var threads: LossyList<Thread>?
         /// `recrash_report` holds the handler's crashed thread alone.
         var crashedThread: Thread?
         var error: ErrorInfo?
         enum CodingKeys: String, CodingKey { case threads, crashedThread = "crashed_thread", error }
     }
 
-    struct Recrash: Decodable {
+    /// What the top of a report and its `recrash_report` both hold.
+    struct Body: Decodable {
+        var report: Info?
+        var binaryImages: LossyList<Image>?
+        var system: System?
         var crash: Crash?
+        enum CodingKeys: String, CodingKey {
+            case report, binaryImages = "binary_images", system, crash
+        }
     }
 
-    var report: Info?
-    var binaryImages: [Image]?
-    var system: System?
-    var crash: Crash?
-    var recrashReport: Recrash?
-    enum CodingKeys: String, CodingKey {
-        case report, binaryImages = "binary_images", system, crash, recrashReport = "recrash_report"
+    var body: Body
+    var recrashReport: Body?
+    enum CodingKeys: String, CodingKey { case recrashReport = "recrash_report" }
+
+    init(from decoder: any Decoder) throws {
+        body = try Body(from: decoder)
+        recrashReport = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(Body.self, forKey: .recrashReport)
+    }
+}
+
+/// A JSON array whose entries that are not `Element` objects are counted and left out: a report
+/// KSCrash copied after its handler crashed mid-write ends lists with whatever key was being
+/// written (`"exception"` in a list of threads). Anything else wrong inside an object still
+/// fails the decode as usual.
+struct LossyList<Element: Decodable>: Decodable {
+    var elements: [Element] = []
+    var skipped = 0
+
+    /// One entry: an `Element` when it is an object (whose errors are reported as usual), else
+    /// nothing.
+    private enum Entry: Decodable {
+        case element(Element)
+        case notAnObject
+
+        init(from decoder: any Decoder) throws {
+            guard (try? decoder.container(keyedBy: AnyKey.self)) != nil else {
+                self = .notAnObject
+                return
+            }
+            self = .element(try Element(from: decoder))
+        }
+    }
+
+    init(from decoder: any Decoder) throws {
+        var container = try decoder.unkeyedContainer()
+        while !container.isAtEnd {
+            switch try container.decode(Entry.self) {
+            case .element(let element): elements.append(element)
+            case .notAnObject: skipped += 1
+            }
+        }
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 }

@@ -29,7 +29,7 @@ func androidSample(_ name: String) throws -> String {
 }
 
 @Suite struct AndroidFidelityTests {
-    static let samples = ["ndk-stack-backtrace.txt", "ndk-stack-multiple.txt", "ndk-stack-hwasan.txt"]
+    static let samples = ["ndk-stack-backtrace.txt", "ndk-stack-multiple.txt", "ndk-stack-hwasan.txt", "tombstone-asan-heap-use-after-free.txt"]
 
     /// Each crash of each sample, parsed, against the regex count of its own text.
     @Test(arguments: samples)

@@ -11,14 +11,15 @@ import Testing
 func kscrashExpectedCounts(_ json: Data) throws -> (images: Int, threads: Int, frames: Int) {
     let root = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
     let crash = root["crash"] as? [String: Any] ?? [:]
-    var threads = crash["threads"] as? [[String: Any]] ?? []
-    if let recrash = (root["recrash_report"] as? [String: Any])?["crash"] as? [String: Any] {
-        if let crashed = recrash["crashed_thread"] as? [String: Any] { threads.append(crashed) }
-        threads += recrash["threads"] as? [[String: Any]] ?? []
+    // Entries that are not objects (a report cut short by a recrash) are no threads.
+    func threadsOf(_ crash: [String: Any]) -> [[String: Any]] {
+        ((crash["crashed_thread"] as? [String: Any]).map { [$0] } ?? []) + ((crash["threads"] as? [Any])?.compactMap { $0 as? [String: Any] } ?? [])
     }
+    let recrashReport = root["recrash_report"] as? [String: Any]
+    let threads = threadsOf(crash) + threadsOf(recrashReport?["crash"] as? [String: Any] ?? [:])
     let frames = threads.flatMap { ($0["backtrace"] as? [String: Any])?["contents"] as? [[String: Any]] ?? [] }
     let images: Int
-    if let listed = root["binary_images"] as? [Any] {
+    if let listed = (root["binary_images"] ?? recrashReport?["binary_images"]) as? [Any] {
         images = listed.count
     } else {
         let profileFrames = ((crash["error"] as? [String: Any])?["profile"] as? [String: Any])?["frames"] as? [[String: Any]] ?? []
@@ -28,7 +29,10 @@ func kscrashExpectedCounts(_ json: Data) throws -> (images: Int, threads: Int, f
 }
 
 @Suite struct KSCrashFidelityTests {
-    static let samples = ["CrashInHandler.json", "oom.json", "Hang-main-thread.json", "raw.json", "processed.json"]
+    static let samples = [
+        "CrashInHandler.json", "oom.json", "Hang-main-thread.json", "raw.json", "processed.json", "recrash-report.json",
+        "fatal-error-simulator.json",
+    ]
 
     @Test(arguments: samples)
     func countsMatchAnIndependentCount(_ name: String) throws {

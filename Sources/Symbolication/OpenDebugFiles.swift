@@ -3,6 +3,7 @@ import Foundation
 import SymbolCache
 import ReportModel
 import SymbolStore
+import SystemCalls
 
 /// Why a build-id could not be resolved.
 public enum LookupError: Error, CustomStringConvertible, Equatable {
@@ -101,7 +102,7 @@ public final class OpenDebugFiles {
     private var sources: [BuildID: LookupSource] = [:]
     /// The stored debug file each of `sources` was opened from, taken before opening it (a file
     /// replaced while it opened is then opened again at the next hit, never kept).
-    private var openedFrom: [BuildID: SymbolCacheSource] = [:]
+    private var openedFrom: [BuildID: (path: String, identity: SymbolCacheSource?)] = [:]
     private var order: [BuildID] = []
 
     /// `stores` must not be empty.
@@ -126,7 +127,9 @@ public final class OpenDebugFiles {
     public func source(buildID id: BuildID) throws(LookupError) -> LookupSource {
         if let hit = sources[id] {
             if let i = order.firstIndex(of: id) { order.remove(at: i) }
-            if let was = openedFrom[id], Self.identity(ofStored: try? locate(id)) == was {
+            // One stat of the path it was opened from: a hit costs no open and no search of
+            // the stores (the queue's hot path, scripts/bench-queue.sh).
+            if let was = openedFrom[id], let identity = was.identity, Self.identity(ofPath: was.path) == identity {
                 order.append(id)
                 return hit
             }
@@ -134,7 +137,7 @@ public final class OpenDebugFiles {
             openedFrom[id] = nil
         }
         let entry = try locate(id)
-        let identity = Self.identity(ofStored: entry)
+        let identity = Self.identity(ofPath: entry.debugPath)
         let source: LookupSource
         if usesSymbolCaches {
             source = try symbolCacheOrFile(id, entry)
@@ -142,7 +145,7 @@ public final class OpenDebugFiles {
             source = .debugFile(try open(id, entry).file)
         }
         sources[id] = source
-        openedFrom[id] = identity
+        openedFrom[id] = (entry.debugPath, identity)
         order.append(id)
         if order.count > capacity {
             let evicted = order.removeFirst()
@@ -152,10 +155,11 @@ public final class OpenDebugFiles {
         return source
     }
 
-    /// The stored debug file's identity now; nil when it is gone or cannot be opened.
-    private static func identity(ofStored entry: Entry?) -> SymbolCacheSource? {
-        guard let entry, let file = try? RegularFile(path: entry.debugPath, followingLinks: false) else { return nil }
-        return try? SymbolCacheSource(file: file)
+    /// The identity of the file at `path` now (size, time, inode, as a symcache's key has it);
+    /// nil when it is gone.
+    private static func identity(ofPath path: String) -> SymbolCacheSource? {
+        guard let info = try? SystemCall.status(ofPath: path) else { return nil }
+        return SymbolCacheSource(size: UInt64(info.st_size), modifiedNanoseconds: info.modifiedNanoseconds, inode: UInt64(info.st_ino))
     }
 
     /// The debug file of `id` itself, parsed, whatever symcache exists (the reference the

@@ -91,8 +91,11 @@ struct MasterOptions: ParsableArguments {
         config.groupingRulesPath = groupingRulesPath
         if let fetcher = try sources.fetcher(store: store.store, command: command) {
             config.symbolSources = fetcher
-            // Local workers search the fetched files after the store: an upload wins.
-            config.workerArguments += ["--symbols", fetcher.cache.directory]
+            // Local workers search the fetched files after the store: an upload wins. Reports
+            // name the two by role (`imageSymbols[].searched`), not by the server's paths.
+            config.workerArguments += [
+                "--symbols", fetcher.cache.directory, "--store-name", "symbol store", "--store-name", "symbol sources' cache",
+            ]
         }
         config.handBackSeconds = handBackAfter
         // serve puts request handling first; a standalone master has nothing to put first, and

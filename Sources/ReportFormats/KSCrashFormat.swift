@@ -49,7 +49,7 @@ public struct KSCrashFormat: ReportFormat {
         }
         // Profile reports (and reports cut short) name each frame's image only in the frame:
         // `object_name`, `object_addr`, `object_uuid`. Those become the images.
-        var frameImages = FrameImages(enabled: images.isEmpty)
+        var frameImages = FrameImages(listed: images)
 
         let error = crash.error
         let kind = error?.type
@@ -260,23 +260,31 @@ public struct KSCrashFormat: ReportFormat {
 }
 
 /// Images made from the frames themselves (`object_name`, `object_addr`, `object_uuid`), for
-/// reports without `binary_images`; one image per load address, in order of first use.
+/// reports without `binary_images`, and for frames in an image the list leaves out (a recrash
+/// copies the crash's report cut short, often inside `binary_images`); one image per load
+/// address, in order of first use, numbered after the listed images.
 struct FrameImages {
-    let enabled: Bool
     private(set) var images: [BinaryImage] = []
+    /// Load addresses of the listed images: frames in them are matched by address, as before.
+    private let listed: Set<UInt64>
+    private let firstIndex: Int
     private var byAddress: [UInt64: Int] = [:]
 
-    init(enabled: Bool) { self.enabled = enabled }
+    init(listed: [BinaryImage]) {
+        self.listed = Set(listed.map(\.loadAddress.value))
+        firstIndex = listed.count
+    }
 
     mutating func index(of frame: KSReport.Frame, warnings: inout WarningLog) -> Int? {
-        guard enabled, let base = frame.objectAddr?.address else { return nil }
+        guard let base = frame.objectAddr?.address, !listed.contains(base.value) else { return nil }
         if let known = byAddress[base.value] { return known }
         let name = frame.objectName ?? "???"
         images.append(BinaryImage(
             name: name, id: BuildID.reported(frame.objectUUID, image: name, lengths: .appleReport, warnings: &warnings),
             loadAddress: base))
-        byAddress[base.value] = images.count - 1
-        return images.count - 1
+        // overflow: both terms count images in memory, far below Int.max
+        byAddress[base.value] = firstIndex + images.count - 1
+        return byAddress[base.value]
     }
 }
 

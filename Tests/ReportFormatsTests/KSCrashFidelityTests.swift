@@ -5,9 +5,9 @@ import TestSupport
 import Testing
 
 /// Images, threads and frames a KSCrash sample holds, counted straight from the JSON with
-/// JSONSerialization (independent of the parser): `binary_images` (or, when a report has none,
-/// the distinct `object_addr` of its frames), the threads of `crash.threads` plus those of
-/// `recrash_report`, and every backtrace entry.
+/// JSONSerialization (independent of the parser): `binary_images` plus the distinct `object_addr`
+/// of frames none of them starts at, the threads of `crash` plus those of `recrash_report`, and
+/// every backtrace entry.
 func kscrashExpectedCounts(_ json: Data) throws -> (images: Int, threads: Int, frames: Int) {
     let root = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
     let crash = root["crash"] as? [String: Any] ?? [:]
@@ -18,13 +18,12 @@ func kscrashExpectedCounts(_ json: Data) throws -> (images: Int, threads: Int, f
     let recrashReport = root["recrash_report"] as? [String: Any]
     let threads = threadsOf(crash) + threadsOf(recrashReport?["crash"] as? [String: Any] ?? [:])
     let frames = threads.flatMap { ($0["backtrace"] as? [String: Any])?["contents"] as? [[String: Any]] ?? [] }
-    let images: Int
-    if let listed = (root["binary_images"] ?? recrashReport?["binary_images"]) as? [Any] {
-        images = listed.count
-    } else {
-        let profileFrames = ((crash["error"] as? [String: Any])?["profile"] as? [String: Any])?["frames"] as? [[String: Any]] ?? []
-        images = Set((frames + profileFrames).compactMap { ($0["object_addr"] as? NSNumber)?.uint64Value }).count
-    }
+    // The listed images, plus one per distinct `object_addr` of a frame that none of them starts at.
+    let listed = ((root["binary_images"] ?? recrashReport?["binary_images"]) as? [Any] ?? []).compactMap { $0 as? [String: Any] }
+    let listedBases = Set(listed.compactMap { ($0["image_addr"] as? NSNumber)?.uint64Value })
+    let profileFrames = ((crash["error"] as? [String: Any])?["profile"] as? [String: Any])?["frames"] as? [[String: Any]] ?? []
+    let frameBases = Set((frames + profileFrames).compactMap { ($0["object_addr"] as? NSNumber)?.uint64Value })
+    let images = listed.count + frameBases.subtracting(listedBases).count
     return (images, threads.count, frames.count)
 }
 

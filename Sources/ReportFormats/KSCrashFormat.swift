@@ -58,6 +58,9 @@ public struct KSCrashFormat: ReportFormat {
             threads.append(self.thread(thread, position: position, part: nil, images: &frameImages, warnings: &warnings))
         }
         Self.warnSkipped(report, label: crashIsInner ? "recrash_report." : "", warnings: &warnings)
+        if file.recrashReport != nil, handler == nil {
+            warnings.append("recrash_report holds no crash (KSCrash could not copy the crashed report): only the crash handler's own crash is shown")
+        }
         if let handler, let recrash = handler.crash {
             // The handler's own crash: its threads keep their indices under their own part, and
             // never count as the report's crashed thread (the report proper says what crashed).
@@ -121,7 +124,9 @@ public struct KSCrashFormat: ReportFormat {
     /// `report.type` "minimal", or the one with a `crashed_thread` and no `threads`.
     static func crashAndHandler(_ file: KSReport) -> (report: KSReport.Body, handler: KSReport.Body?, crashIsInner: Bool) {
         let top = file.body
-        guard let inner = file.recrashReport else { return (top, nil, false) }
+        // When the crash's file could not be copied, KSCrash writes `{"error": "Invalid JSON
+        // data: …", "json_data": PATH}` in its place: the handler's crash is all there is.
+        guard let inner = file.recrashReport, inner.crash != nil else { return (top, nil, false) }
         func isHandlers(_ body: KSReport.Body) -> Bool {
             if let type = body.report?.type { return type == "minimal" }
             return body.crash?.crashedThread != nil && body.crash?.threads == nil

@@ -168,6 +168,22 @@ import Testing
         #expect(report.threads.map(\.part) == [nil, KSCrashFormat.recrashPart])
     }
 
+    /// KSCrash's writer puts `{"error": "Invalid JSON data: …", "json_data": PATH}` where the
+    /// crash's report could not be copied (`addJSONErrorElement`): the handler's crash is shown.
+    @Test func aRecrashWhoseCopyFailedShowsTheHandlersCrash() throws {
+        let text = String(decoding: try wildSample("kscrash/recrash-report.json"), as: UTF8.self)
+        let start = try #require(text.range(of: #""recrash_report": {"#))
+        let end = try #require(text.range(of: "\n    },\n    \"report\": {"))
+        let lost = text.replacingCharacters(
+            in: start.lowerBound..<end.lowerBound,
+            with: #""recrash_report": {"error": "Invalid JSON data: Incomplete data", "json_data": "/tmp/report.json.old""#)  // its "}" stays
+        let report = try KSCrashFormat().parse(Data(lost.utf8))
+        #expect(report.exception?.signal == "SIGSEGV")
+        #expect(report.threads.map(\.name) == ["SentryCrash Exception Handler (Primary)"])
+        #expect(report.threads.map(\.part) == [nil])
+        #expect(report.warnings.contains { $0.contains("recrash_report holds no crash") }, "\(report.warnings)")
+    }
+
     /// A list entry that is an object but not a thread is still an error, named by its path.
     @Test func aBrokenObjectInAListStillFailsByName() throws {
         let text = String(decoding: try wildSample("kscrash/recrash-report.json"), as: UTF8.self)

@@ -296,7 +296,7 @@ enum Markup {
     static let attributes: Set<String> = [
         "class", "id", "href", "src", "rel", "lang", "charset", "name", "content", "type", "value", "method", "action",
         "placeholder", "role", "aria-label", "xmlns", "viewbox", "x", "y", "width", "height", "defer", "download",
-        "selected", "for", "autocomplete", "required",
+        "selected", "for", "autocomplete", "required", "title",
     ]
 
     static func check(_ page: String, name: String) throws(FuzzFailure) {

@@ -94,7 +94,7 @@ public final class RemoteWorkerPool: @unchecked Sendable {
         public var description: String {
             switch self {
             case .protocolVersion(let v):
-                "worker speaks protocol version \(v); this master speaks \(RemoteProtocol.version) (run the same Stackline release on both)"
+                "worker speaks protocol version \(v); this master speaks versions \(RemoteProtocol.oldestAccepted) to \(RemoteProtocol.version) (upgrade the master first, then the workers)"
             case .unknownWorker: "unknown worker: connect again (POST /api/v1/workers/connect)"
             case .invalid(let why): why
             case .notOwner(let id):
@@ -118,7 +118,9 @@ public final class RemoteWorkerPool: @unchecked Sendable {
 
     /// A worker connects (again), as `token`: the id becomes that token's if it is nobody's.
     public func connect(_ hello: WorkerHello, address: String?, token: Int64) throws(Refusal) -> WorkerWelcome {
-        guard hello.protocolVersion == RemoteProtocol.version else { throw .protocolVersion(hello.protocolVersion) }
+        guard (RemoteProtocol.oldestAccepted...RemoteProtocol.version).contains(hello.protocolVersion) else {
+            throw .protocolVersion(hello.protocolVersion)
+        }
         guard (1...256).contains(hello.slots) else { throw .invalid("slots must be between 1 and 256") }
         guard Self.isValidId(hello.workerId) else { throw .invalid("workerId must be 8 to 64 letters, digits or dashes") }
         guard hello.holds.count <= Self.maxHolds else {

@@ -15,11 +15,16 @@ import ReportModel
 // session state. Paths are under /api/v1/workers (scope `worker`). The envelopes are JSON (one
 // per claim, heartbeat or connect); the per-job frames are binary (`JobFrameCodec.swift`).
 
-/// The version of these messages; a master refuses a worker that speaks another.
+/// The version of these messages; a master refuses a worker that speaks one it cannot read.
 public enum RemoteProtocol {
     /// 2: job and reply frames are binary (`JobFrameCodec.swift`), no longer JSON; a worker of
     /// version 1 would misread them, so it is refused at connect.
-    public static let version = 2
+    /// 3: a reply's missing debug files carry their symbol status in the flags byte. A master of
+    /// version 2 would refuse those replies, so it refuses the worker at connect instead; a
+    /// master of version 3 reads version 2's replies (their files are `notFound`).
+    public static let version = 3
+    /// The oldest worker version a master still takes.
+    public static let oldestAccepted = 2
     /// Longest a claim is held open by the master when nothing is runnable.
     public static let maxClaimWaitSeconds = 25.0
     /// A claim's request and answer bodies: an envelope frame, then the frames it announces.

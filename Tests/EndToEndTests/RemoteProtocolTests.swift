@@ -53,7 +53,10 @@ import Testing
         let old = try server.curl("POST", "/api/v1/workers/connect", token: token, body: try Self.json(Self.hello(version: 1)))
         #expect(old.status == 400, "\(old)")
         let message = try #require(old.json?["error"] as? String)
-        #expect(message.contains("worker speaks protocol version 1; this master speaks 2"), "\(message)")
+        #expect(message.contains("worker speaks protocol version 1; this master speaks versions 2 to 3"), "\(message)")
+        let newer = try server.curl("POST", "/api/v1/workers/connect", token: token, body: try Self.json(Self.hello(version: 4)))
+        #expect(newer.status == 400, "a worker newer than the master is refused at connect: \(newer)")
+        // Version 2 (replies without symbol statuses) is still read.
         let current = try server.curl("POST", "/api/v1/workers/connect", token: token, body: try Self.json(Self.hello(version: 2)))
         #expect(current.status == 200, "\(current)")
     }

@@ -181,7 +181,10 @@ struct StacklineWorker: ParsableCommand {
             server: server, token: secret, slots: slots, name: name ?? ProcessInfo.processInfo.hostName,
             localStores: stores.map { SymbolStoreDirectory(root: $0) }, cacheDirectory: cacheRoot,
             cacheBytes: ByteSize.parse(cacheSize) ?? 0, slotExecutable: me,
-            slotArguments: (stores + [cacheRoot]).flatMap { ["--symbols", $0] } + ["--cache-capacity", "\(cacheCapacity)"],
+            // The cache is named by role in reports; the build machine's own stores as given.
+            slotArguments: (stores + [cacheRoot]).flatMap { ["--symbols", $0] }
+                + ((storeNames.isEmpty ? stores : storeNames) + ["debug files fetched from the master"]).flatMap { ["--store-name", $0] }
+                + ["--cache-capacity", "\(cacheCapacity)"],
             environment: environment.variables)
         do {
             try RemoteConnection(settings: settings, logger: logger).run()

@@ -42,18 +42,21 @@ struct SymbolSourceOptions: ParsableArguments {
         }
     }
 
-    /// Every source, the file's first; empty when none is configured.
-    func settings() throws -> [SymbolSource.Settings] {
-        var sources: [SymbolSource.Settings] = []
-        if let file { sources += try SymbolSourcesFile.load(path: file) }
-        sources += urls.map { SymbolSource.Settings(url: $0) }
+    /// Every source, the file's first, each with where it was given (for errors); empty when
+    /// none is configured.
+    func settings() throws -> [(settings: SymbolSource.Settings, origin: String)] {
+        var sources: [(SymbolSource.Settings, String)] = []
+        if let file {
+            sources += try SymbolSourcesFile.load(path: file).enumerated().map { ($1, "--symbol-sources \(file): sources[\($0)]:") }
+        }
+        sources += urls.map { (SymbolSource.Settings(url: $0), "--symbol-source") }
         return sources
     }
 
     /// The fetcher over the configured sources, with its cache beside `store`; nil when no
     /// source is configured. Errors name the option and the source.
     func fetcher(store: SymbolStoreDirectory, command: String) throws -> SymbolSourceFetcher? {
-        let settings: [SymbolSource.Settings]
+        let settings: [(settings: SymbolSource.Settings, origin: String)]
         do { settings = try self.settings() } catch { throw fail("stackline \(command): \(error)") }
         guard !settings.isEmpty else { return nil }
         let remember = Duration.milliseconds(Int64(rememberMisses * 1000))
@@ -61,10 +64,10 @@ struct SymbolSourceOptions: ParsableArguments {
         // up to five minutes: the schedule of every retry here, with a fifth taken off at random.
         let backoff = Backoff(initialMs: 1000, maxMs: 300_000, jitter: 80...100)
         var sources: [SymbolSource] = []
-        for source in settings {
+        for (source, origin) in settings {
             do {
                 sources.append(try SymbolSource(
-                    source, option: "--symbol-source", rememberMisses: remember,
+                    source, option: origin, rememberMisses: remember,
                     retryDelay: { .milliseconds(backoff.delay(afterAttempt: $0)) }))
             } catch {
                 throw fail("stackline \(command): \(error.description)")
@@ -112,27 +115,32 @@ enum SymbolSourcesFile {
         if let extra = Set(top.keys).subtracting(["sources"]).sorted().first {
             throw Problem(description: "\(path): unknown key \"\(extra)\" (expected \"sources\")")
         }
-        var settings: [SymbolSource.Settings] = []
         for (index, item) in list.enumerated() {
             guard let object = item as? [String: Any] else { throw Problem(description: "\(path): sources[\(index)] is not an object") }
             if let extra = Set(object.keys).subtracting(keys).sorted().first {
                 throw Problem(description: "\(path): sources[\(index)]: unknown key \"\(extra)\" (expected \(keys.sorted().joined(separator: ", ")))")
             }
-            do {
-                let one = try JSONSerialization.data(withJSONObject: object)
-                settings.append(try JSONDecoder().decode(SymbolSource.Settings.self, from: one))
-            } catch {
-                throw Problem(description: "\(path): sources[\(index)]: \(Self.reason(error))")
-            }
         }
-        return settings
+        do {
+            return try JSONDecoder().decode(Contents.self, from: data).sources
+        } catch {
+            throw Problem(description: "\(path): \(Self.reason(error))")
+        }
     }
 
+    private struct Contents: Decodable {
+        var sources: [SymbolSource.Settings]
+    }
+
+    /// `sources[1].timeoutSeconds has the wrong type`: where, in the file's own terms.
     private static func reason(_ error: Error) -> String {
+        func place(_ path: [CodingKey]) -> String {
+            path.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().drop { $0 == "." }.description
+        }
         switch error {
-        case DecodingError.keyNotFound(let key, _): return "\"\(key.stringValue)\" is missing"
-        case DecodingError.typeMismatch(_, let context), DecodingError.dataCorrupted(let context):
-            return "\"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type"
+        case DecodingError.keyNotFound(let key, let context): return "\(place(context.codingPath + [key])) is missing"
+        case DecodingError.typeMismatch(_, let context), DecodingError.dataCorrupted(let context), DecodingError.valueNotFound(_, let context):
+            return "\(place(context.codingPath)) has the wrong type"
         default: return "\(error)"
         }
     }

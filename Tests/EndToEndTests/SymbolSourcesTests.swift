@@ -68,7 +68,8 @@ import Testing
                 body = open(sys.argv[1], 'rb').read()
                 class H(http.server.BaseHTTPRequestHandler):
                     def do_GET(self):
-                        with open(sys.argv[2], 'a') as log: log.write(self.path + '\\n')
+                        seen = self.headers.get('X-Probe', '-') + (' authorization' if 'Authorization' in self.headers else '')
+                        with open(sys.argv[2], 'a') as log: log.write(self.path + ' ' + seen + '\\n')
                         self.send_response(200)
                         self.send_header('Content-Length', str(len(body)))
                         self.end_headers()
@@ -122,10 +123,14 @@ import Testing
         let wrong = try WrongFileSource(serving: lag.binary, dir: h.dir)
         let down = try freeLoopbackPort()  // nothing listens there: connection refused
 
+        // The first two from the sources file (the wrong one with a header of its own), then the command line's.
         let cache = h.dir.file("fetched")
+        let sourcesFile = h.dir.file("sources.json")
+        try Data(
+            #"{"sources": [{"url": "http://127.0.0.1:\#(down)", "timeoutSeconds": 5}, {"url": "\#(wrong.url)", "headers": {"X-Probe": "from-the-file"}}]}"#.utf8
+        ).write(to: URL(fileURLWithPath: sourcesFile))
         let server = try h.startServer([
-            "--workers", "1", "--symbol-source", "http://127.0.0.1:\(down)", "--symbol-source", wrong.url,
-            "--symbol-source", upstream.url, "--symbol-source-cache", cache,
+            "--workers", "1", "--symbol-sources", sourcesFile, "--symbol-source", upstream.url, "--symbol-source-cache", cache,
         ])
         let ingest = try h.token("ingest")
         let read = try h.token("read")
@@ -151,6 +156,8 @@ import Testing
         // The bad sources changed nothing: the other build's file was refused and not kept,
         // and each source's last answer is recorded.
         #expect(wrong.requestCount >= 1, "the wrong source was asked before the upstream")
+        let seen = (try? String(contentsOfFile: wrong.requests, encoding: .utf8)) ?? ""
+        #expect(seen.split(separator: "\n").allSatisfy { $0.hasSuffix(" from-the-file") }, "its header, and never our token: \(seen)")
         #expect(
             !FileManager.default.fileExists(atPath: cache + "/.build-id/" + otherID.prefix(2) + "/" + otherID.dropFirst(2) + ".debug"),
             "the other build's file was not kept")
@@ -186,6 +193,27 @@ import Testing
         let metrics = try server.curl("GET", "/metrics", token: read).text
         #expect(metrics.contains(#"stackline_symbol_source_requests_total{outcome="found",source="\#(upstream.url)"} 1"#)
             || metrics.contains(#"stackline_symbol_source_requests_total{source="\#(upstream.url)",outcome="found"} 1"#), "\(metrics.prefix(4000))")
+    }
+}
+
+extension SymbolSourcesTests {
+    /// A sources file with a misspelt key or a value of the wrong type stops serve before it
+    /// listens, naming the file, the source and the key.
+    @Test func aSourcesFileWithAMistakeStopsServeNamingIt() throws {
+        let h = try Harness()
+        for (contents, expected) in [
+            (#"{"sources": [{"url": "http://127.0.0.1:9", "timeout": 5}]}"#, #"sources[0]: unknown key "timeout""#),
+            (#"{"sources": [{"url": "http://127.0.0.1:9"}, {"url": "http://127.0.0.1:9", "timeoutSeconds": "5"}]}"#,
+             "sources[1].timeoutSeconds has the wrong type"),
+            (#"{"sources": [{"url": "ftp://127.0.0.1/"}]}"#, "is not an http:// or https:// URL"),
+            (#"{"source": []}"#, #"a "sources" array"#),
+        ] {
+            let file = h.dir.file("sources-\(UUID().uuidString.prefix(6)).json")
+            try Data(contents.utf8).write(to: URL(fileURLWithPath: file))
+            let out = try h.stackline(["serve", "--listen", "127.0.0.1:0", "--symbols", h.symbolsPath, "--symbol-sources", file])
+            #expect(out.status != 0, "\(contents)")
+            #expect(out.stderr.contains(expected) && out.stderr.contains(file), "\(contents): \(out.stderr)")
+        }
     }
 }
 

@@ -102,7 +102,9 @@ public final class OpenDebugFiles {
     private var sources: [BuildID: LookupSource] = [:]
     /// The stored debug file each of `sources` was opened from, taken before opening it (a file
     /// replaced while it opened is then opened again at the next hit, never kept).
-    private var openedFrom: [BuildID: (path: String, identity: SymbolCacheSource?)] = [:]
+    /// And whether that file has line tables (a symcache does not say; the store's sidecar
+    /// does, read once per open rather than per report: scripts/bench-queue.sh).
+    private var openedFrom: [BuildID: (path: String, identity: SymbolCacheSource?, lineTables: Bool?)] = [:]
     private var order: [BuildID] = []
 
     /// `stores` must not be empty.
@@ -145,7 +147,12 @@ public final class OpenDebugFiles {
             source = .debugFile(try open(id, entry).file)
         }
         sources[id] = source
-        openedFrom[id] = (entry.debugPath, identity)
+        let lineTables: Bool?
+        switch source {
+        case .debugFile(let file): lineTables = file.elf.hasDWARF
+        case .symcache: lineTables = entry.store.entry(buildID: id)?.hasDWARF
+        }
+        openedFrom[id] = (entry.debugPath, identity, lineTables)
         order.append(id)
         if order.count > capacity {
             let evicted = order.removeFirst()
@@ -154,6 +161,10 @@ public final class OpenDebugFiles {
         }
         return source
     }
+
+    /// Whether the debug file `source(buildID:)` last opened for `id` has line tables (DWARF);
+    /// nil when not open or unknown.
+    public func lineTables(buildID id: BuildID) -> Bool? { openedFrom[id]?.lineTables }
 
     /// The identity of the file at `path` now (size, time, inode, as a symcache's key has it);
     /// nil when it is gone.

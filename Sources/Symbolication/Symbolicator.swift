@@ -130,7 +130,7 @@ public final class Symbolicator {
                     if let wanted = image.arch ?? report.arch, let reason = Self.architectureMismatch(wanted: wanted, stored: source.architecture) {
                         state = .wrongArchitecture(id, reason: reason)
                     } else {
-                        state = .loaded(source, lineTables: lineTables(id, source))
+                        state = .loaded(source, lineTables: debugFiles.lineTables(buildID: id))
                     }
                 } catch {
                     switch error {
@@ -145,15 +145,6 @@ public final class Symbolicator {
             }
             states[index] = state
             return state
-        }
-
-        /// Whether `id`'s debug file has line tables: the parsed file says; a symcache does not
-        /// keep it, so the store's entry for the file does (nil when there is none).
-        private func lineTables(_ id: BuildID, _ source: LookupSource) -> Bool? {
-            if case .debugFile(let file) = source { return file.elf.hasDWARF }
-            return debugFiles.stores.lazy.compactMap { store in
-                store.debugFilePath(buildID: id) == nil ? nil : store.entry(buildID: id)
-            }.first?.hasDWARF
         }
 
         /// Why a file of `stored` cannot answer for an image of `wanted`, or nil when it can.

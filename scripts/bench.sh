@@ -20,7 +20,7 @@
 # symbolic on the same addresses (scripts/bench/symbolic-lookup.py), and the CPU of a new
 # process answering 30 of them (scripts/bench/cold-cpu.py). No thresholds.
 # Afterwards: bench-parse, bench-queue (7-frame and 30-frame reports), bench-queue-store,
-# bench-serve and bench-remote.
+# bench-serve, bench-remote and bench-symcache-build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -202,3 +202,9 @@ bash "$root/scripts/bench-serve.sh"
 echo
 echo "== scripts/bench-remote.sh =="
 bash "$root/scripts/bench-remote.sh"
+
+# What building a symcache costs against symbolic and GSYM (time, size, peak RSS), on the same two
+# targets, and the first crash of a new build: upload, then one report, until it is symbolicated.
+echo
+echo "== scripts/bench-symcache-build.sh =="
+BENCH_TARGET="$TARGET" BENCH_SYMCACHE_LIBRARY="$library" bash "$root/scripts/bench-symcache-build.sh"

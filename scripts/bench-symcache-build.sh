@@ -42,12 +42,8 @@ trap 'rm -rf "$work"' EXIT
 export STACKLINE_DB="$work/stackline.sqlite"
 
 # The venv and the symbolic in it are scripts/bench.sh's.
-venv="$root/.build/bench-venv"
-if ! "$venv/bin/python" -c 'import symbolic' 2>/dev/null; then
-  { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet symbolic; } >&2 \
-    || echo "bench-symcache-build.sh: symbolic could not be installed into $venv; its rows are skipped" >&2
-fi
-symbolic_version=$("$venv/bin/pip" show symbolic 2>/dev/null | awk '/^Version:/ { print $2 }' || true)
+bench_name=bench-symcache-build.sh
+. "$root/scripts/bench/symbolic-venv.sh"
 
 targets=("$@")
 labels=()

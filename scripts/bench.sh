@@ -135,15 +135,12 @@ BEGIN {
 # same addresses. Its native rate is symbolic_symcache_lookup called through cffi in a loop
 # that makes no Python object per frame; the SymCache is built once, before timing (as its
 # users keep it), so it is compared with Stackline's steady state.
-venv="$root/.build/bench-venv"
-if ! "$venv/bin/python" -c 'import symbolic' 2>/dev/null; then
-  { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet symbolic; } >&2 \
-    || echo "bench.sh: symbolic could not be installed into $venv; its rows are skipped" >&2
-fi
-if "$venv/bin/python" -c 'import symbolic' 2>/dev/null; then
+bench_name=bench.sh
+. "$root/scripts/bench/symbolic-venv.sh"
+if [ -n "$symbolic_version" ]; then
   symbolic_line=$("$venv/bin/python" "$root/scripts/bench/symbolic-lookup.py" "$TARGET" "$work/batch")
   echo
-  echo "symbolic $("$venv/bin/pip" show symbolic 2>/dev/null | awk '/^Version:/ { print $2 }') (SymCache): $symbolic_line"
+  echo "symbolic $symbolic_version (SymCache): $symbolic_line"
   awk -v line="$symbolic_line" -v slf="$sl_first" -v slb="$sl_batch" -v n="$n_batch" '
   BEGIN {
     split(line, pairs, " "); for (i in pairs) { split(pairs[i], kv, "="); v[kv[1]] = kv[2] }

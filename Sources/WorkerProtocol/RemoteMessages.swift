@@ -30,9 +30,12 @@ public enum RemoteProtocol {
     /// A claim's request and answer bodies: an envelope frame, then the frames it announces.
     public static let framesContentType = "application/x-stackline-frames"
     /// Most jobs one claim may lease.
-    public static let maxJobsPerClaim = 16
+    public static let maxJobsPerClaim = 64
     /// Most jobs one claim may lease per slot of the worker (its slots each keep this many ahead).
-    public static let maxJobsPerSlot = 8
+    /// 32 rather than 8: a claim's round trip outlasted the few jobs it brought, so slots ran dry
+    /// and the remote path stalled far below the local one; 64 gained little more
+    /// (scripts/bench-remote.sh, docs/performance.md).
+    public static let maxJobsPerSlot = 32
 }
 
 /// A fencing token and the job it was issued for.

@@ -11,8 +11,9 @@ final class SlotFeeder: @unchecked Sendable {
     /// results, while at most this many wait behind a slow one (and only for
     /// `aheadLimitSeconds` before they are handed back).
     static let depth = RemoteProtocol.maxJobsPerSlot
-    /// More are asked for when this many are left ahead.
-    static let lowWater = 3
+    /// More are asked for when this many are left ahead: half, so a claim brings enough jobs
+    /// to outlast its own round trip (scripts/bench-remote.sh).
+    static let lowWater = depth / 2
     /// How long jobs fetched ahead may wait behind a running one before they are handed back,
     /// and a finished result before it is delivered on its own.
     static let aheadLimitSeconds = 1.0

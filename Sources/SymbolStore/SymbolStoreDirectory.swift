@@ -388,6 +388,17 @@ public struct SymbolStoreDirectory: Sendable {
         try withLock(base(id) + ".lock") { () throws(StoreError) in body() }
     }
 
+    /// `body` under `id`'s entry lock if no one holds it now; nil at once when another process
+    /// does (a symcache being built: the caller answers without it rather than wait).
+    public func withEntryLockIfFree<T>(buildID id: BuildID, _ body: () -> T) throws(StoreError) -> T? {
+        let lockPath = base(id) + ".lock"
+        let lock: FileLock?
+        do { lock = try FileLock.ifFree(exclusive: lockPath, followingLinks: false) } catch { throw .io(path: lockPath, reason: error.reason) }
+        guard let lock else { return nil }
+        defer { lock.release() }
+        return body()
+    }
+
     private func withLock<T>(_ lockPath: String, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         let lock: FileLock
         do { lock = try FileLock(exclusive: lockPath, followingLinks: false) } catch { throw .io(path: lockPath, reason: error.reason) }

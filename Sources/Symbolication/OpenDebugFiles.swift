@@ -106,6 +106,10 @@ public final class OpenDebugFiles {
     /// does, read once per open rather than per report: scripts/bench-queue.sh).
     private var openedFrom: [BuildID: (path: String, identity: SymbolCacheSource?, lineTables: Bool?)] = [:]
     private var order: [BuildID] = []
+    /// Ids answered from their debug file while another process held the entry lock (building
+    /// the symcache): the symcache's path and what was there then (nil: nothing, or a stale
+    /// one being replaced). Each later use stats the path and opens again once it changed.
+    private var provisional: [BuildID: (path: String, was: SymbolCacheSource?)] = [:]
 
     /// `stores` must not be empty.
     public init(
@@ -131,12 +135,15 @@ public final class OpenDebugFiles {
             if let i = order.firstIndex(of: id) { order.remove(at: i) }
             // One stat of the path it was opened from: a hit costs no open and no search of
             // the stores (the queue's hot path, scripts/bench-queue.sh).
-            if let was = openedFrom[id], let identity = was.identity, Self.identity(ofPath: was.path) == identity {
+            if let was = openedFrom[id], let identity = was.identity, Self.identity(ofPath: was.path) == identity,
+                !(provisional[id].map { Self.identity(ofPath: $0.path) != $0.was } ?? false)
+            {
                 order.append(id)
                 return hit
             }
             sources[id] = nil
             openedFrom[id] = nil
+            provisional[id] = nil
         }
         let entry = try locate(id)
         let identity = Self.identity(ofPath: entry.debugPath)
@@ -158,6 +165,7 @@ public final class OpenDebugFiles {
             let evicted = order.removeFirst()
             sources[evicted] = nil
             openedFrom[evicted] = nil
+            provisional[evicted] = nil
         }
         return source
     }
@@ -263,16 +271,22 @@ public final class OpenDebugFiles {
         let opened = try open(id, entry)
         let path = entry.store.symbolCachePath(buildID: id)
         do {
-            let built = try entry.store.withEntryLock(buildID: id) { () -> Result<SymbolCache, SymbolCacheError> in
-                // Another process may have built it while this one waited for the lock.
+            // Not waiting for a build under way (the upload's indexer, another worker): the
+            // debug file gives the same answers now, so the first report of a new build does
+            // not wait for its symcache (scripts/bench-symcache-build.sh, first crash).
+            let built = try entry.store.withEntryLockIfFree(buildID: id) { () -> Result<SymbolCache, SymbolCacheError> in
+                // Another process may have built it before this one took the lock.
                 if let fresh = openSymbolCache(id, entry).0 { return .success(fresh) }
                 if case .failure(let error) = Self.write(opened, to: path) { return .failure(error) }
                 let (cache, reason) = openSymbolCache(id, entry)
                 return cache.map { .success($0) } ?? .failure(.corrupt(path: path, detail: reason ?? "missing after it was written"))
             }
             switch built {
-            case .success(let cache): return .symcache(cache)
-            case .failure(let error): warn(.notWritten(buildID: id, reason: error.description))
+            case .success(let cache)?: return .symcache(cache)
+            case .failure(let error)?: warn(.notWritten(buildID: id, reason: error.description))
+            case nil:
+                provisional[id] = (path, Self.identity(ofPath: path))
+                return .debugFile(opened.file)
             }
         } catch {
             warn(.notWritten(buildID: id, reason: error.description))

@@ -74,6 +74,41 @@ import Glibc
         #expect(settledWarnings.isEmpty && settled == after, "rebuilt again: \(settledWarnings)")
     }
 
+    /// A symcache another process is building (it holds the entry's lock, as the upload's
+    /// indexer does) is not waited for: the debug file answers at once, and once the symcache
+    /// is there the next use switches to it. Had `source` waited, it would have returned only
+    /// when the holder let go, with a symcache of its own making.
+    @Test func aSymcacheBeingBuiltElsewhereIsNotWaitedFor() throws {
+        let store = SymbolStoreDirectory(root: try makeTemporaryDirectory(prefix: "symcache-busy"))
+        defer { try? FileManager.default.removeItem(atPath: store.root) }
+        let id = try #require(try store.addFile(path: MachOFixtures.dylibDWARF).first?.entry.buildId)
+        let (locked, letGo, released) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        Thread {
+            _ = try? store.withEntryLock(buildID: id) {
+                locked.signal()
+                // A guard only: the test lets go as soon as it has its answer.
+                _ = letGo.wait(timeout: .now() + 120)
+            }
+            released.signal()
+        }.start()
+        locked.wait()
+        let files = OpenDebugFiles(stores: [store])
+        let first = try files.source(buildID: id)
+        letGo.signal()
+        released.wait()
+        guard case .debugFile = first else {
+            Issue.record("waited for the entry lock instead of answering from the debug file")
+            return
+        }
+        #expect(!FileManager.default.fileExists(atPath: store.symbolCachePath(buildID: id)))
+        // The holder's build lands (another process writes it, as the indexer does).
+        try OpenDebugFiles(stores: [store]).rebuildSymbolCache(buildID: id)
+        guard case .symcache = try files.source(buildID: id) else {
+            Issue.record("kept answering from the debug file after the symcache was written")
+            return
+        }
+    }
+
     private struct FileIdentity: Equatable {
         var inode: UInt64
         var size: UInt64

@@ -26,6 +26,11 @@ public struct SymbolCacheSource: Sendable, Equatable {
         do { st = try SystemCall.status(of: file.descriptor, path: file.path) } catch {
             throw .unreadable(path: file.path, reason: error.reason)
         }
+        self.init(status: st)
+    }
+
+    /// The source identity a `stat` gives (of a path, or of a descriptor).
+    public init(status st: stat) {
         size = UInt64(st.st_size)
         modifiedNanoseconds = st.modifiedNanoseconds
         inode = UInt64(st.st_ino)

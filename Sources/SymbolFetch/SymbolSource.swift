@@ -91,7 +91,7 @@ public final class SymbolSource: @unchecked Sendable {
 
     /// `option` names where the URL came from in errors (`--symbol-source`, `--connect`).
     /// `retryDelay(n)` is the wait after the n-th error in a row (the service's `Backoff`).
-    public init(
+    public convenience init(
         _ settings: Settings, option: String, rememberMisses: Duration = .seconds(600),
         retryDelay: @escaping @Sendable (Int) -> Duration
     ) throws(ServiceClientError) {
@@ -101,7 +101,22 @@ public final class SymbolSource: @unchecked Sendable {
         guard (1...64).contains(settings.concurrency) else {
             throw ServiceClientError(.transport, "\(option) \(settings.url): concurrency must be between 1 and 64")
         }
-        client = try ServiceClient(base: settings.url, headers: settings.headers, option: option)
+        self.init(
+            client: try ServiceClient(base: settings.url, headers: settings.headers, option: option), settings: settings,
+            rememberMisses: rememberMisses, retryDelay: retryDelay)
+    }
+
+    /// A source reached with an existing client (a remote worker's master, with its token).
+    public convenience init(client: ServiceClient, rememberMisses: Duration, retryDelay: @escaping @Sendable (Int) -> Duration) {
+        self.init(
+            client: client, settings: Settings(url: client.base.absoluteString, concurrency: 64), rememberMisses: rememberMisses,
+            retryDelay: retryDelay)
+    }
+
+    private init(
+        client: ServiceClient, settings: Settings, rememberMisses: Duration, retryDelay: @escaping @Sendable (Int) -> Duration
+    ) {
+        self.client = client
         self.settings = settings
         name = Self.displayName(client.base)
         self.rememberMisses = rememberMisses
@@ -113,19 +128,6 @@ public final class SymbolSource: @unchecked Sendable {
                 label: "stackline_symbol_source_requests_total", dimensions: [("source", name), ("outcome", outcome.rawValue)])
         }
         requestsMetric = requests
-        bytesMetric = Counter(label: "stackline_symbol_source_bytes_total", dimensions: [("source", name)])
-        latencyMetric = Timer(label: "stackline_symbol_source_seconds", dimensions: [("source", name)], preferredDisplayUnit: .seconds)
-    }
-
-    /// A source reached with an existing client (a remote worker's master, with its token).
-    public init(client: ServiceClient, rememberMisses: Duration, retryDelay: @escaping @Sendable (Int) -> Duration) {
-        self.client = client
-        settings = Settings(url: client.base.absoluteString, concurrency: 64)
-        name = Self.displayName(client.base)
-        self.rememberMisses = rememberMisses
-        self.retryDelay = retryDelay
-        slots = DispatchSemaphore(value: settings.concurrency)
-        requestsMetric = [:]
         bytesMetric = Counter(label: "stackline_symbol_source_bytes_total", dimensions: [("source", name)])
         latencyMetric = Timer(label: "stackline_symbol_source_seconds", dimensions: [("source", name)], preferredDisplayUnit: .seconds)
     }
@@ -186,10 +188,16 @@ public final class SymbolSource: @unchecked Sendable {
     public func rememberMiss(_ id: BuildID, answeredAt: Date) {
         let left = answeredAt.addingTimeInterval(Self.seconds(rememberMisses)).timeIntervalSinceNow
         guard left > 0 else { return }
-        lock.withLock {
-            guard misses.count < 10_000 else { return }
-            misses[id] = ContinuousClock.now + .milliseconds(Int64(left * 1000))
-        }
+        lock.withLock { rememberLocked(id, for: .milliseconds(Int64(left * 1000))) }
+    }
+
+    /// Believes a miss of `id` for `duration`, keeping at most 10,000 (expired ones go first).
+    /// Lock held.
+    private func rememberLocked(_ id: BuildID, for duration: Duration) {
+        let now = ContinuousClock.now
+        if misses.count >= 10_000 { misses = misses.filter { $0.value > now } }
+        guard misses.count < 10_000 else { return }
+        misses[id] = now + duration
     }
 
     private static func seconds(_ duration: Duration) -> Double {
@@ -209,9 +217,7 @@ public final class SymbolSource: @unchecked Sendable {
                 skipUntil = nil
             case .notFound, .refused:
                 if outcome == .notFound { counts.misses += 1 } else { counts.refused += 1 }
-                let now = ContinuousClock.now
-                if misses.count >= 10_000 { misses = misses.filter { $0.value > now } }
-                misses[id] = now + rememberMisses
+                rememberLocked(id, for: rememberMisses)
                 failures = 0
                 skipUntil = nil
             case .failed:

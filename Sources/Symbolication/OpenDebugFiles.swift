@@ -178,7 +178,7 @@ public final class OpenDebugFiles {
     /// nil when it is gone.
     private static func identity(ofPath path: String) -> SymbolCacheSource? {
         guard let info = try? SystemCall.status(ofPath: path) else { return nil }
-        return SymbolCacheSource(size: UInt64(info.st_size), modifiedNanoseconds: info.modifiedNanoseconds, inode: UInt64(info.st_ino))
+        return SymbolCacheSource(status: info)
     }
 
     /// The debug file of `id` itself, parsed, whatever symcache exists (the reference the

@@ -92,8 +92,8 @@ public final class DebugFile {
         unitRanges = IntervalIndex(intervals)
     }
 
-    private func unit(at address: UInt64) -> UnitIndex? {
-        guard let i = unitRanges.find(address).map(Int.init) else { return nil }
+    private func unit(number: Int32) -> UnitIndex? {
+        let i = Int(number)
         if let built = unitIndexes[i] { return built }
         let built = UnitIndex(die: unitDies[i], strings: strings, lowestCodeAddress: lowestCodeAddress)
         unitIndexes[i] = built
@@ -141,37 +141,73 @@ public final class DebugFile {
     /// address, as llvm-symbolizer does: it names compiler clones (`.cold`, `.constprop.0`)
     /// that DWARF only knows by their origin.
     public func frames(at address: UInt64) -> [SourceFrame] {
-        let symbol = symbols.symbol(containing: address)
-        guard let unit = unit(at: address) else {
-            guard let symbol else { return [] }
-            return [SourceFrame(symbol: symbol.name, file: symbol.sourceFile, line: 0, column: 0, functionStart: symbol.address, fromSymbolTableOnly: true)]
+        var cursor = AnswerCursor()
+        var levels: [AnswerLevel] = []
+        self.levels(at: address, into: &levels, cursor: &cursor)
+        return levels.map { l in
+            SourceFrame(
+                symbol: string(l.symbol), file: string(l.file), line: Int(l.line), column: Int(l.column),
+                functionStart: l.functionStart, fromSymbolTableOnly: l.fromSymbolTableOnly)
         }
-        let row = unit.row(at: address)
-        let chain = unit.scopeChain(at: address)
-        var frames: [SourceFrame] = []
-        frames.reserveCapacity(max(chain.count, 1))
-        var file = row.flatMap { strings[$0.file] }
-        var line = Int(row?.line ?? 0)
-        var column = Int(row?.column ?? 0)
-        for scope in chain.reversed() {
-            frames.append(SourceFrame(symbol: strings[scope.name], file: file, line: line, column: column, functionStart: nil))
-            file = unit.callFile(scope)
-            line = Int(scope.callLine)
-            column = Int(scope.callColumn)
-        }
-        if frames.isEmpty {
-            frames.append(SourceFrame(symbol: nil, file: file, line: line, column: column, functionStart: nil))
-        }
-        let outer = frames.count - 1
-        if let symbol {
-            frames[outer].symbol = symbol.name
-            frames[outer].functionStart = symbol.address
-        } else if let top = chain.first {
-            frames[outer].functionStart = unit.rangeStart(of: top, containing: address)
-        }
-        if row == nil && frames.count == 1 && frames[0].file == nil {
-            frames[0].fromSymbolTableOnly = true
-        }
-        return frames
     }
+
+    /// `frames(at:)`'s answer with its strings as ids (`string(_:)`), into `levels`. Called at
+    /// ascending addresses with one `cursor`, each lookup steps from the last instead of
+    /// searching (the symcache builder's sweep). Reads only once every unit is indexed
+    /// (`indexAllUnits()`), so concurrent sweeps of disjoint ranges, each with its own cursor,
+    /// are safe then.
+    public func levels(at address: UInt64, into levels: inout [AnswerLevel], cursor: inout AnswerCursor) {
+        levels.removeAll(keepingCapacity: true)
+        let symbolIndex = symbols.index(containing: address, hint: &cursor.symbol)
+        guard let unitNumber = unitRanges.find(address), let unit = unit(number: unitNumber) else {
+            guard let symbolIndex else { return }
+            let symbol = symbols.symbols[symbolIndex]
+            levels.append(AnswerLevel(
+                symbol: .symbolName(Int32(symbolIndex)), file: symbol.sourceFile == nil ? .none : .symbolFile(Int32(symbolIndex)),
+                line: 0, column: 0, functionStart: symbol.address, fromSymbolTableOnly: true))
+            return
+        }
+        if cursor.unit != unitNumber {
+            cursor.unit = unitNumber
+            cursor.row = -1
+        }
+        let row = unit.row(at: address, hint: &cursor.row)
+        unit.scopeChain(at: address, into: &cursor.chain)
+        var file = Self.dwarfString(row?.file ?? -1)
+        var line = row?.line ?? 0
+        var column = row?.column ?? 0
+        for index in cursor.chain.reversed() {
+            let scope = unit.scope(index)
+            levels.append(AnswerLevel(
+                symbol: Self.dwarfString(scope.name), file: file, line: line, column: column, functionStart: nil, fromSymbolTableOnly: false))
+            file = Self.dwarfString(unit.callFile(scope))
+            line = scope.callLine
+            column = scope.callColumn
+        }
+        if levels.isEmpty {
+            levels.append(AnswerLevel(symbol: .none, file: file, line: line, column: column, functionStart: nil, fromSymbolTableOnly: false))
+        }
+        let outer = levels.count - 1
+        if let symbolIndex {
+            levels[outer].symbol = .symbolName(Int32(symbolIndex))
+            levels[outer].functionStart = symbols.symbols[symbolIndex].address
+        } else if let top = cursor.chain.first {
+            levels[outer].functionStart = unit.rangeStart(of: unit.scope(top), containing: address)
+        }
+        if row == nil && levels.count == 1 && levels[0].file == .none {
+            levels[0].fromSymbolTableOnly = true
+        }
+    }
+
+    /// The string `id` names in this file's answers; nil for `.none`.
+    public func string(_ id: AnswerString) -> String? {
+        switch id {
+        case .none: return nil
+        case .dwarf(let i): return strings[i]
+        case .symbolName(let i): return symbols.symbols[Int(i)].name
+        case .symbolFile(let i): return symbols.symbols[Int(i)].sourceFile
+        }
+    }
+
+    private static func dwarfString(_ id: Int32) -> AnswerString { id >= 0 ? .dwarf(id) : .none }
 }

@@ -49,6 +49,6 @@ enum SymbolCacheTarget {
             }
             if !frames.isEmpty { answered += 1 }
         }
-        return "opened: \(cache.architecture), \(cache.segmentCount) segments, \(cache.chainCount) chains, \(answered) of \(addresses.count) lookups answered"
+        return "opened: \(cache.architecture), \(cache.segmentCount) segments, \(cache.functionCount) functions, \(answered) of \(addresses.count) lookups answered"
     }
 }

@@ -7,20 +7,26 @@ public struct CachedFrameView {
     public let index: Int
     /// How many levels the address has.
     public let count: Int
+    /// The name as the debug file has it (mangled).
     public let symbol: CachedString?
-    public let fullName: CachedString?
-    public let simplifiedName: CachedString?
     public let file: CachedString?
     public let line: Int
     public let column: Int
     public let functionStart: UInt64?
     public let fromSymbolTableOnly: Bool
+    /// The symcache the view reads from, alive for the whole visit.
+    unowned(unsafe) let cache: SymbolCache
+    /// Where the level's function record is in the mapping.
+    let function: Int
 
     /// The level whose function is the symbol (not inlined into another).
     public var isOutermost: Bool { index == count - 1 }
 
-    /// The name in `style`.
+    public var fullName: CachedString? { name(.full) }
+    public var simplifiedName: CachedString? { name(.simplified) }
+
+    /// The name in `style`: `symbol` demangled (at its first use in this symcache, then cached).
     public func name(_ style: Demangler.Style) -> CachedString? {
-        style == .full ? fullName : simplifiedName
+        cache.name(function: function, symbol: symbol, style: style)
     }
 }

@@ -9,9 +9,12 @@ import Glibc
 /// A debug file's lookups precomputed: a versioned, checked, memory-mapped index.
 ///
 /// Opening maps the file read-only, checks the header, the size, a CRC-32 of every byte and
-/// every cross-reference (string, frame and chain indexes); after that a lookup is one binary
-/// search over the segment starts and a walk of one chain's frame records, reading only the
+/// every cross-reference (string, function and caller indexes, every block's segments); after
+/// that a lookup is one binary search over the block starts, the decoding of one block and a
+/// walk of its callers, reading only the
 /// mapped pages it needs. Layout: `SymbolCacheLayout`, and docs/symcache.md.
+///
+/// Not thread-safe (it keeps the names it demangled): one owner at a time, as `DebugFile`.
 public final class SymbolCache {
     /// The last of `SymbolCacheVersions.history`; other versions are rebuilt.
     public static var formatVersion: UInt32 { SymbolCacheVersions.current }
@@ -26,15 +29,20 @@ public final class SymbolCache {
     public let isMachO: Bool
     /// Address intervals with their own answer (after merging equal neighbours).
     public var segmentCount: Int { layout.segmentCount }
-    /// Distinct answers stored.
-    public var chainCount: Int { layout.chainCount }
+    /// Distinct function records (a name, a start, flags).
+    public var functionCount: Int { layout.functionCount }
 
     private let mapping: MappedFile
     private let bytes: UnsafeRawBufferPointer
     private let layout: SymbolCacheLayout
-    private let segmentBase: UInt64
-    /// Every `sampleStride`-th segment start, read at open (see `chain(at:)`).
-    private var sampledStarts: [UInt64] = []
+    /// Each block's first segment start, read at open: the search for the block runs in memory.
+    private var blockStarts: [UInt64] = []
+    /// Demangled names already made, by function record and style (`name(function:symbol:style:)`).
+    private var demangled: [Int: CachedString] = [:]
+    private var demangledStorage: [UnsafeMutableRawBufferPointer] = []
+    /// A bound on `demangled`, emptied at the start of a visit when reached: a batch repeats a
+    /// few thousand functions, a scan of a whole file would otherwise keep every name.
+    static let demangledLimit = 1 << 16
 
     /// Builds the index of `file` and writes it atomically to `path` (a temporary name in the
     /// same directory, then rename), recording `key` with the demanglers the names went through.
@@ -102,17 +110,17 @@ public final class SymbolCache {
         }
         let flags: UInt32 = header[O.flags]
         guard flags & ~SymbolCacheLayout.Flag.known == 0 else { throw .corrupt(path: path, detail: "unknown flags \(flags)") }
-        guard let recorded = SymbolCacheKey(recordedIn: header) else { throw .corrupt(path: path, detail: "a demangler identity longer than its field") }
+        let recorded = SymbolCacheKey(recordedIn: header)
         if let mismatch = recorded.mismatch(expected: key, path: path) { throw mismatch }
-        let segments: UInt32 = header[O.segmentCount], chains: UInt32 = header[O.chainCount]
-        let frames: UInt32 = header[O.frameCount], strings: UInt32 = header[O.stringCount]
+        let segments: UInt32 = header[O.segmentCount], blocks: UInt32 = header[O.blockCount]
+        let callers: UInt32 = header[O.callerCount], strings: UInt32 = header[O.stringCount]
         let functions: UInt32 = header[O.functionCount]
-        let blob: UInt64 = header[O.blobSize]
-        guard blob <= UInt64(UInt32.max) else { throw .corrupt(path: path, detail: "string blob of \(blob) bytes") }
+        let blob: UInt64 = header[O.blobSize], stream: UInt64 = header[O.streamSize]
+        guard blob < UInt64(SymbolCacheLayout.escapeBit) else { throw .corrupt(path: path, detail: "string blob of \(blob) bytes") }
+        guard stream <= UInt64(UInt32.max) else { throw .corrupt(path: path, detail: "segment stream of \(stream) bytes") }
         let layout = SymbolCacheLayout(
-            segmentCount: Int(segments), chainCount: Int(chains), frameCount: Int(frames), functionCount: Int(functions),
-            stringCount: Int(strings),
-            blobSize: Int(blob), wideStarts: flags & SymbolCacheLayout.Flag.wideStarts != 0)
+            segmentCount: Int(segments), blockCount: Int(blocks), streamSize: Int(stream), callerCount: Int(callers),
+            functionCount: Int(functions), stringCount: Int(strings), blobSize: Int(blob))
         // Counts are 32-bit, so the sum cannot overflow; it must be the file exactly.
         guard layout.totalSize == bytes.count else {
             throw .corrupt(path: path, detail: "sections add up to \(layout.totalSize) bytes, the file has \(bytes.count)")
@@ -122,10 +130,13 @@ public final class SymbolCache {
         guard archLength <= SymbolCacheLayout.maxArchName else { throw .corrupt(path: path, detail: "arch name of \(archLength) bytes") }
         architecture = Arch(String(decoding: bytes[(O.archName + 1)..<(O.archName + 1 + archLength)], as: UTF8.self))
         preferredBase = header[O.preferredBase]
-        segmentBase = header[O.segmentBase]
         isMachO = flags & SymbolCacheLayout.Flag.machO != 0
         if let problem = SymbolCacheValidation.problem(bytes, layout) { throw .corrupt(path: path, detail: problem) }
-        sampledStarts = stride(from: 0, to: layout.segmentCount, by: Self.sampleStride).map(start)
+        blockStarts = (0..<layout.blockCount).map { u64(layout.blockStartsOffset + $0 * 8) }
+    }
+
+    deinit {
+        for storage in demangledStorage { storage.deallocate() }
     }
 
     /// What is at `address`, innermost inline level first: exactly `DebugFile.frames(at:)`'s
@@ -144,84 +155,108 @@ public final class SymbolCache {
     }
 
     /// Calls `body` with each level at `address`, innermost first, read in place from the
-    /// mapping (no `String` is made); returns how many levels there were. The views and their
-    /// bytes are valid only during the call.
+    /// mapping (no `String` is made, except a demangled name the first time it is asked for);
+    /// returns how many levels there were. The views and their bytes are valid only during the
+    /// call.
     @discardableResult
     public func visitFrames<E: Error>(at address: UInt64, _ body: (CachedFrameView) throws(E) -> Void) throws(E) -> Int {
-        let chain = chain(at: address)
-        guard chain != SymbolCacheLayout.none else { return 0 }
-        let first = Int(u32(layout.chainStartsOffset + Int(chain) * 4))
-        let end = Int(u32(layout.chainStartsOffset + Int(chain) * 4 + 4))
-        let count = end - first
-        for i in 0..<count {
-            let record = layout.framesOffset + (first + i) * SymbolCacheLayout.frameRecordSize
-            let function = layout.functionsOffset + Int(u32(record + FrameRecord.Offset.function)) * SymbolCacheLayout.functionRecordSize
-            typealias F = FunctionRecord.Offset
-            let flags = u32(function + F.flags)
-            try body(CachedFrameView(
-                index: i, count: count,
-                symbol: string(u32(function + F.symbol)),
-                fullName: string(u32(function + F.fullName)),
-                simplifiedName: string(u32(function + F.simplifiedName)),
-                file: string(u32(record + FrameRecord.Offset.file)),
-                line: Int(Int32(bitPattern: u32(record + FrameRecord.Offset.line))),
-                column: Int(Int32(bitPattern: u32(record + FrameRecord.Offset.column))),
-                functionStart: flags & FunctionRecord.Flag.hasFunctionStart != 0 ? u64(function + F.functionStart) : nil,
-                fromSymbolTableOnly: flags & FunctionRecord.Flag.fromSymbolTableOnly != 0))
+        if demangled.count >= Self.demangledLimit { forgetDemangledNames() }
+        guard let answer = answer(at: address) else { return 0 }
+        typealias C = CallerRecord.Offset
+        var count = 1
+        var caller = answer.caller
+        while caller != SymbolCacheLayout.none {
+            count += 1
+            caller = u32(layout.callersOffset + Int(caller) * SymbolCacheLayout.callerRecordSize + C.next)
+        }
+        try body(view(index: 0, count: count, function: answer.function, file: answer.file, line: answer.line, column: answer.column))
+        caller = answer.caller
+        var index = 1
+        while caller != SymbolCacheLayout.none {
+            let record = layout.callersOffset + Int(caller) * SymbolCacheLayout.callerRecordSize
+            try body(view(
+                index: index, count: count, function: u32(record + C.function), file: u32(record + C.file),
+                line: Int32(bitPattern: u32(record + C.line)), column: Int32(bitPattern: u32(record + C.column))))
+            caller = u32(record + C.next)
+            index += 1
         }
         return count
     }
 
-    /// The chain answering `address`: the segment with the greatest start at or below it.
-    ///
-    /// Two steps: the in-memory sample of every 256th start (small enough to stay in cache)
-    /// picks the block, then a binary search inside that block touches one kilobyte or two of
-    /// the mapping instead of ~20 cache lines spread over the whole table.
-    private func chain(at address: UInt64) -> UInt32 {
-        let n = layout.segmentCount
-        guard n > 0, address >= segmentBase else { return SymbolCacheLayout.none }
-        let key: UInt64
-        if layout.wideStarts {
-            key = address
-        } else if address - segmentBase > UInt64(UInt32.max) {
-            // Every start is below 2^32 past the base: the last segment answers.
-            return u32(layout.chainOfSegmentOffset + (n - 1) * 4)
-        } else {
-            key = address - segmentBase
-        }
+    private func view(index: Int, count: Int, function: UInt32, file: UInt32, line: Int32, column: Int32) -> CachedFrameView {
+        typealias F = FunctionRecord.Offset
+        let record = layout.functionsOffset + Int(function) * SymbolCacheLayout.functionRecordSize
+        let flags = u32(record + F.flags)
+        return CachedFrameView(
+            index: index, count: count, symbol: string(u32(record + F.name)), file: string(file),
+            line: Int(line), column: Int(column),
+            functionStart: flags & FunctionRecord.Flag.hasFunctionStart != 0 ? u64(record + F.functionStart) : nil,
+            fromSymbolTableOnly: flags & FunctionRecord.Flag.fromSymbolTableOnly != 0, cache: self, function: record)
+    }
+
+    /// The name of the function record at `function` in `style`: the stored name itself unless
+    /// the writer marked it Swift- or C++-mangled, then its demangled form, made once.
+    func name(function: Int, symbol: CachedString?, style: Demangler.Style) -> CachedString? {
+        guard let symbol else { return nil }
+        let mangled = FunctionRecord.Flag.swiftName | FunctionRecord.Flag.cxxName
+        guard u32(function + FunctionRecord.Offset.flags) & mangled != 0 else { return symbol }
+        let key = function << 1 | (style == .full ? 0 : 1)
+        if let known = demangled[key] { return known }
+        let name = Demangler.demangle(symbol.string, style: style)
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(name.utf8.count, 1), alignment: 1)
+        demangledStorage.append(storage)
+        _ = storage.initializeMemory(as: UInt8.self, from: name.utf8)
+        let out = CachedString(
+            bytes: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[..<name.utf8.count]),
+            needsTerminalEscaping: TerminalText.escape(name) != name)
+        demangled[key] = out
+        return out
+    }
+
+    private func forgetDemangledNames() {
+        for storage in demangledStorage { storage.deallocate() }
+        demangledStorage.removeAll(keepingCapacity: true)
+        demangled.removeAll(keepingCapacity: true)
+    }
+
+    /// The answer of the segment with the greatest start at or below `address`: a search of the
+    /// block starts in memory, then the decoding of one block.
+    private func answer(at address: UInt64) -> SegmentAnswer? {
         var lo = 0
-        var hi = sampledStarts.count
+        var hi = blockStarts.count
         while lo < hi {
             let mid = (lo + hi) >> 1
-            if sampledStarts[mid] <= key { lo = mid + 1 } else { hi = mid }
+            if blockStarts[mid] <= address { lo = mid + 1 } else { hi = mid }
         }
-        guard lo > 0 else { return SymbolCacheLayout.none }
-        // starts[block] <= key; the answer is the last start <= key in this block.
-        let block = (lo - 1) * Self.sampleStride
-        lo = block + 1
-        hi = min(block + Self.sampleStride, n)
-        while lo < hi {
-            let mid = (lo + hi) >> 1
-            if start(mid) <= key { lo = mid + 1 } else { hi = mid }
+        guard lo > 0 else { return nil }
+        let block = lo - 1
+        let (offset, end) = blockRange(block)
+        var found: SegmentAnswer?
+        // Validated at open: decoding cannot fail here.
+        _ = SegmentCoding.decode(bytes, offset: offset, end: end, firstStart: blockStarts[block], count: blockSegmentCount(block)) { start, answer in
+            guard start <= address else { return false }
+            found = answer
+            return true
         }
-        return u32(layout.chainOfSegmentOffset + (lo - 1) * 4)
+        return found
     }
 
-    private static let sampleStride = 256
-
-    /// Segment `i`'s start: an absolute address with wide starts, else an offset from the base.
-    private func start(_ i: Int) -> UInt64 {
-        layout.wideStarts ? u64(layout.startsOffset + i * 8) : UInt64(u32(layout.startsOffset + i * 4))
+    /// Where block `i`'s bytes lie in the mapping.
+    func blockRange(_ i: Int) -> (Int, Int) {
+        let offset = layout.streamOffset + Int(u32(layout.blockOffsetsOffset + i * 4))
+        let end = i + 1 < layout.blockCount ? layout.streamOffset + Int(u32(layout.blockOffsetsOffset + i * 4 + 4)) : layout.streamOffset + layout.streamSize
+        return (offset, end)
     }
+
+    func blockSegmentCount(_ i: Int) -> Int { min(SegmentCoding.blockLength, layout.segmentCount - i * SegmentCoding.blockLength) }
 
     private func string(_ id: UInt32) -> CachedString? {
         guard id != SymbolCacheLayout.none else { return nil }
-        let ref = layout.stringRefsOffset + Int(id) * 8
-        let offset = Int(u32(ref))
-        let length = u32(ref + 4)
+        let end = u32(layout.stringEndsOffset + Int(id) * 4)
+        let start = id == 0 ? 0 : Int(u32(layout.stringEndsOffset + Int(id) * 4 - 4) & ~SymbolCacheLayout.escapeBit)
         return CachedString(
-            bytes: UnsafeRawBufferPointer(rebasing: bytes[(layout.blobOffset + offset)..<(layout.blobOffset + offset + Int(length & ~SymbolCacheLayout.escapeBit))]),
-            needsTerminalEscaping: length & SymbolCacheLayout.escapeBit != 0)
+            bytes: UnsafeRawBufferPointer(rebasing: bytes[(layout.blobOffset + start)..<(layout.blobOffset + Int(end & ~SymbolCacheLayout.escapeBit))]),
+            needsTerminalEscaping: end & SymbolCacheLayout.escapeBit != 0)
     }
 
     // Offsets reaching these were validated at open (`SymbolCacheValidation`); the buffer's own

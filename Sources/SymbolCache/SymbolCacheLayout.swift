@@ -1,24 +1,22 @@
-/// Where everything lies in a symcache file (format version 2, `SymbolCacheVersions`), little-endian.
+/// Where everything lies in a symcache file (format version 3, `SymbolCacheVersions`), little-endian.
 ///
 /// ```
 /// header (256 bytes)
 ///   0  magic "STKSYMC\0"          8  version u32         12 flags u32 (see `Flag`)
 ///   16 total size u64             24 header CRC-32 (this field as 0)   28 body CRC-32
-///   32 preferred base u64         40 segment base u64
+///   32 preferred base u64         40 zero (8 bytes)
 ///   48 source size u64            56 source mtime ns i64               64 source inode u64
-///   72 segments u32  76 chains u32  80 frames u32  84 strings u32      88 blob bytes u64
+///   72 segments u32  76 blocks u32  80 callers u32  84 strings u32     88 blob bytes u64
 ///   96 functions u32              100 arch name: length u8, then up to 27 bytes
 ///   128 executable size u64       136 executable mtime ns i64          144 executable inode u64
-///   152 zero (8 bytes)
-///   160 Swift demangler: length u8, then up to 47 bytes (`DemanglerIdentity.bytes`)
-///   208 C++ demangler: length u8, then up to 47 bytes
+///   152 segment stream bytes u64  160 zero to the end
 /// body: each section starts 8-aligned, in this order, its size fixed by the counts above
-///   segment starts   N × u32 (offset from the segment base) or N × u64 with flag 2; ascending
-///   segment chains   N × u32: chain index, or 0xFFFF_FFFF for "no answer"
-///   chain starts     (C+1) × u32: chain i is frames [start[i], start[i+1]), innermost first
-///   frames           F × 16 bytes (see `FrameRecord`): function, file, line, column
-///   functions        G × 24 bytes (see `FunctionRecord`): names, start, flags; shared by frames
-///   string refs      S × (offset u32, length u32; bit 31 of length: needs terminal escaping)
+///   block starts     B × u64: the first segment start of each block of `SegmentCoding.blockLength`
+///   block offsets    B × u32: where each block's segments begin in the stream
+///   segment stream   the segments, delta-coded block by block (see `SegmentCoding`)
+///   callers          C × 20 bytes (see `CallerRecord`): the outer levels of inlined code
+///   functions        G × 16 bytes (see `FunctionRecord`): name, start, flags
+///   string ends      S × u32: string i is blob[end(i-1), end(i)); bit 31: needs terminal escaping
 ///   string blob      the UTF-8 bytes
 /// ```
 ///
@@ -27,67 +25,65 @@
 struct SymbolCacheLayout: Equatable {
     static let magic: [UInt8] = Array("STKSYMC\0".utf8)
     static let headerSize = 256
-    static let frameRecordSize = 16
-    static let functionRecordSize = 24
+    static let callerRecordSize = 20
+    static let functionRecordSize = 16
     static let none: UInt32 = 0xFFFF_FFFF
     static let escapeBit: UInt32 = 0x8000_0000
     static let maxArchName = 27
 
     enum Flag {
         static let machO: UInt32 = 1
-        static let wideStarts: UInt32 = 2
         /// An executable was given beside the debug file: its identity is at 128.
         static let withExecutable: UInt32 = 4
-        /// Some names went through the Swift demangler / the C++ one: its identity is recorded.
-        static let swiftNames: UInt32 = 8
-        static let cxxNames: UInt32 = 16
-        static let known: UInt32 = 31
+        static let known: UInt32 = 5
     }
 
     enum Offset {
         static let version = 8, flags = 12, totalSize = 16, headerCRC = 24, bodyCRC = 28
-        static let preferredBase = 32, segmentBase = 40
+        static let preferredBase = 32
         static let sourceSize = 48, sourceMtime = 56, sourceInode = 64
-        static let segmentCount = 72, chainCount = 76, frameCount = 80, stringCount = 84, blobSize = 88
+        static let segmentCount = 72, blockCount = 76, callerCount = 80, stringCount = 84, blobSize = 88
         static let functionCount = 96, archName = 100
         static let executableSize = 128, executableMtime = 136, executableInode = 144
-        static let swiftDemangler = 160, cxxDemangler = 208
+        static let streamSize = 152
     }
 
     let segmentCount: Int
-    let chainCount: Int
-    let frameCount: Int
+    let blockCount: Int
+    let streamSize: Int
+    let callerCount: Int
     let functionCount: Int
     let stringCount: Int
     let blobSize: Int
-    let wideStarts: Bool
 
     // Stored, not computed: every lookup reads several of them per frame, and working each out
     // from the counts again showed in a batch's profile (`make bench`, the lookup part).
-    let startsOffset: Int
-    let chainOfSegmentOffset: Int
-    let chainStartsOffset: Int
-    let framesOffset: Int
+    let blockStartsOffset: Int
+    let blockOffsetsOffset: Int
+    let streamOffset: Int
+    let callersOffset: Int
     let functionsOffset: Int
-    let stringRefsOffset: Int
+    let stringEndsOffset: Int
     let blobOffset: Int
     let totalSize: Int
 
-    init(segmentCount: Int, chainCount: Int, frameCount: Int, functionCount: Int, stringCount: Int, blobSize: Int, wideStarts: Bool) {
+    /// Counts as read from a header are each at most 32 bits (the stream and blob sizes are
+    /// bounded by the caller), so no sum here can overflow.
+    init(segmentCount: Int, blockCount: Int, streamSize: Int, callerCount: Int, functionCount: Int, stringCount: Int, blobSize: Int) {
         self.segmentCount = segmentCount
-        self.chainCount = chainCount
-        self.frameCount = frameCount
+        self.blockCount = blockCount
+        self.streamSize = streamSize
+        self.callerCount = callerCount
         self.functionCount = functionCount
         self.stringCount = stringCount
         self.blobSize = blobSize
-        self.wideStarts = wideStarts
-        startsOffset = Self.headerSize
-        chainOfSegmentOffset = Self.align(startsOffset + segmentCount * (wideStarts ? 8 : 4))
-        chainStartsOffset = Self.align(chainOfSegmentOffset + segmentCount * 4)
-        framesOffset = Self.align(chainStartsOffset + (chainCount + 1) * 4)
-        functionsOffset = framesOffset + frameCount * Self.frameRecordSize
-        stringRefsOffset = functionsOffset + functionCount * Self.functionRecordSize
-        blobOffset = stringRefsOffset + stringCount * 8
+        blockStartsOffset = Self.headerSize
+        blockOffsetsOffset = blockStartsOffset + blockCount * 8
+        streamOffset = Self.align(blockOffsetsOffset + blockCount * 4)
+        callersOffset = Self.align(streamOffset + streamSize)
+        functionsOffset = Self.align(callersOffset + callerCount * Self.callerRecordSize)
+        stringEndsOffset = functionsOffset + functionCount * Self.functionRecordSize
+        blobOffset = stringEndsOffset + stringCount * 4
         totalSize = Self.align(blobOffset + blobSize)
     }
 

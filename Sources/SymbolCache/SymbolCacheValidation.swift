@@ -1,62 +1,74 @@
 /// Every cross-reference of a symcache checked once at open, so that lookups can follow them
-/// without a check each: string refs inside the blob, frame and function indexes inside their
-/// tables, chain starts ascending and inside the frames, segment chains inside the chains,
-/// segment starts strictly ascending. The checksum already rules out damage; this rules out a
-/// file written with a valid checksum by something other than the writer (a fuzzer, an attacker).
+/// without a check each: string ends inside the blob and ascending, function and caller records'
+/// indexes inside their tables (a caller's next always an earlier caller, so a chain ends), and
+/// every block decoded whole: its varints inside its bytes and ending where the next block begins,
+/// its ids inside their tables, its starts rising strictly and above the previous block's. The
+/// checksum already rules out damage; this rules out a file written with a valid checksum by
+/// something other than the writer (a fuzzer, an attacker).
 ///
-/// Linear in the tables and far cheaper than the checksum: the blob, the bulk, is not walked.
+/// Linear in the tables; the blob, the bulk, is not walked.
 enum SymbolCacheValidation {
     static func problem(_ bytes: UnsafeRawBufferPointer, _ layout: SymbolCacheLayout) -> String? {
         func u32(_ offset: Int) -> UInt32 { UInt32(littleEndian: bytes.load(fromByteOffset: offset, as: UInt32.self)) }
         func u64(_ offset: Int) -> UInt64 { UInt64(littleEndian: bytes.load(fromByteOffset: offset, as: UInt64.self)) }
         let none = SymbolCacheLayout.none
 
+        var previousEnd: UInt32 = 0
         for i in 0..<layout.stringCount {
-            let ref = layout.stringRefsOffset + i * 8
-            let end = UInt64(u32(ref)) + UInt64(u32(ref + 4) & ~SymbolCacheLayout.escapeBit)
-            if end > UInt64(layout.blobSize) { return "string \(i) ends at \(end), past the blob (\(layout.blobSize) bytes)" }
+            let end = u32(layout.stringEndsOffset + i * 4) & ~SymbolCacheLayout.escapeBit
+            if end < previousEnd || Int(end) > layout.blobSize { return "string \(i) ends at \(end), outside [\(previousEnd), \(layout.blobSize)]" }
+            previousEnd = end
         }
         let strings = UInt32(layout.stringCount)
         let functions = UInt32(layout.functionCount)
-        for i in 0..<layout.frameCount {
-            let record = layout.framesOffset + i * SymbolCacheLayout.frameRecordSize
-            let function = u32(record + FrameRecord.Offset.function)
-            if function >= functions { return "frame \(i) names function \(function) of \(functions)" }
-            let file = u32(record + FrameRecord.Offset.file)
-            if file != none && file >= strings { return "frame \(i) names string \(file) of \(strings)" }
-        }
+        let callers = UInt32(layout.callerCount)
         for i in 0..<layout.functionCount {
             let record = layout.functionsOffset + i * SymbolCacheLayout.functionRecordSize
             typealias F = FunctionRecord.Offset
-            let symbol = u32(record + F.symbol), full = u32(record + F.fullName), simplified = u32(record + F.simplifiedName)
-            // `none` is above every index, so it must be told apart; no array here: this loop runs
-            // once per function at every open, and an array per function was most of its cost.
-            if symbol != none && symbol >= strings { return "function \(i) names string \(symbol) of \(strings)" }
-            if full != none && full >= strings { return "function \(i) names string \(full) of \(strings)" }
-            if simplified != none && simplified >= strings { return "function \(i) names string \(simplified) of \(strings)" }
-            if u32(record + F.flags) & ~FunctionRecord.Flag.known != 0 { return "function \(i) has unknown flags" }
-            // A name without its demangled forms (or the reverse) would answer differently by style.
-            if (symbol == none) != (full == none) || (symbol == none) != (simplified == none) {
-                return "function \(i) has demangled names that do not match its symbol"
+            let name = u32(record + F.name), flags = u32(record + F.flags)
+            if name != none && name >= strings { return "function \(i) names string \(name) of \(strings)" }
+            if flags & ~FunctionRecord.Flag.known != 0 { return "function \(i) has unknown flags" }
+            let mangled = flags & (FunctionRecord.Flag.swiftName | FunctionRecord.Flag.cxxName)
+            if mangled == FunctionRecord.Flag.swiftName | FunctionRecord.Flag.cxxName || (name == none && mangled != 0) {
+                return "function \(i) has a mangling it cannot have"
             }
         }
-        var previous = u32(layout.chainStartsOffset)
-        if previous != 0 { return "the first chain starts at frame \(previous)" }
-        for i in stride(from: 1, through: layout.chainCount, by: 1) {
-            let start = u32(layout.chainStartsOffset + i * 4)
-            if start <= previous { return "chain \(i - 1) is empty or reversed" }
-            previous = start
+        for i in 0..<layout.callerCount {
+            let record = layout.callersOffset + i * SymbolCacheLayout.callerRecordSize
+            typealias C = CallerRecord.Offset
+            let function = u32(record + C.function), file = u32(record + C.file), next = u32(record + C.next)
+            if function >= functions { return "caller \(i) names function \(function) of \(functions)" }
+            if file != none && file >= strings { return "caller \(i) names string \(file) of \(strings)" }
+            if next != none && next >= UInt32(i) { return "caller \(i) is called from caller \(next), not an earlier one" }
         }
-        if Int(previous) != layout.frameCount { return "chains end at frame \(previous) of \(layout.frameCount)" }
-        let chains = UInt32(layout.chainCount)
+        let blocks = (layout.segmentCount + SegmentCoding.blockLength - 1) / SegmentCoding.blockLength
+        if blocks != layout.blockCount { return "\(layout.blockCount) blocks for \(layout.segmentCount) segments" }
         var last: UInt64?
-        for i in 0..<layout.segmentCount {
-            let chain = u32(layout.chainOfSegmentOffset + i * 4)
-            if chain != none && chain >= chains { return "segment \(i) answers chain \(chain) of \(chains)" }
-            let start = layout.wideStarts ? u64(layout.startsOffset + i * 8) : UInt64(u32(layout.startsOffset + i * 4))
-            if let last, start <= last { return "segment \(i) does not start after segment \(i - 1)" }
-            last = start
+        var expectedOffset = layout.streamOffset
+        for b in 0..<layout.blockCount {
+            let first = u64(layout.blockStartsOffset + b * 8)
+            if let last, first <= last { return "block \(b) does not start after block \(b - 1)" }
+            let offset = layout.streamOffset + Int(u32(layout.blockOffsetsOffset + b * 4))
+            if offset != expectedOffset { return "block \(b) begins at \(offset - layout.streamOffset), where block \(b - 1) ended at \(expectedOffset - layout.streamOffset)" }
+            let end = b + 1 < layout.blockCount
+                ? layout.streamOffset + Int(u32(layout.blockOffsetsOffset + b * 4 + 4)) : layout.streamOffset + layout.streamSize
+            if end < offset || end > layout.streamOffset + layout.streamSize { return "block \(b) ends outside the segment stream" }
+            var bad: String?
+            let count = min(SegmentCoding.blockLength, layout.segmentCount - b * SegmentCoding.blockLength)
+            let (problem, position) = SegmentCoding.decode(bytes, offset: offset, end: end, firstStart: first, count: count) { start, answer in
+                last = start
+                guard let answer else { return true }
+                if answer.function >= functions { bad = "names function \(answer.function) of \(functions)" }
+                if answer.file != none && answer.file >= strings { bad = "names string \(answer.file) of \(strings)" }
+                if answer.caller != none && answer.caller >= callers { bad = "names caller \(answer.caller) of \(callers)" }
+                return bad == nil
+            }
+            if let problem { return "block \(b): \(problem)" }
+            if let bad { return "a segment of block \(b) \(bad)" }
+            if position != end { return "block \(b) has \(end - position) bytes after its segments" }
+            expectedOffset = end
         }
+        if expectedOffset != layout.streamOffset + layout.streamSize { return "the segment stream has bytes after its last block" }
         return nil
     }
 }

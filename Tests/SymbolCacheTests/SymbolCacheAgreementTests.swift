@@ -49,7 +49,7 @@ import Testing
         #expect(mismatches == 0, "\(name): \(mismatches) of \(addresses.count) addresses differ")
         // Proves the comparison covered real answers, not only "??".
         #expect(answered > 0, "\(name): no address had an answer")
-        print("[symcache] \(name): \(addresses.count) addresses, \(answered) answered, \(cache.segmentCount) segments, \(cache.chainCount) chains, \((try? FileManager.default.attributesOfItem(atPath: path)[.size]) ?? 0) bytes; \(mismatches) mismatches")
+        print("[symcache] \(name): \(addresses.count) addresses, \(answered) answered, \(cache.segmentCount) segments, \(cache.functionCount) functions, \((try? FileManager.default.attributesOfItem(atPath: path)[.size]) ?? 0) bytes; \(mismatches) mismatches")
         return addresses.count
     }
 

@@ -13,7 +13,7 @@ import Testing
 
     init() throws {
         scratch = try TempDirectory("stackline-symcache-integrity")
-        // A dSYM with DWARF: every section (segments, chains, frames, strings, blob) is non-empty.
+        // A dSYM with DWARF: every section (blocks, segments, functions, strings, blob) is non-empty.
         let path = scratch.file("good.symcache")
         source = try SymbolCacheSource(file: RegularFile(path: MachOFixtures.dylibDWARF))
         try SymbolCache.write(from: DebugFile(machO: MachOFixtures.dylibDWARF, arch: "arm64"), key: SymbolCacheKey(source: source), to: path)
@@ -92,26 +92,29 @@ import Testing
     /// attacker writes, not what damage does) is refused by the structural checks.
     @Test func validChecksumsWithBadReferencesAreRefused() throws {
         defer { scratch.remove() }
-        let segments = Int(read32(original, 72)), chains = Int(read32(original, 76)), frames = Int(read32(original, 80))
-        let functions = Int(read32(original, 96))
-        let wide = read32(original, 12) & 2 != 0
-        let chainOfSegment = align(256 + segments * (wide ? 8 : 4))
-        let chainStarts = align(chainOfSegment + segments * 4)
-        let framesOffset = align(chainStarts + (chains + 1) * 4)
-        let functionsOffset = framesOffset + frames * 16
-        let refs = functionsOffset + functions * 24
-        let named = try #require((0..<functions).map { functionsOffset + $0 * 24 }.first { read32(original, $0 + 8) != 0xffff_ffff })
-        let cases: [(String, Int, UInt32)] = [
-            ("segment chain out of range", chainOfSegment, UInt32(chains) + 5),
-            ("chain start past the frames", chainStarts + 4, UInt32(frames) + 1),
-            ("frame function out of range", framesOffset, UInt32(functions)),
-            ("frame file out of range", framesOffset + 4, 0x7fff_ffff),
+        // Format version 3's sections (docs/symcache.md, "Layout").
+        let blocks = Int(read32(original, 76)), callers = Int(read32(original, 80)), functions = Int(read32(original, 96))
+        let stream = Int(read32(original, 152))
+        let blockOffsets = 256 + blocks * 8
+        let streamOffset = align(blockOffsets + blocks * 4)
+        let callersOffset = align(streamOffset + stream)
+        let functionsOffset = align(callersOffset + callers * 20)
+        let stringEnds = functionsOffset + functions * 16
+        try #require(blocks >= 2 && functions > 0, "the fixture fills at least two blocks")
+        var cases: [(String, Int, UInt32)] = [
+            ("blocks out of order", 256 + 8, 0),
+            ("a block beginning inside another", blockOffsets + 4, read32(original, blockOffsets + 4) - 1),
+            ("a segment with an unknown tag", streamOffset, 0xFF),
             ("function name out of range", functionsOffset + 8, 0x7fff_ffff),
-            ("function without its demangled names", named + 12, 0xffff_ffff),
-            ("string past the blob", refs + 4, 0x7fff_fff0),
-            ("segments out of order", 256, 0xffff_fff0),
+            ("a function both Swift- and C++-mangled", functionsOffset + 12, 12),
+            ("string past the blob", stringEnds, 0x7fff_fff0),
             ("more functions than the file holds", 96, UInt32(functions) + 1),
+            ("more blocks than the segments fill", 76, UInt32(blocks) + 1),
         ]
+        if callers > 0 {
+            cases.append(("caller function out of range", callersOffset, UInt32(functions)))
+            cases.append(("a caller calling itself", callersOffset + 16, 0))
+        }
         for (what, offset, value) in cases {
             var patched = original
             write32(&patched, offset, value)

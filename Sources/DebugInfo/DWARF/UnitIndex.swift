@@ -237,15 +237,11 @@ final class UnitIndex {
     // MARK: Answering
 
     /// The line-table row for `address`, following llvm-symbolizer: the last row at or before
-    /// the address, unless that ends a sequence.
-    func row(at address: UInt64) -> LineRow? {
-        var lo = 0
-        var hi = rows.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if rows[mid].address <= address { lo = mid + 1 } else { hi = mid }
-        }
-        var i = lo - 1
+    /// the address, unless that ends a sequence. `hint` is where the previous (lower) address's
+    /// search landed in this unit, -1 for none (`lastIndex(atOrBelow:)`).
+    func row(at address: UInt64, hint: inout Int) -> LineRow? {
+        var i = lastIndex(atOrBelow: address, count: rows.count, hint: hint) { rows[$0].address }
+        hint = i
         guard i >= 0 else { return nil }
         let at = rows[i].address
         // Where one sequence ends exactly where another starts, the address belongs to the new one.
@@ -255,17 +251,18 @@ final class UnitIndex {
         return rows[i]
     }
 
-    /// Scopes containing `address`, outermost (the function) first.
-    func scopeChain(at address: UInt64) -> [Scope] {
-        guard let top = functions.find(address) else { return [] }
-        var chain = [scopes[Int(top)]]
+    /// Scopes containing `address`, outermost (the function) first, as indexes for `scope(_:)`.
+    func scopeChain(at address: UInt64, into chain: inout [Int32]) {
+        chain.removeAll(keepingCapacity: true)
+        guard let top = functions.find(address) else { return }
+        chain.append(top)
         var current = Int(top)
         descend: while true {
             var child = current + 1
             let end = Int(scopes[current].subtreeEnd)
             while child < end {
                 if contains(scopes[child], address) {
-                    chain.append(scopes[child])
+                    chain.append(Int32(child))
                     current = child
                     continue descend
                 }
@@ -273,8 +270,9 @@ final class UnitIndex {
             }
             break
         }
-        return chain
     }
+
+    func scope(_ index: Int32) -> Scope { scopes[Int(index)] }
 
     func rangeStart(of scope: Scope, containing address: UInt64) -> UInt64? {
         for r in Int(scope.firstRange)..<Int(scope.firstRange + scope.rangeCount) where ranges[r].start <= address && address < ranges[r].end {
@@ -283,9 +281,10 @@ final class UnitIndex {
         return nil
     }
 
-    func callFile(_ scope: Scope) -> String? {
-        guard scope.callFile >= 0, Int(scope.callFile) < callFiles.count else { return nil }
-        return strings[callFiles[Int(scope.callFile)]]
+    /// The string-table id of `scope`'s `DW_AT_call_file`, -1 for none.
+    func callFile(_ scope: Scope) -> Int32 {
+        guard scope.callFile >= 0, Int(scope.callFile) < callFiles.count else { return -1 }
+        return callFiles[Int(scope.callFile)]
     }
 
     private func contains(_ scope: Scope, _ address: UInt64) -> Bool {

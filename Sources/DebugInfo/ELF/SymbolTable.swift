@@ -78,15 +78,19 @@ public struct SymbolTable: Sendable {
 
     /// The symbol covering `address`, if any.
     public func symbol(containing address: UInt64) -> ElfSymbol? {
-        var lo = 0
-        var hi = symbols.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if symbols[mid].address <= address { lo = mid + 1 } else { hi = mid }
-        }
-        guard lo > 0 else { return nil }
-        let s = symbols[lo - 1]
+        var hint = -1
+        return index(containing: address, hint: &hint).map { symbols[$0] }
+    }
+
+    /// The index of the symbol covering `address`. `hint` is the last symbol at or below the
+    /// previous address asked: a sweep upwards steps from it instead of searching (the same
+    /// answer: addresses are unique, so "the last symbol at or below" has one index).
+    func index(containing address: UInt64, hint: inout Int) -> Int? {
+        let last = lastIndex(atOrBelow: address, count: symbols.count, hint: hint) { symbols[$0].address }
+        hint = last
+        guard last >= 0 else { return nil }
+        let s = symbols[last]
         if s.size != 0 && address - s.address >= s.size { return nil }
-        return s
+        return last
     }
 }

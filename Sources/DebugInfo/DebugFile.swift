@@ -50,6 +50,9 @@ public final class DebugFile {
     }
 
     public var unitCount: Int { unitDies.count }
+    /// How many `.dwarf` ids `AnswerString` can hold so far: every id `levels(at:…)` hands out is
+    /// below it once the units it answers from are indexed.
+    public var dwarfStringCount: Int { strings.strings.count }
     public var symbolCount: Int { symbols.symbols.count }
 
     /// The file's sized symbols that start inside a DWARF unit's address ranges, in address
@@ -67,8 +70,10 @@ public final class DebugFile {
             var version: UInt16 = 0
             var unitType: UInt8 = 0
             var cuDie = Dwarf_Die()
-            var subDie = Dwarf_Die()
-            let rc = dwarf_get_units(dwarf, cu, &next, &version, &unitType, &cuDie, &subDie)
+            // No split-unit DIE asked for: libdw would look for each skeleton unit's .dwo file
+            // (a Swift binary has one per Clang module, naming a .pcm in the build's module
+            // cache) with a realpath and an open each, and nothing here reads split units.
+            let rc = dwarf_get_units(dwarf, cu, &next, &version, &unitType, &cuDie, nil)
             if rc == 1 { break }
             if rc != 0 {
                 throw .corrupt(path: elf.path, detail: "bad DWARF unit after \(unitDies.count) units (\(ElfFile.dwarfMessage()))")

@@ -18,13 +18,26 @@ struct SymbolCacheBuilder {
     private var blob: [UInt8] = []
     private var stringEnds: [UInt32] = []
     private var stringsByValue: [String: UInt32] = [:]
-    private var stringsByID: [AnswerString: UInt32] = [:]
+    /// The symcache's string index of each `AnswerString`, by kind (`unset` until first used):
+    /// arrays, not a dictionary, because every segment asks (`make bench`, symcache build).
+    private var dwarfStrings: [UInt32] = []
+    private var symbolNames: [UInt32]
+    private var symbolFiles: [UInt32]
+    private static let unset: UInt32 = 0xFFFF_FFFE
+    /// The last function looked up, asked again by nearly every segment of one function.
+    private var lastFunction: (key: FunctionKey, id: UInt32)?
     private var functionRecords: [UInt8] = []
     private var functionIDs: [FunctionKey: UInt32] = [:]
     private var callerRecords: [UInt8] = []
     private var callerIDs: [CallerKey: UInt32] = [:]
 
-    private init(file: DebugFile) { self.file = file }
+    private init(file: DebugFile) {
+        self.file = file
+        symbolNames = Array(repeating: Self.unset, count: file.symbolCount)
+        symbolFiles = Array(repeating: Self.unset, count: file.symbolCount)
+        functionIDs.reserveCapacity(file.symbolCount)
+        stringsByValue.reserveCapacity(file.symbolCount)
+    }
 
     /// `key` names the inputs the header records.
     static func build(from file: DebugFile, key: SymbolCacheKey) throws(SymbolCacheError) -> [UInt8] {
@@ -40,7 +53,9 @@ struct SymbolCacheBuilder {
         var previousLevels: [AnswerLevel] = []
         var previous: SegmentAnswer?
         var started = false
-        for address in file.answerBoundaries() {
+        let boundaries = file.answerBoundaries()
+        dwarfStrings = Array(repeating: Self.unset, count: file.dwarfStringCount)
+        for address in boundaries {
             file.levels(at: address, into: &levels, cursor: &cursor)
             // Same levels, same answer: skipped before any id is looked up.
             if started && levels == previousLevels { continue }
@@ -146,7 +161,11 @@ struct SymbolCacheBuilder {
     private mutating func functionID(_ level: AnswerLevel) -> UInt32 {
         let name = stringID(level.symbol)
         let key = FunctionKey(name: name, functionStart: level.functionStart, fromSymbolTableOnly: level.fromSymbolTableOnly)
-        if let id = functionIDs[key] { return id }
+        if let last = lastFunction, last.key == key { return last.id }
+        if let id = functionIDs[key] {
+            lastFunction = (key, id)
+            return id
+        }
         let id = UInt32(functionIDs.count)
         var flags: UInt32 = 0
         if key.functionStart != nil { flags |= FunctionRecord.Flag.hasFunctionStart }
@@ -160,26 +179,36 @@ struct SymbolCacheBuilder {
         Self.append(name, to: &functionRecords)
         Self.append(flags, to: &functionRecords)
         functionIDs[key] = id
+        lastFunction = (key, id)
         return id
     }
 
     /// The symcache's index of the string `id` names; equal strings get one index.
     private mutating func stringID(_ id: AnswerString) -> UInt32 {
-        if id == .none { return SymbolCacheLayout.none }
-        if let known = stringsByID[id] { return known }
-        let s = file.string(id) ?? ""
-        let index: UInt32
-        if let known = stringsByValue[s] {
-            index = known
-        } else {
-            index = UInt32(stringEnds.count)
-            blob += s.utf8
-            // Checked before the header is written; a blob this large fails there.
-            let end = UInt32(truncatingIfNeeded: min(blob.count, Int(SymbolCacheLayout.escapeBit) - 1))
-            stringEnds.append(end | (TerminalText.escape(s) != s ? SymbolCacheLayout.escapeBit : 0))
-            stringsByValue[s] = index
+        switch id {
+        case .none:
+            return SymbolCacheLayout.none
+        case .dwarf(let i):
+            if dwarfStrings[Int(i)] == Self.unset { dwarfStrings[Int(i)] = intern(id) }
+            return dwarfStrings[Int(i)]
+        case .symbolName(let i):
+            if symbolNames[Int(i)] == Self.unset { symbolNames[Int(i)] = intern(id) }
+            return symbolNames[Int(i)]
+        case .symbolFile(let i):
+            if symbolFiles[Int(i)] == Self.unset { symbolFiles[Int(i)] = intern(id) }
+            return symbolFiles[Int(i)]
         }
-        stringsByID[id] = index
+    }
+
+    private mutating func intern(_ id: AnswerString) -> UInt32 {
+        let s = file.string(id) ?? ""
+        if let known = stringsByValue[s] { return known }
+        let index = UInt32(stringEnds.count)
+        blob += s.utf8
+        // Checked before the header is written; a blob this large fails there.
+        let end = UInt32(truncatingIfNeeded: min(blob.count, Int(SymbolCacheLayout.escapeBit) - 1))
+        stringEnds.append(end | (TerminalText.escape(s) != s ? SymbolCacheLayout.escapeBit : 0))
+        stringsByValue[s] = index
         return index
     }
 

@@ -60,6 +60,8 @@ public struct SDKBatchIntake: Sendable {
         // Records of this batch already stored, by namespace and report_id.
         var stored: [NamespaceName: [String: [Int64]]] = [:]
         var outcomes: [RecordOutcome] = []
+        // Launches (`appBoot`), counted together after the loop in one transaction.
+        var launches: [(index: Int, record: SDKRecord, launch: SessionLaunch)] = []
         for index in batch.processingOrder {
             let record: SDKRecord
             switch batch.entries[index] {
@@ -89,6 +91,14 @@ public struct SDKBatchIntake: Sendable {
                 answer(.refused, "namespace '\(record.namespace)' does not exist (`stackline namespaces configure` or `set-key` creates it)")
                 continue
             }
+            if record.monitorClass == .session {
+                do throws(SDKFieldError) {
+                    launches.append((index, record, try SessionLaunch(record)))
+                } catch {
+                    answer(.refused, "\(MonitorClass.sessionType) record: \(error)")
+                }
+                continue
+            }
             guard record.monitorClass.becomesReport else {
                 answer(.dropped, "monitor type '\(record.monitorType)' is acknowledged and not stored: only \(MonitorClass.crashType) and \(MonitorClass.hangType) records become reports")
                 continue
@@ -115,6 +125,13 @@ public struct SDKBatchIntake: Sendable {
             case .failure(let reason):
                 answer(.refused, reason.description)
             }
+        }
+        let counted = try intake.db.recordLaunches(launches.map(\.launch))
+        for (entry, fresh) in zip(launches, counted) {
+            outcomes.append(RecordOutcome(
+                index: entry.index, reportId: entry.record.reportId, status: fresh ? .accepted : .duplicate,
+                reason: fresh ? nil : "report_id already counted as a session in namespace '\(entry.record.namespace)'",
+                namespace: entry.record.namespace.value, monitorClass: .session))
         }
         return BatchResponse(outcomes)
     }
@@ -194,7 +211,7 @@ public struct SDKBatchIntake: Sendable {
             SDKRecordRow(
                 namespace: record.namespace.value, sdkReportId: record.reportId, monitorType: record.monitorType,
                 createdTime: record.createdTime, meta: String(decoding: record.meta.encoded(), as: UTF8.self)),
-            reportIds: ids)
+            reportIds: ids, session: SessionIdentity(record.meta))
         let note = refusedParts.isEmpty ? (fresh ? nil : "identical report bytes already stored") : refusedParts.joined(separator: "; ")
         return .success(Stored(ids: ids, formats: formats, duplicate: !fresh, note: note))
     }

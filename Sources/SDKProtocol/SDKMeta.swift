@@ -17,9 +17,24 @@ public struct SDKMeta: Sendable, Equatable {
         "system", "brand", "platform", "package_name", "app_mode", "user_id", "channel", "monitor_version",
     ]
 
+    /// The keys sessions and release health are counted by (app, version, OS, model, and the
+    /// session, user and device ids).
+    public static let identityKeys = ["app_name", "app_version", "os_version", "device_model", "session_id", "user_id", "device_id"]
+    /// Longest value of an identity key, in bytes.
+    public static let maxIdentityBytes = 256
+
     public init(_ fields: [String: JSONValue]) throws(SDKFieldError) {
         let reader = FieldReader(object: fields, prefix: "meta.")
         for key in Self.stringKeys { _ = try reader.string(key) }
+        // The keys release health counts by are stored as columns and shown in tables: bounded,
+        // and free of control characters, like `report_id`.
+        for key in Self.identityKeys {
+            guard let text = try reader.string(key) else { continue }
+            if text.utf8.count > Self.maxIdentityBytes { throw .invalid("meta." + key, "is longer than \(Self.maxIdentityBytes) bytes") }
+            if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                throw .invalid("meta." + key, "holds control characters")
+            }
+        }
         self.fields = fields
         let size = encoded().count
         if size > Self.maxEncodedBytes {

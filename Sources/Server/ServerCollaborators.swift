@@ -37,6 +37,8 @@ public protocol ServerQueries: Sendable {
     func missingDebugFiles() throws -> [MissingSymbolSummary]
     /// What each symbol source last said about each of `buildIds` (`symbol_source_answers`).
     func sourceAnswers(buildIds: [BuildID]) throws -> [BuildID: [SymbolSourceAnswer]]
+    /// Release health per app version (`stackline releases`).
+    func releaseHealth(app: String?, namespace: String?) throws -> [ReleaseCounts]
 }
 
 extension ServerQueries {

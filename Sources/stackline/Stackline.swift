@@ -39,6 +39,7 @@ struct Stackline: AsyncParsableCommand {
             LookupCommand.self,
             GroupsCommand.self,
             GroupCommand.self,
+            ReleasesCommand.self,
             ParseCommand.self,
             PruneCommand.self,
             ServeCommand.self,

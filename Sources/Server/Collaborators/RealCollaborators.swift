@@ -40,6 +40,9 @@ public struct DatabaseQueries: ServerQueries {
     public func requeueReports(missing buildIds: [BuildID]) throws -> [Int64] { try db.requeueReports(missing: buildIds) }
     public func missingDebugFiles() throws -> [MissingSymbolSummary] { try Presentation.missingDebugFiles(db: db, store: store) }
     public func sourceAnswers(buildIds: [BuildID]) throws -> [BuildID: [SymbolSourceAnswer]] { try db.sourceAnswers(buildIds: buildIds) }
+    public func releaseHealth(app: String?, namespace: String?) throws -> [ReleaseCounts] {
+        try db.releaseHealth(app: app, namespace: namespace)
+    }
 }
 
 extension SymbolStoreDirectory: SymbolStoring {

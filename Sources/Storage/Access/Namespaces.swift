@@ -89,12 +89,14 @@ extension ServiceDatabase {
         }
     }
 
-    /// Remembers which reports an SDK record became. A row already there is kept (two uploads of
-    /// one record racing end with one row per report).
-    public func recordSDKReports(_ record: SDKRecordRow, reportIds: [Int64]) throws {
+    /// Remembers which reports an SDK record became, and who they came from (`session`, kept in
+    /// `report_sessions` for release health). A row already there is kept (two uploads of one
+    /// record racing end with one row per report).
+    public func recordSDKReports(_ record: SDKRecordRow, reportIds: [Int64], session: SessionIdentity? = nil) throws {
         try immediate { db in
             let now = clock()
             for id in reportIds {
+                if let session { try SessionCounters.insertReportSession(db, reportId: id, session, createdTime: record.createdTime) }
                 try db.execute(
                     sql: """
                         INSERT OR IGNORE INTO sdk_records

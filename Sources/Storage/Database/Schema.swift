@@ -198,6 +198,7 @@ enum Schema {
         registerWorkerOwners(&migrator)
         registerSymbolSourceAnswers(&migrator)
         registerMissingSymbolStatus(&migrator)
+        registerSessions(&migrator)
         return migrator
     }
 }

@@ -1,0 +1,194 @@
+import Foundation
+import GRDB
+import Hashing
+
+/// One app version's counts, from the session counters and the reports (`stackline releases`).
+/// Rates are not computed here: `ReleaseHealthJSON` derives them, and only where there are
+/// sessions to divide by.
+public struct ReleaseCounts: Sendable, Equatable {
+    public var app: String
+    public var version: String
+    /// Launches counted (`appBoot` records).
+    public var sessions = 0
+    /// Distinct users of those launches, estimated (HyperLogLog: exact up to 2,048 users, then a relative error under 0.02).
+    public var users = 0
+    /// Distinct session ids among the version's crash reports: exact.
+    public var crashedSessions = 0
+    /// Distinct users among the version's crash reports: exact.
+    public var crashedUsers = 0
+    public var crashes = 0
+    public var hangs = 0
+    /// Earliest and latest launch or report, ms.
+    public var firstSeen: Int64?
+    public var lastSeen: Int64?
+    /// The app's last day with launches (UTC days since 1970), and this version's share of
+    /// that day's launches; nil when the version has no launches at all.
+    public var adoptionDay: Int64?
+    public var adoption: Double?
+    /// Per UTC day, oldest first.
+    public var days: [Day] = []
+
+    public struct Day: Sendable, Equatable {
+        /// UTC days since 1970-01-01.
+        public var day: Int64
+        public var sessions = 0
+        public var users = 0
+        public var crashedSessions = 0
+        public var crashes = 0
+        public var hangs = 0
+    }
+
+    public init(app: String, version: String) {
+        self.app = app
+        self.version = version
+    }
+
+    mutating func seen(_ first: Int64, _ last: Int64) {
+        firstSeen = min(firstSeen ?? first, first)
+        lastSeen = max(lastSeen ?? last, last)
+    }
+}
+
+extension ServiceDatabase {
+    /// Release health per app and version, newest release first. `app` and `namespace` narrow
+    /// it (both are bound as arguments).
+    ///
+    /// A report counts for the app and version its SDK meta named (the ones its launches were
+    /// counted under), else for its own; reports with no app are left out. Users are merged
+    /// across days, OS versions and models by register maximum, so a user seen on three days is
+    /// one user of the version.
+    public func releaseHealth(app: String? = nil, namespace: String? = nil) throws -> [ReleaseCounts] {
+        try pool.read { db in
+            var releases: [ReleaseKey: ReleaseCounts] = [:]
+            var days: [ReleaseKey: [Int64: ReleaseCounts.Day]] = [:]
+            // The app's launches per day, for adoption.
+            var appDays: [String: [Int64: Int]] = [:]
+
+            var counterConditions: [String] = []
+            var counterArguments: [any DatabaseValueConvertible] = []
+            if let app {
+                counterConditions.append("app = ?")
+                counterArguments.append(app)
+            }
+            if let namespace {
+                counterConditions.append("namespace = ?")
+                counterArguments.append(namespace)
+            }
+            let counterWhere = counterConditions.isEmpty ? "" : "WHERE " + counterConditions.joined(separator: " AND ")
+            // In release and day order, so one version's sketch and one day's are merged at a time.
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT app, version, day, sessions, users, first_seen, last_seen FROM session_counters
+                    \(counterWhere) ORDER BY app, version, day
+                    """,
+                arguments: StatementArguments(counterArguments))
+            var current: (key: ReleaseKey, users: HyperLogLog, day: Int64, dayUsers: HyperLogLog)?
+            func finishDay() {
+                guard let c = current else { return }
+                days[c.key, default: [:]][c.day, default: .init(day: c.day)].users = c.dayUsers.estimate
+            }
+            func finishRelease() {
+                guard let c = current else { return }
+                finishDay()
+                releases[c.key]?.users = c.users.estimate
+            }
+            while let row = try rows.next() {
+                let key = ReleaseKey(app: row["app"], version: row["version"])
+                let day: Int64 = row["day"]
+                let sessions: Int = row["sessions"]
+                let sketch = try HyperLogLog(encoded: row["users"])
+                if current?.key != key {
+                    finishRelease()
+                    current = (key, HyperLogLog(), day, HyperLogLog())
+                    releases[key] = ReleaseCounts(app: key.app, version: key.version)
+                } else if current?.day != day {
+                    finishDay()
+                    current?.day = day
+                    current?.dayUsers = HyperLogLog()
+                }
+                current?.users.merge(sketch)
+                current?.dayUsers.merge(sketch)
+                releases[key]!.sessions += sessions
+                releases[key]!.seen(row["first_seen"], row["last_seen"])
+                days[key, default: [:]][day, default: .init(day: day)].sessions += sessions
+                appDays[key.app, default: [:]][day, default: 0] += sessions
+            }
+            finishRelease()
+
+            try addReports(db, app: app, namespace: namespace, releases: &releases, days: &days)
+
+            for (key, var release) in releases {
+                release.days = (days[key] ?? [:]).values.sorted { $0.day < $1.day }
+                if release.sessions > 0, let perDay = appDays[key.app], let last = perDay.keys.max(), let total = perDay[last], total > 0 {
+                    release.adoptionDay = last
+                    release.adoption = Double(days[key]?[last]?.sessions ?? 0) / Double(total)
+                }
+                releases[key] = release
+            }
+            return releases.values.sorted {
+                ($0.lastSeen ?? 0, $1.app, $1.version) > ($1.lastSeen ?? 0, $0.app, $0.version)
+            }
+        }
+    }
+
+    /// Adds the reports' counts (exact), per release and per day.
+    private func addReports(
+        _ db: Database, app: String?, namespace: String?, releases: inout [ReleaseKey: ReleaseCounts],
+        days: inout [ReleaseKey: [Int64: ReleaseCounts.Day]]
+    ) throws {
+        var conditions = ["coalesce(s.app, r.app) IS NOT NULL"]
+        var arguments: [any DatabaseValueConvertible] = []
+        if let app {
+            conditions.append("coalesce(s.app, r.app) = ?")
+            arguments.append(app)
+        }
+        if let namespace {
+            conditions.append("r.namespace = ?")
+            arguments.append(namespace)
+        }
+        // The launch's day for an SDK report (its created_time), the day it arrived otherwise.
+        let at = "coalesce(s.created_time, r.received_at)"
+        let counts = """
+            SUM(r.kind = 'crash') AS crashes, SUM(r.kind = 'lag') AS hangs,
+            COUNT(DISTINCT CASE WHEN r.kind = 'crash' THEN s.session_id END) AS crashed_sessions,
+            COUNT(DISTINCT CASE WHEN r.kind = 'crash' THEN s.user_key END) AS crashed_users,
+            MIN(\(at)) AS first, MAX(\(at)) AS last
+            """
+        let from = """
+            FROM reports r LEFT JOIN report_sessions s ON s.report_id = r.id
+            WHERE \(conditions.joined(separator: " AND "))
+            """
+        let release = "coalesce(s.app, r.app) AS app, coalesce(s.version, r.version, '') AS version"
+        for row in try Row.fetchAll(
+            db, sql: "SELECT \(release), \(counts) \(from) GROUP BY 1, 2", arguments: StatementArguments(arguments))
+        {
+            let key = ReleaseKey(app: row["app"], version: row["version"])
+            var counts = releases[key] ?? ReleaseCounts(app: key.app, version: key.version)
+            counts.crashes = row["crashes"]
+            counts.hangs = row["hangs"]
+            counts.crashedSessions = row["crashed_sessions"]
+            counts.crashedUsers = row["crashed_users"]
+            counts.seen(row["first"], row["last"])
+            releases[key] = counts
+        }
+        for row in try Row.fetchAll(
+            db, sql: "SELECT \(release), \(at) / \(SessionCounters.dayMs) AS day, \(counts) \(from) GROUP BY 1, 2, 3",
+            arguments: StatementArguments(arguments))
+        {
+            let key = ReleaseKey(app: row["app"], version: row["version"])
+            let day: Int64 = row["day"]
+            var counts = days[key, default: [:]][day] ?? .init(day: day)
+            counts.crashes = row["crashes"]
+            counts.hangs = row["hangs"]
+            counts.crashedSessions = row["crashed_sessions"]
+            days[key, default: [:]][day] = counts
+        }
+    }
+}
+
+/// An app and one of its versions ('' for reports without a version).
+struct ReleaseKey: Hashable {
+    var app: String
+    var version: String
+}

@@ -1,0 +1,178 @@
+import Foundation
+import GRDB
+import Hashing
+import JSONFormat
+
+/// Who an SDK record came from, as its meta says: the session, user and device, and the app
+/// and version its SDK ran. Values are bounded where the meta is parsed (`SDKMeta`).
+public struct SessionIdentity: Sendable, Equatable {
+    public var app: String?
+    public var version: String?
+    public var sessionId: String?
+    public var userId: String?
+    public var deviceId: String?
+
+    /// The meta keys, in the order of the stored properties.
+    static let metaKeys = ["app_name", "app_version", "session_id", "user_id", "device_id"]
+    /// Longest value kept; `SDKMeta.maxIdentityBytes` refuses longer ones at the door, this only
+    /// guards the migration of metas stored before that check.
+    static let maxFieldBytes = 256
+
+    public init(app: String?, version: String?, sessionId: String?, userId: String?, deviceId: String?) {
+        self.app = app
+        self.version = version
+        self.sessionId = sessionId
+        self.userId = userId
+        self.deviceId = deviceId
+    }
+
+    /// From a stored meta object (`sdk_records.meta`): string fields only, empty or over-long
+    /// ones read as absent; nil when the text is not a JSON object.
+    init?(metaJSON: Data) {
+        guard case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: metaJSON) else { return nil }
+        func field(_ key: String) -> String? {
+            guard case .string(let text)? = fields[key], !text.isEmpty, text.utf8.count <= Self.maxFieldBytes else { return nil }
+            return text
+        }
+        self.init(
+            app: field("app_name"), version: field("app_version"), sessionId: field("session_id"), userId: field("user_id"),
+            deviceId: field("device_id"))
+    }
+
+    /// What a distinct user is counted by: the user id when the app set one, else the device
+    /// id (the prefixes keep a user id equal to some device id apart); nil when neither.
+    public var userKey: String? {
+        if let userId { return "u:" + userId }
+        if let deviceId { return "d:" + deviceId }
+        return nil
+    }
+}
+
+/// One launch (`appBoot` record) to count.
+public struct SessionLaunch: Sendable, Equatable {
+    public var namespace: String
+    /// The SDK's `report_id`: a launch sent again is counted once.
+    public var sdkReportId: String
+    /// The record's created_time, ms; its UTC day is the counter's.
+    public var createdTime: Int64
+    public var app: String
+    public var version: String
+    /// '' when the launch did not say.
+    public var osVersion: String
+    public var deviceModel: String
+    /// `HyperLogLog.hash` of the identity's `userKey`, hashed before the write lock is taken.
+    public var userHash: UInt64?
+
+    public init(
+        namespace: String, sdkReportId: String, createdTime: Int64, app: String, version: String, osVersion: String,
+        deviceModel: String, userKey: String?
+    ) {
+        self.namespace = namespace
+        self.sdkReportId = sdkReportId
+        self.createdTime = createdTime
+        self.app = app
+        self.version = version
+        self.osVersion = osVersion
+        self.deviceModel = deviceModel
+        userHash = userKey.map(HyperLogLog.hash)
+    }
+
+    /// UTC days since 1970-01-01 (created_time is ≥ 0, checked where the record is parsed).
+    public var day: Int64 { createdTime / SessionCounters.dayMs }
+}
+
+/// The session counters' rules, shared by the writes and the queries.
+public enum SessionCounters {
+    public static let dayMs: Int64 = 86_400_000
+    /// How long a launch's `report_id` is remembered to answer a resent batch `duplicate`: an SDK
+    /// sends again within minutes of a failed upload; two days leave room for a server outage.
+    public static let duplicateWindow: Int64 = 2 * dayMs
+
+    /// Records who a report came from (`report_sessions`); a row already there is kept.
+    static func insertReportSession(_ db: Database, reportId: Int64, _ identity: SessionIdentity, createdTime: Int64) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT OR IGNORE INTO report_sessions (report_id, app, version, session_id, user_key, user_id, device_id, created_time)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [
+            reportId, identity.app, identity.version, identity.sessionId, identity.userKey, identity.userId, identity.deviceId,
+            createdTime,
+        ])
+    }
+
+    /// One counter row's key.
+    struct Key: Hashable {
+        var namespace, app, version: String
+        var day: Int64
+        var osVersion, deviceModel: String
+    }
+
+    /// What a batch adds to one counter row.
+    struct Addition {
+        var sessions = 0
+        var users = HyperLogLog()
+        var firstSeen = Int64.max
+        var lastSeen = Int64.min
+    }
+}
+
+extension ServiceDatabase {
+    /// Counts launches into their day's counter rows, in one transaction. Answers, per launch,
+    /// true when it was counted and false when its `report_id` was counted before (within
+    /// `SessionCounters.duplicateWindow`, or earlier in `launches`).
+    public func recordLaunches(_ launches: [SessionLaunch]) throws -> [Bool] {
+        guard !launches.isEmpty else { return [] }
+        return try immediate { db in
+            let now = clock()
+            try db.cachedStatement(sql: "DELETE FROM session_record_ids WHERE received_at < ?")
+                .execute(arguments: [now - SessionCounters.duplicateWindow])
+            let remember = try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO session_record_ids (namespace, sdk_report_id, received_at) VALUES (?, ?, ?)")
+            var counted: [Bool] = []
+            var additions: [SessionCounters.Key: SessionCounters.Addition] = [:]
+            for launch in launches {
+                try remember.execute(arguments: [launch.namespace, launch.sdkReportId, now])
+                guard db.changesCount > 0 else {
+                    counted.append(false)
+                    continue
+                }
+                counted.append(true)
+                let key = SessionCounters.Key(
+                    namespace: launch.namespace, app: launch.app, version: launch.version, day: launch.day,
+                    osVersion: launch.osVersion, deviceModel: launch.deviceModel)
+                additions[key, default: .init()].sessions += 1
+                additions[key]!.firstSeen = min(additions[key]!.firstSeen, launch.createdTime)
+                additions[key]!.lastSeen = max(additions[key]!.lastSeen, launch.createdTime)
+                if let hash = launch.userHash { additions[key]!.users.insert(hash: hash) }
+            }
+            let find = try db.cachedStatement(
+                sql: """
+                    SELECT rowid, sessions, users, first_seen, last_seen FROM session_counters
+                    WHERE namespace = ? AND app = ? AND version = ? AND day = ? AND os_version = ? AND device_model = ?
+                    """)
+            for (key, addition) in additions {
+                let keyArguments: StatementArguments = [key.namespace, key.app, key.version, key.day, key.osVersion, key.deviceModel]
+                if let row = try Row.fetchOne(find, arguments: keyArguments) {
+                    var users = try HyperLogLog(encoded: row["users"])
+                    users.merge(addition.users)
+                    try db.cachedStatement(
+                        sql: "UPDATE session_counters SET sessions = sessions + ?, users = ?, first_seen = ?, last_seen = ? WHERE rowid = ?"
+                    ).execute(arguments: [
+                        addition.sessions, users.encoded, min(row["first_seen"], addition.firstSeen),
+                        max(row["last_seen"], addition.lastSeen), row["rowid"] as Int64,
+                    ])
+                } else {
+                    try db.cachedStatement(
+                        sql: """
+                            INSERT INTO session_counters
+                                (namespace, app, version, day, os_version, device_model, sessions, users, first_seen, last_seen)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            """
+                    ).execute(arguments: keyArguments + [addition.sessions, addition.users.encoded, addition.firstSeen, addition.lastSeen])
+                }
+            }
+            return counted
+        }
+    }
+}

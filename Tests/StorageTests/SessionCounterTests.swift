@@ -1,0 +1,103 @@
+import Foundation
+import GRDB
+@testable import Storage
+import TestSupport
+import Testing
+
+/// Launches into counter rows: one row per key whatever the launches, resends counted once.
+@Suite struct SessionCounterTests {
+    func launch(_ id: String, day: Int64 = 20_000, version: String = "1.0", os: String = "17.4", user: String?) -> SessionLaunch {
+        SessionLaunch(
+            namespace: "prism", sdkReportId: id, createdTime: day * SessionCounters.dayMs + 1234, app: "Prism", version: version,
+            osVersion: os, deviceModel: "iPhone15,2", userKey: user)
+    }
+
+    @Test func manyLaunchesOfOneKeyMakeOneRow() throws {
+        let f = try Fixture()
+        // 1,000 launches of 37 users, in batches of 100: one row, 1,000 sessions, 37 users.
+        for batch in 0..<10 {
+            let counted = try f.db.recordLaunches((0..<100).map { i in
+                let n = batch * 100 + i
+                return launch("boot-\(n)", user: "u:\(n % 37)")
+            })
+            #expect(counted == Array(repeating: true, count: 100))
+        }
+        let rows = try sqlite(f.dir.file("queue.sqlite"), "SELECT sessions FROM session_counters")
+        #expect(rows.count == 1)
+        #expect(rows.first?["sessions"] as? Int == 1000)
+        let health = try f.db.releaseHealth(app: "Prism")
+        #expect(health.count == 1)
+        #expect(health.first?.sessions == 1000)
+        #expect(health.first?.users == 37)
+        #expect(health.first?.adoption == 1)
+        #expect(health.first?.days.map(\.day) == [20_000])
+
+        // Another day, OS or version is another row; the versions split the adoption.
+        _ = try f.db.recordLaunches([launch("b1", day: 20_001, user: "u:1"), launch("b2", os: "18.0", user: nil),
+                                     launch("b3", day: 20_001, version: "1.1", user: "u:2"), launch("b4", day: 20_001, version: "1.1", user: "u:3"),
+                                     launch("b5", day: 20_001, version: "1.1", user: "u:2")])
+        #expect(try sqliteInt(f.dir.file("queue.sqlite"), "SELECT COUNT(*) FROM session_counters") == 4)
+        let byVersion = Dictionary(uniqueKeysWithValues: try f.db.releaseHealth(app: "Prism").map { ($0.version, $0) })
+        #expect(byVersion["1.0"]?.sessions == 1002)
+        #expect(byVersion["1.0"]?.users == 37)
+        #expect(byVersion["1.1"]?.sessions == 3)
+        #expect(byVersion["1.1"]?.users == 2)
+        #expect(byVersion["1.0"]?.adoptionDay == 20_001)
+        #expect(byVersion["1.0"]?.adoption == 0.25)
+        #expect(byVersion["1.1"]?.adoption == 0.75)
+        #expect(try f.db.releaseHealth(app: "Other").isEmpty)
+        #expect(try f.db.releaseHealth(app: "Prism", namespace: "elsewhere").isEmpty)
+    }
+
+    @Test func aResentLaunchIsCountedOnceWithinTheWindow() throws {
+        let f = try Fixture()
+        #expect(try f.db.recordLaunches([launch("a", user: "u:1"), launch("a", user: "u:1"), launch("b", user: "u:2")]) == [true, false, true])
+        #expect(try f.db.recordLaunches([launch("a", user: "u:1"), launch("b", user: "u:2")]) == [false, false])
+        f.clock.advance(milliseconds: SessionCounters.duplicateWindow - 1)
+        #expect(try f.db.recordLaunches([launch("a", user: "u:1")]) == [false])
+        #expect(try f.db.releaseHealth().first?.sessions == 2)
+        // Past the window the ids are forgotten: the table stays bounded by two days of launches.
+        f.clock.advance(milliseconds: 2)
+        #expect(try f.db.recordLaunches([launch("c", user: "u:3")]) == [true])
+        #expect(try sqliteInt(f.dir.file("queue.sqlite"), "SELECT COUNT(*) FROM session_record_ids") == 1)
+    }
+
+    /// "v13: sessions" on a v12 database: the SDK reports stored before know their session, user
+    /// and device from the meta kept beside them; a meta without them, or not an object, adds
+    /// nothing. Checked with `sqlite3`.
+    @Test func aV12DatabaseLearnsWhoItsSDKReportsCameFrom() throws {
+        let dir = try TempDirectory("sessions-migration")
+        defer { dir.remove() }
+        let path = dir.file("v12.sqlite")
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try Schema.migrator.migrate(queue, upTo: "v12: missing symbol status")
+            try queue.write { db in
+                let metas = [
+                    #"{"app_name":"Prism","app_version":"3.2","session_id":"S-1","device_id":"D-1","user_id":"alice"}"#,
+                    #"{"app_name":"Prism","session_id":"S-2","device_id":"D-2"}"#,
+                    #"{"channel":"appstore"}"#,
+                    #"[1, 2]"#,
+                ]
+                for (n, meta) in metas.enumerated() {
+                    try db.execute(
+                        sql: "INSERT INTO reports (id, raw, raw_size, format, digest, kind, received_at) VALUES (?, x'', 0, 't', ?, 'crash', 5)",
+                        arguments: [n + 1, "digest-\(n)"])
+                    try db.execute(
+                        sql: """
+                            INSERT INTO sdk_records (namespace, sdk_report_id, report_id, monitor_type, created_time, meta, received_at)
+                            VALUES ('prism', ?, ?, 'appCrash', ?, ?, 6)
+                            """, arguments: ["r-\(n)", n + 1, 1000 + n, meta])
+                }
+            }
+            try queue.close()
+        }
+        _ = try ServiceDatabase(path: path)
+        let rows = try sqlite(path, "SELECT report_id, app, version, session_id, user_key, created_time FROM report_sessions ORDER BY report_id")
+        #expect(rows.map { $0["report_id"] as? Int } == [1, 2, 3])
+        #expect(rows.map { $0["session_id"] as? String } == ["S-1", "S-2", nil])
+        #expect(rows.map { $0["user_key"] as? String } == ["u:alice", "d:D-2", nil])
+        #expect(rows.map { $0["version"] as? String } == ["3.2", nil, nil])
+        #expect(rows.map { $0["created_time"] as? Int } == [1000, 1001, 1002])
+    }
+}

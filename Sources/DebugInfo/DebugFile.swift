@@ -38,6 +38,14 @@ public final class DebugFile {
         try self.init(elf: elf, symbols: table, machO: nil, preferredBase: elf.preferredBase, architecture: elf.architecture)
     }
 
+    /// Throws what opening `elf` would, without reading its symbol table (the DWARF units, a
+    /// MiniDebugInfo section): how an upload is refused for the reasons a lookup would fail,
+    /// without paying for the table twice (the store opens the stored copy again to index it).
+    public static func validate(elf: ElfFile) throws(ElfError) {
+        if !elf.hasSymbolTable { _ = try elf.miniDebugInfoSymbols() }
+        _ = try DebugFile(elf: elf, symbols: SymbolTable(symbols: []), machO: nil, preferredBase: elf.preferredBase, architecture: elf.architecture)
+    }
+
     init(elf: ElfFile, symbols table: SymbolTable, machO: MachOSlice?, preferredBase: UInt64, architecture: Arch) throws(ElfError) {
         self.elf = elf
         self.machO = machO
@@ -122,6 +130,7 @@ public final class DebugFile {
     public func answerBoundaries() -> [UInt64] {
         indexAllUnits()
         var out: [UInt64] = []
+        out.reserveCapacity(unitIndexes.reduce(2 * symbols.symbols.count) { $0 + ($1?.boundaryCount ?? 0) })
         unitRanges.appendBoundaries(to: &out)
         for unit in unitIndexes { unit?.appendBoundaries(to: &out) }
         for s in symbols.symbols {
@@ -164,20 +173,20 @@ public final class DebugFile {
     public func levels(at address: UInt64, into levels: inout [AnswerLevel], cursor: inout AnswerCursor) {
         levels.removeAll(keepingCapacity: true)
         let symbolIndex = symbols.index(containing: address, hint: &cursor.symbol)
-        guard let unitNumber = unitRanges.find(address), let unit = unit(number: unitNumber) else {
+        guard let unitNumber = unitRanges.find(address, hint: &cursor.unitRange), let unit = unit(number: unitNumber) else {
             guard let symbolIndex else { return }
-            let symbol = symbols.symbols[symbolIndex]
             levels.append(AnswerLevel(
-                symbol: .symbolName(Int32(symbolIndex)), file: symbol.sourceFile == nil ? .none : .symbolFile(Int32(symbolIndex)),
-                line: 0, column: 0, functionStart: symbol.address, fromSymbolTableOnly: true))
+                symbol: .symbolName(Int32(symbolIndex)), file: symbols.symbols[symbolIndex].sourceFile == nil ? .none : .symbolFile(Int32(symbolIndex)),
+                line: 0, column: 0, functionStart: symbols.symbols[symbolIndex].address, fromSymbolTableOnly: true))
             return
         }
         if cursor.unit != unitNumber {
             cursor.unit = unitNumber
             cursor.row = -1
+            cursor.function = -1
         }
         let row = unit.row(at: address, hint: &cursor.row)
-        unit.scopeChain(at: address, into: &cursor.chain)
+        unit.scopeChain(at: address, into: &cursor.chain, hint: &cursor.function)
         var file = Self.dwarfString(row?.file ?? -1)
         var line = row?.line ?? 0
         var column = row?.column ?? 0

@@ -44,7 +44,7 @@ struct StoreCandidate {
             let elf: ElfFile
             do {
                 elf = try ElfFile(file: file)
-                _ = try DebugFile(elf: elf)
+                try DebugFile.validate(elf: elf)
             } catch {
                 throw .rejected(error)
             }

@@ -27,8 +27,10 @@ public enum AnswerString: Hashable, Sendable {
 /// searches.
 public struct AnswerCursor: Sendable {
     var symbol = -1
+    var unitRange = -1
     var unit: Int32 = -1
     var row = -1
+    var function = -1
     /// The scope chain's buffer, reused from lookup to lookup.
     var chain: [Int32] = []
 

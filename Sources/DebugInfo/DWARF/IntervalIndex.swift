@@ -27,6 +27,18 @@ struct IntervalIndex {
     }
 
     func find(_ address: UInt64) -> Int32? {
+        var hint = -1
+        return find(address, hint: &hint)
+    }
+
+    /// `find(_:)`, first trying the interval found last (`hint`, -1 for none): it is the answer
+    /// again when it still contains the address and no later interval starts at or below it,
+    /// which is how a sweep upwards meets most addresses.
+    func find(_ address: UInt64, hint: inout Int) -> Int32? {
+        if hint >= 0 && hint < starts.count && starts[hint] <= address && address < ends[hint]
+            && (hint + 1 == starts.count || starts[hint + 1] > address) {
+            return values[hint]
+        }
         var lo = 0
         var hi = starts.count
         while lo < hi {
@@ -35,7 +47,10 @@ struct IntervalIndex {
         }
         var i = lo - 1
         while i >= 0 && maxEnd[i] > address {
-            if ends[i] > address { return values[i] }
+            if ends[i] > address {
+                hint = i
+                return values[i]
+            }
             i -= 1
         }
         return nil

@@ -226,6 +226,8 @@ final class UnitIndex {
 
     /// Every address where `row(at:)`, `scopeChain(at:)` or `rangeStart(of:containing:)` can
     /// change its answer: row addresses and the bounds of every scope range.
+    var boundaryCount: Int { rows.count + 2 * ranges.count }
+
     func appendBoundaries(to out: inout [UInt64]) {
         for row in rows { out.append(row.address) }
         for r in ranges {
@@ -252,9 +254,10 @@ final class UnitIndex {
     }
 
     /// Scopes containing `address`, outermost (the function) first, as indexes for `scope(_:)`.
-    func scopeChain(at address: UInt64, into chain: inout [Int32]) {
+    /// `hint` is the function interval found last in this unit (`IntervalIndex.find(_:hint:)`).
+    func scopeChain(at address: UInt64, into chain: inout [Int32], hint: inout Int) {
         chain.removeAll(keepingCapacity: true)
-        guard let top = functions.find(address) else { return }
+        guard let top = functions.find(address, hint: &hint) else { return }
         chain.append(top)
         var current = Int(top)
         descend: while true {

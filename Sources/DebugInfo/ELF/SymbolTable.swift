@@ -7,6 +7,10 @@ import CElfUtils
 /// a zero-sized one everything up to the next symbol.
 public struct SymbolTable: Sendable {
     public let symbols: [ElfSymbol]
+    /// `symbols`' addresses and sizes on their own: a lookup's search reads only these, without
+    /// touching (and retaining) the names (`make bench`, symcache build).
+    private let addresses: [UInt64]
+    private let sizes: [UInt64]
 
     public init(symbols: [ElfSymbol]) {
         let sorted = symbols.enumerated().sorted {
@@ -22,6 +26,8 @@ public struct SymbolTable: Sendable {
             }
         }
         self.symbols = unique
+        addresses = unique.map(\.address)
+        sizes = unique.map(\.size)
     }
 
     /// Reads `.symtab`, or `.dynsym` when there is no `.symtab`.
@@ -86,11 +92,10 @@ public struct SymbolTable: Sendable {
     /// previous address asked: a sweep upwards steps from it instead of searching (the same
     /// answer: addresses are unique, so "the last symbol at or below" has one index).
     func index(containing address: UInt64, hint: inout Int) -> Int? {
-        let last = lastIndex(atOrBelow: address, count: symbols.count, hint: hint) { symbols[$0].address }
+        let last = lastIndex(atOrBelow: address, count: addresses.count, hint: hint) { addresses[$0] }
         hint = last
         guard last >= 0 else { return nil }
-        let s = symbols[last]
-        if s.size != 0 && address - s.address >= s.size { return nil }
+        if sizes[last] != 0 && address - addresses[last] >= sizes[last] { return nil }
         return last
     }
 }

@@ -12,8 +12,15 @@ import Testing
             osVersion: os, deviceModel: "iPhone15,2", userKey: user)
     }
 
-    @Test func manyLaunchesOfOneKeyMakeOneRow() throws {
+    /// A fixture whose clock reads day 20,000, the launches' day.
+    func fixture() throws -> Fixture {
         let f = try Fixture()
+        f.clock.advance(milliseconds: 20_000 * SessionCounters.dayMs)
+        return f
+    }
+
+    @Test func manyLaunchesOfOneKeyMakeOneRow() throws {
+        let f = try fixture()
         // 1,000 launches of 37 users, in batches of 100: one row, 1,000 sessions, 37 users.
         for batch in 0..<10 {
             let counted = try f.db.recordLaunches((0..<100).map { i in
@@ -49,8 +56,22 @@ import Testing
         #expect(try f.db.releaseHealth(app: "Prism", namespace: "elsewhere").isEmpty)
     }
 
+    /// A device clock far ahead (or behind what the SDK keeps) counts the launch on the day it
+    /// arrived: it must not become the app's last day, which adoption is measured on.
+    @Test func aLaunchFromAWrongClockCountsWhenItArrived() throws {
+        let f = try fixture()
+        _ = try f.db.recordLaunches([
+            launch("now", user: "u:1"), launch("tomorrow", day: 20_001, user: "u:2"), launch("future", day: 30_000, user: "u:3"),
+            launch("last-month", day: 19_970, user: "u:4"), launch("ancient", day: 100, user: "u:5"),
+        ])
+        let days = try sqlite(f.dir.file("queue.sqlite"), "SELECT day, sessions FROM session_counters ORDER BY day")
+        #expect(days.map { $0["day"] as? Int } == [19_970, 20_000, 20_001])
+        #expect(days.map { $0["sessions"] as? Int } == [1, 3, 1])
+        #expect(try f.db.releaseHealth().first?.adoptionDay == 20_001)
+    }
+
     @Test func aResentLaunchIsCountedOnceWithinTheWindow() throws {
-        let f = try Fixture()
+        let f = try fixture()
         #expect(try f.db.recordLaunches([launch("a", user: "u:1"), launch("a", user: "u:1"), launch("b", user: "u:2")]) == [true, false, true])
         #expect(try f.db.recordLaunches([launch("a", user: "u:1"), launch("b", user: "u:2")]) == [false, false])
         f.clock.advance(milliseconds: SessionCounters.duplicateWindow - 1)

@@ -96,7 +96,7 @@ extension ServiceDatabase {
         try immediate { db in
             let now = clock()
             for id in reportIds {
-                if let session { try SessionCounters.insertReportSession(db, reportId: id, session, createdTime: record.createdTime) }
+                if let session { try SessionCounters.insertReportSession(db, reportId: id, session, createdTime: record.createdTime, receivedAt: now) }
                 try db.execute(
                     sql: """
                         INSERT OR IGNORE INTO sdk_records

@@ -23,7 +23,7 @@ extension Schema {
                         namespace TEXT NOT NULL,
                         app TEXT NOT NULL,
                         version TEXT NOT NULL,
-                        day INTEGER NOT NULL,           -- UTC days since 1970-01-01 of the launch's created_time
+                        day INTEGER NOT NULL,           -- UTC days since 1970-01-01 of the launch (SessionCounters.countedTime)
                         os_version TEXT NOT NULL,       -- '' when the launch did not say
                         device_model TEXT NOT NULL,     -- '' when the launch did not say
                         sessions INTEGER NOT NULL,
@@ -48,16 +48,17 @@ extension Schema {
                         user_key TEXT,                  -- SessionIdentity.userKey: 'u:' user_id, else 'd:' device_id
                         user_id TEXT,
                         device_id TEXT,
-                        created_time INTEGER NOT NULL   -- the record's created_time, ms
+                        created_time INTEGER NOT NULL   -- the record's created_time (SessionCounters.countedTime), ms
                     );
                     """)
             // Reports stored before v13 from SDK records: their meta was kept, so they count too.
             let rows = try Row.fetchCursor(
-                db, sql: "SELECT report_id, meta, MIN(created_time) AS created_time FROM sdk_records GROUP BY report_id")
+                db, sql: "SELECT report_id, meta, MIN(created_time) AS created_time, MIN(received_at) AS received_at FROM sdk_records GROUP BY report_id")
             while let row = try rows.next() {
                 let meta: String = row["meta"]
                 guard let identity = SessionIdentity(metaJSON: Data(meta.utf8)) else { continue }
-                try SessionCounters.insertReportSession(db, reportId: row["report_id"], identity, createdTime: row["created_time"])
+                try SessionCounters.insertReportSession(
+                    db, reportId: row["report_id"], identity, createdTime: row["created_time"], receivedAt: row["received_at"])
             }
         }
     }

@@ -53,7 +53,7 @@ public struct SessionLaunch: Sendable, Equatable {
     public var namespace: String
     /// The SDK's `report_id`: a launch sent again is counted once.
     public var sdkReportId: String
-    /// The record's created_time, ms; its UTC day is the counter's.
+    /// The record's created_time, ms; its UTC day is the counter's (`SessionCounters.countedTime`).
     public var createdTime: Int64
     public var app: String
     public var version: String
@@ -76,9 +76,6 @@ public struct SessionLaunch: Sendable, Equatable {
         self.deviceModel = deviceModel
         userHash = userKey.map(HyperLogLog.hash)
     }
-
-    /// UTC days since 1970-01-01 (created_time is ≥ 0, checked where the record is parsed).
-    public var day: Int64 { createdTime / SessionCounters.dayMs }
 }
 
 /// The session counters' rules, shared by the writes and the queries.
@@ -88,8 +85,21 @@ public enum SessionCounters {
     /// sends again within minutes of a failed upload; two days leave room for a server outage.
     public static let duplicateWindow: Int64 = 2 * dayMs
 
+    /// When a launch or an SDK report is counted as having happened: its `created_time`, unless
+    /// the device's clock is plainly wrong (more than a day ahead of the server's, or older than
+    /// the SDK keeps records, `expirationDay` ≤ 30), then when it arrived. One launch from a phone
+    /// set to 2040 must not become the app's "last day" that adoption is measured on.
+    public static func countedTime(created: Int64, received: Int64) -> Int64 {
+        let (earliest, early) = received.subtractingReportingOverflow(31 * dayMs)
+        let (latest, late) = received.addingReportingOverflow(dayMs)
+        return (early || created >= earliest) && (late || created <= latest) ? created : received
+    }
+
     /// Records who a report came from (`report_sessions`); a row already there is kept.
-    static func insertReportSession(_ db: Database, reportId: Int64, _ identity: SessionIdentity, createdTime: Int64) throws {
+    /// `createdTime` is the record's, `receivedAt` the server's clock (`countedTime`).
+    static func insertReportSession(
+        _ db: Database, reportId: Int64, _ identity: SessionIdentity, createdTime: Int64, receivedAt: Int64
+    ) throws {
         try db.cachedStatement(
             sql: """
                 INSERT OR IGNORE INTO report_sessions (report_id, app, version, session_id, user_key, user_id, device_id, created_time)
@@ -97,7 +107,7 @@ public enum SessionCounters {
                 """
         ).execute(arguments: [
             reportId, identity.app, identity.version, identity.sessionId, identity.userKey, identity.userId, identity.deviceId,
-            createdTime,
+            countedTime(created: createdTime, received: receivedAt),
         ])
     }
 
@@ -138,12 +148,13 @@ extension ServiceDatabase {
                     continue
                 }
                 counted.append(true)
+                let at = SessionCounters.countedTime(created: launch.createdTime, received: now)
                 let key = SessionCounters.Key(
-                    namespace: launch.namespace, app: launch.app, version: launch.version, day: launch.day,
+                    namespace: launch.namespace, app: launch.app, version: launch.version, day: at / SessionCounters.dayMs,
                     osVersion: launch.osVersion, deviceModel: launch.deviceModel)
                 additions[key, default: .init()].sessions += 1
-                additions[key]!.firstSeen = min(additions[key]!.firstSeen, launch.createdTime)
-                additions[key]!.lastSeen = max(additions[key]!.lastSeen, launch.createdTime)
+                additions[key]!.firstSeen = min(additions[key]!.firstSeen, at)
+                additions[key]!.lastSeen = max(additions[key]!.lastSeen, at)
                 if let hash = launch.userHash { additions[key]!.users.insert(hash: hash) }
             }
             let find = try db.cachedStatement(

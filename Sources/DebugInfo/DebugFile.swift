@@ -60,7 +60,7 @@ public final class DebugFile {
     public var unitCount: Int { unitDies.count }
     /// How many `.dwarf` ids `AnswerString` can hold so far: every id `levels(at:…)` hands out is
     /// below it once the units it answers from are indexed.
-    public var dwarfStringCount: Int { strings.strings.count }
+    public var dwarfStringCount: Int { strings.count }
     public var symbolCount: Int { symbols.symbols.count }
 
     /// The file's sized symbols that start inside a DWARF unit's address ranges, in address
@@ -142,10 +142,14 @@ public final class DebugFile {
             }
         }
         out.sort()
-        var unique: [UInt64] = []
-        unique.reserveCapacity(out.count)
-        for a in out where unique.last != a { unique.append(a) }
-        return unique
+        // Unique in place: a second array was the largest transient of a symcache build.
+        var kept = 0
+        for a in out where kept == 0 || out[kept - 1] != a {
+            out[kept] = a
+            kept += 1
+        }
+        out.removeLast(out.count - kept)
+        return out
     }
 
     /// What is at `address` (a file address), innermost inline level first; empty when

@@ -1,27 +1,47 @@
 import CElfUtils
 
-/// Strings shared by all units of one file, interned by the address libdw hands out
-/// (names point into `.debug_str`, so equal pointers are equal strings).
+/// Strings shared by all units of one file. A name libdw hands out is kept as its pointer into
+/// the file's section data (`.debug_str`, `.debug_info`), which lives as long as the file is
+/// open, and becomes a `String` only when an answer asks for it: a large Swift binary has
+/// hundreds of thousands of linkage names, and copying and hashing each at index time was a
+/// tenth of a symcache build and most of its string memory (`make bench`, symcache build).
+/// Paths, which the unit joins to its directory, are kept as strings.
 final class StringTable {
-    private(set) var strings: [String] = []
+    private enum Entry {
+        case section(UnsafePointer<CChar>)
+        case joined(String)
+    }
+
+    private var entries: [Entry] = []
     private var byPointer: [UInt: Int32] = [:]
     private var byValue: [String: Int32] = [:]
 
+    var count: Int { entries.count }
+
+    /// The id of the string at `p`; equal pointers get one id (the linker merges `.debug_str`,
+    /// so equal strings are nearly always one pointer; where not, two ids name equal strings).
     func intern(_ p: UnsafePointer<CChar>) -> Int32 {
         let key = UInt(bitPattern: p)
         if let i = byPointer[key] { return i }
-        let i = intern(String(cString: p))
+        let i = Int32(entries.count)
+        entries.append(.section(p))
         byPointer[key] = i
         return i
     }
 
     func intern(_ s: String) -> Int32 {
         if let i = byValue[s] { return i }
-        let i = Int32(strings.count)
-        strings.append(s)
+        let i = Int32(entries.count)
+        entries.append(.joined(s))
         byValue[s] = i
         return i
     }
 
-    subscript(i: Int32) -> String? { i >= 0 ? strings[Int(i)] : nil }
+    subscript(i: Int32) -> String? {
+        guard i >= 0 else { return nil }
+        switch entries[Int(i)] {
+        case .section(let p): return String(cString: p)
+        case .joined(let s): return s
+        }
+    }
 }

@@ -45,18 +45,22 @@ public final class SymbolCache {
     static let demangledLimit = 1 << 16
 
     /// Builds the index of `file` and writes it atomically to `path` (a temporary name in the
-    /// same directory, then rename), recording `key` with the demanglers the names went through.
+    /// same directory, then rename), recording `key`.
     ///
     /// Concurrent writers of one path each write their own temporary file and rename it into
     /// place: readers see one whole symcache or another, both correct. No fsync: a file torn by
     /// a crash fails its checksum at open and is rebuilt.
     public static func write(from file: DebugFile, key: SymbolCacheKey, to path: String) throws(SymbolCacheError) {
-        let bytes = try SymbolCacheBuilder.build(from: file, key: key)
+        let parts = try SymbolCacheBuilder.build(from: file, key: key)
         var random = SystemRandomNumberGenerator()
         let temporary = "\(path).\(getpid()).\(String(random.next() as UInt64, radix: 36)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, PrivateFiles.fileMode)
         guard fd >= 0 else { throw .unwritable(path: path, reason: SystemCallError.reason(errno: errno)) }
-        let written = bytes.withUnsafeBytes { raw in Result { () throws(SystemCallError) in try SystemCall.writeAll(fd, raw, path: temporary) } }
+        var written: Result<Void, SystemCallError> = .success(())
+        for part in parts {
+            written = part.withUnsafeBytes { raw in Result { () throws(SystemCallError) in try SystemCall.writeAll(fd, raw, path: temporary) } }
+            if case .failure = written { break }
+        }
         close(fd)
         do throws(SystemCallError) {
             try written.get()
@@ -68,8 +72,7 @@ public final class SymbolCache {
     }
 
     /// Maps and checks the symcache at `path`, whose recorded key must match `key`
-    /// (`SymbolCacheKey`: the same debug file and executable, and the same demanglers for the
-    /// names it holds).
+    /// (`SymbolCacheKey`: the same debug file and executable).
     public init(path: String, expecting key: SymbolCacheKey) throws(SymbolCacheError) {
         let file: RegularFile
         do { file = try RegularFile(path: path, followingLinks: false) } catch {

@@ -39,14 +39,79 @@ struct SymbolCacheBuilder {
         stringsByValue.reserveCapacity(file.symbolCount)
     }
 
-    /// `key` names the inputs the header records.
-    static func build(from file: DebugFile, key: SymbolCacheKey) throws(SymbolCacheError) -> [UInt8] {
+    /// The symcache's bytes in order, header first: `key` names the inputs the header records.
+    static func build(from file: DebugFile, key: SymbolCacheKey) throws(SymbolCacheError) -> [[UInt8]] {
         var builder = SymbolCacheBuilder(file: file)
         return try builder.run(key: key)
     }
 
-    private mutating func run(key: SymbolCacheKey) throws(SymbolCacheError) -> [UInt8] {
+    private mutating func run(key: SymbolCacheKey) throws(SymbolCacheError) -> [[UInt8]] {
         let path = file.elf.path
+        let segments = try sweep(path: path)
+        guard blob.count < Int(SymbolCacheLayout.escapeBit), segments.count < Int(UInt32.max), segments.stream.count < Int(UInt32.max),
+            stringEnds.count < Int(UInt32.max)
+        else {
+            throw .unwritable(path: path, reason: "too large for format version \(SymbolCacheVersions.current)")
+        }
+
+        let layout = SymbolCacheLayout(
+            segmentCount: segments.count, blockCount: segments.blockStarts.count, streamSize: segments.stream.count,
+            callerCount: callerIDs.count, functionCount: functionIDs.count, stringCount: stringEnds.count, blobSize: blob.count)
+        // What only the sweep needed goes before the output is laid out beside the tables.
+        stringsByValue = [:]
+        functionIDs = [:]
+        callerIDs = [:]
+        dwarfStrings = []
+        symbolNames = []
+        symbolFiles = []
+        // The body in order, each section padded to its offset: written part by part, never
+        // copied into one buffer the size of the file.
+        var body: [[UInt8]] = []
+        var offset = SymbolCacheLayout.headerSize
+        func add(_ part: [UInt8], at start: Int) {
+            if start > offset { body.append([UInt8](repeating: 0, count: start - offset)) }
+            body.append(part)
+            offset = start + part.count
+        }
+        add(Self.littleEndian(segments.blockStarts), at: layout.blockStartsOffset)
+        add(Self.littleEndian(segments.blockOffsets.map { UInt32($0) }), at: layout.blockOffsetsOffset)
+        add(segments.stream, at: layout.streamOffset)
+        add(callerRecords, at: layout.callersOffset)
+        add(functionRecords, at: layout.functionsOffset)
+        add(Self.littleEndian(stringEnds), at: layout.stringEndsOffset)
+        add(blob, at: layout.blobOffset)
+        add([], at: layout.totalSize)
+        var bodyCRC: UInt32 = 0
+        for part in body { part.withUnsafeBytes { bodyCRC = SymbolCacheChecksum.crc32($0, continuing: bodyCRC) } }
+
+        var header = [UInt8](repeating: 0, count: SymbolCacheLayout.headerSize)
+        header.withUnsafeMutableBytes { raw in
+            func put<T: FixedWidthInteger>(_ value: T, _ offset: Int) { raw.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self) }
+            typealias O = SymbolCacheLayout.Offset
+            for (i, b) in SymbolCacheLayout.magic.enumerated() { raw[i] = b }
+            put(SymbolCacheVersions.current, O.version)
+            put((file.machO != nil ? SymbolCacheLayout.Flag.machO : 0) | key.flags, O.flags)
+            put(UInt64(layout.totalSize), O.totalSize)
+            put(file.preferredBase, O.preferredBase)
+            key.write(into: raw)
+            put(UInt32(layout.segmentCount), O.segmentCount)
+            put(UInt32(layout.blockCount), O.blockCount)
+            put(UInt32(layout.callerCount), O.callerCount)
+            put(UInt32(layout.functionCount), O.functionCount)
+            put(UInt32(layout.stringCount), O.stringCount)
+            put(UInt64(layout.blobSize), O.blobSize)
+            put(UInt64(layout.streamSize), O.streamSize)
+            let arch = Array(file.architecture.name.utf8.prefix(SymbolCacheLayout.maxArchName))
+            raw[O.archName] = UInt8(arch.count)
+            for (i, b) in arch.enumerated() { raw[O.archName + 1 + i] = b }
+            put(bodyCRC, O.bodyCRC)
+            put(SymbolCacheChecksum.crc32(UnsafeRawBufferPointer(raw)), O.headerCRC)
+        }
+        return [header] + body
+    }
+
+    /// One sweep upwards over the boundaries (freed when it returns, before the output is laid out).
+    private mutating func sweep(path: String) throws(SymbolCacheError) -> SegmentEncoder {
         var segments = SegmentEncoder()
         var cursor = AnswerCursor()
         var levels: [AnswerLevel] = []
@@ -69,50 +134,13 @@ struct SymbolCacheBuilder {
             previous = answer
             started = true
         }
-        guard blob.count < Int(SymbolCacheLayout.escapeBit), segments.count < Int(UInt32.max), segments.stream.count < Int(UInt32.max),
-            stringEnds.count < Int(UInt32.max)
-        else {
-            throw .unwritable(path: path, reason: "too large for format version \(SymbolCacheVersions.current)")
-        }
-        let layout = SymbolCacheLayout(
-            segmentCount: segments.count, blockCount: segments.blockStarts.count, streamSize: segments.stream.count,
-            callerCount: callerIDs.count, functionCount: functionIDs.count, stringCount: stringEnds.count, blobSize: blob.count)
-        var out = [UInt8](repeating: 0, count: layout.totalSize)
-        out.withUnsafeMutableBytes { raw in
-            func put<T: FixedWidthInteger>(_ value: T, _ offset: Int) { raw.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self) }
-            typealias O = SymbolCacheLayout.Offset
-            for (i, b) in SymbolCacheLayout.magic.enumerated() { raw[i] = b }
-            put(SymbolCacheVersions.current, O.version)
-            put((file.machO != nil ? SymbolCacheLayout.Flag.machO : 0) | key.flags, O.flags)
-            put(UInt64(layout.totalSize), O.totalSize)
-            put(file.preferredBase, O.preferredBase)
-            key.write(into: raw)
-            put(UInt32(layout.segmentCount), O.segmentCount)
-            put(UInt32(layout.blockCount), O.blockCount)
-            put(UInt32(layout.callerCount), O.callerCount)
-            put(UInt32(layout.functionCount), O.functionCount)
-            put(UInt32(layout.stringCount), O.stringCount)
-            put(UInt64(layout.blobSize), O.blobSize)
-            put(UInt64(layout.streamSize), O.streamSize)
-            let arch = Array(file.architecture.name.utf8.prefix(SymbolCacheLayout.maxArchName))
-            raw[O.archName] = UInt8(arch.count)
-            for (i, b) in arch.enumerated() { raw[O.archName + 1 + i] = b }
-            for (i, s) in segments.blockStarts.enumerated() { put(s, layout.blockStartsOffset + i * 8) }
-            for (i, o) in segments.blockOffsets.enumerated() { put(UInt32(o), layout.blockOffsetsOffset + i * 4) }
-            for (i, e) in stringEnds.enumerated() { put(e, layout.stringEndsOffset + i * 4) }
-            func copy(_ bytes: [UInt8], _ offset: Int) {
-                bytes.withUnsafeBytes { src in
-                    if let base = src.baseAddress, let destination = raw.baseAddress { (destination + offset).copyMemory(from: base, byteCount: src.count) }
-                }
-            }
-            copy(segments.stream, layout.streamOffset)
-            copy(callerRecords, layout.callersOffset)
-            copy(functionRecords, layout.functionsOffset)
-            copy(blob, layout.blobOffset)
-            let body = UnsafeRawBufferPointer(rebasing: raw[SymbolCacheLayout.headerSize...])
-            put(SymbolCacheChecksum.crc32(body), O.bodyCRC)
-            put(SymbolCacheChecksum.crc32(UnsafeRawBufferPointer(rebasing: raw[..<SymbolCacheLayout.headerSize])), O.headerCRC)
-        }
+        return segments
+    }
+
+    private static func littleEndian<T: FixedWidthInteger>(_ values: [T]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(values.count * MemoryLayout<T>.size)
+        for v in values { withUnsafeBytes(of: v.littleEndian) { out += $0 } }
         return out
     }
 

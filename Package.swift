@@ -91,7 +91,7 @@ let package = Package(
         // Mangled names to readable ones, through the Swift runtime's and the C++ ABI's demanglers.
         .target(name: "Demangling", dependencies: ["CDemangle"]),
         // The symcache: a debug file's answers precomputed into one memory-mapped, checked index.
-        .target(name: "SymbolCache", dependencies: ["DebugInfo", "Demangling", "ReportModel", "SystemCalls", "StacklineDeflate"]),
+        .target(name: "SymbolCache", dependencies: ["Compression", "DebugInfo", "Demangling", "ReportModel", "SystemCalls", "StacklineDeflate"]),
         .target(name: "SymbolStore", dependencies: ["JSONFormat", "ReportModel", "DebugInfo", "SymbolCache", "SystemCalls", .product(name: "ZIPFoundation", package: "ZIPFoundation")]),
         .target(
             name: "Symbolication",

@@ -57,3 +57,17 @@ public enum Zstd {
 
     private static func errorName(_ code: Int) -> String { String(cString: ZSTD_getErrorName(code)) }
 }
+
+extension Zstd {
+    /// `input` as one zstd frame at `level`, its content size recorded in the frame header.
+    public static func compress(_ input: UnsafeRawBufferPointer, level: Int32) throws(CompressionError) -> [UInt8] {
+        guard let context = ZSTD_createCCtx() else { throw .corrupt("out of memory for a zstd encoder") }
+        defer { ZSTD_freeCCtx(context) }
+        let bound = ZSTD_compressBound(input.count)
+        var out = [UInt8](repeating: 0, count: bound)
+        let made = out.withUnsafeMutableBytes { ZSTD_compressCCtx(context, $0.baseAddress, $0.count, input.baseAddress, input.count, level) }
+        guard ZSTD_isError(made) == 0 else { throw .corrupt(errorName(made)) }
+        out.removeLast(out.count - made)
+        return out
+    }
+}

@@ -1,25 +1,21 @@
-/// What the levels of one function share (16 bytes, 8-aligned):
+/// What the levels of one function share (24 bytes, 8-aligned):
 ///
 /// ```
 /// 0  function start u64 (valid with flag 1)
-/// 8  name u32: string index, 0xFFFF_FFFF for none
-/// 12 flags u32 (1 has function start, 2 from the symbol table only,
-///               4 a Swift-mangled name, 8 a C++-mangled name: demangled at lookup)
+/// 8  symbol  12 full name  16 simplified name: string indexes, 0xFFFF_FFFF for none
+/// 20 flags u32 (1 has function start, 2 from the symbol table only)
 /// ```
 ///
-/// The name is stored once, as the debug file has it (mangled); the demangled forms are made at
-/// lookup (`SymbolCache`'s bounded cache of them), so a symcache does not depend on which
-/// demangler library the process has.
+/// A symbol's three names are all present or all absent (checked at open), so each style
+/// answers alike; a name no demangler changes is one string, named three times.
 enum FunctionRecord {
     enum Offset {
-        static let functionStart = 0, name = 8, flags = 12
+        static let functionStart = 0, symbol = 8, fullName = 12, simplifiedName = 16, flags = 20
     }
 
     enum Flag {
         static let hasFunctionStart: UInt32 = 1
         static let fromSymbolTableOnly: UInt32 = 2
-        static let swiftName: UInt32 = 4
-        static let cxxName: UInt32 = 8
-        static let known: UInt32 = 15
+        static let known: UInt32 = 3
     }
 }

@@ -1,3 +1,4 @@
+import Compression
 import DebugInfo
 import Demangling
 import ReportModel
@@ -14,7 +15,7 @@ import Glibc
 /// walk of its callers, reading only the
 /// mapped pages it needs. Layout: `SymbolCacheLayout`, and docs/symcache.md.
 ///
-/// Not thread-safe (it keeps the names it demangled): one owner at a time, as `DebugFile`.
+/// Not thread-safe (it keeps the string blocks it decompressed): one owner at a time, as `DebugFile`.
 public final class SymbolCache {
     /// The last of `SymbolCacheVersions.history`; other versions are rebuilt.
     public static var formatVersion: UInt32 { SymbolCacheVersions.current }
@@ -37,15 +38,17 @@ public final class SymbolCache {
     private let layout: SymbolCacheLayout
     /// Each block's first segment start, read at open: the search for the block runs in memory.
     private var blockStarts: [UInt64] = []
-    /// Demangled names already made, by function record and style (`name(function:symbol:style:)`).
-    private var demangled: [Int: CachedString] = [:]
-    private var demangledStorage: [UnsafeMutableRawBufferPointer] = []
-    /// A bound on `demangled`, emptied at the start of a visit when reached: a batch repeats a
-    /// few thousand functions, a scan of a whole file would otherwise keep every name.
-    static let demangledLimit = 1 << 16
+    /// Where each string block ends among the strings laid end to end, read at open.
+    private var stringBlockEnds: [Int] = []
+    /// String blocks decompressed so far (nil: not yet), and their bytes in all.
+    private var stringBlocks: [UnsafeMutableRawBufferPointer?] = []
+    private var decompressedBytes = 0
+    /// A bound on `stringBlocks`, which are all dropped at the start of a visit once they hold
+    /// more: a batch over a whole large binary touches every block, a crash a few dozen.
+    static let decompressedLimit = 64 << 20
 
     /// Builds the index of `file` and writes it atomically to `path` (a temporary name in the
-    /// same directory, then rename), recording `key`.
+    /// same directory, then rename), recording `key` with the demanglers the names went through.
     ///
     /// Concurrent writers of one path each write their own temporary file and rename it into
     /// place: readers see one whole symcache or another, both correct. No fsync: a file torn by
@@ -72,7 +75,8 @@ public final class SymbolCache {
     }
 
     /// Maps and checks the symcache at `path`, whose recorded key must match `key`
-    /// (`SymbolCacheKey`: the same debug file and executable).
+    /// (`SymbolCacheKey`: the same debug file and executable, and the same demanglers for the
+    /// names it holds).
     public init(path: String, expecting key: SymbolCacheKey) throws(SymbolCacheError) {
         let file: RegularFile
         do { file = try RegularFile(path: path, followingLinks: false) } catch {
@@ -113,17 +117,20 @@ public final class SymbolCache {
         }
         let flags: UInt32 = header[O.flags]
         guard flags & ~SymbolCacheLayout.Flag.known == 0 else { throw .corrupt(path: path, detail: "unknown flags \(flags)") }
-        let recorded = SymbolCacheKey(recordedIn: header)
+        guard let recorded = SymbolCacheKey(recordedIn: header) else { throw .corrupt(path: path, detail: "a demangler identity longer than its field") }
         if let mismatch = recorded.mismatch(expected: key, path: path) { throw mismatch }
         let segments: UInt32 = header[O.segmentCount], blocks: UInt32 = header[O.blockCount]
         let callers: UInt32 = header[O.callerCount], strings: UInt32 = header[O.stringCount]
-        let functions: UInt32 = header[O.functionCount]
-        let blob: UInt64 = header[O.blobSize], stream: UInt64 = header[O.streamSize]
-        guard blob < UInt64(SymbolCacheLayout.escapeBit) else { throw .corrupt(path: path, detail: "string blob of \(blob) bytes") }
-        guard stream <= UInt64(UInt32.max) else { throw .corrupt(path: path, detail: "segment stream of \(stream) bytes") }
+        let functions: UInt32 = header[O.functionCount], stringBlockCount: UInt32 = header[O.stringBlockCount]
+        let blob: UInt64 = header[O.blobSize], stream: UInt64 = header[O.streamSize], compressed: UInt64 = header[O.compressedSize]
+        guard blob < UInt64(SymbolCacheLayout.escapeBit) else { throw .corrupt(path: path, detail: "strings of \(blob) bytes") }
+        guard stream <= UInt64(UInt32.max), compressed <= UInt64(UInt32.max) else {
+            throw .corrupt(path: path, detail: "a segment stream of \(stream) or compressed strings of \(compressed) bytes")
+        }
         let layout = SymbolCacheLayout(
             segmentCount: Int(segments), blockCount: Int(blocks), streamSize: Int(stream), callerCount: Int(callers),
-            functionCount: Int(functions), stringCount: Int(strings), blobSize: Int(blob))
+            functionCount: Int(functions), stringCount: Int(strings), blobSize: Int(blob),
+            stringBlockCount: Int(stringBlockCount), compressedSize: Int(compressed))
         // Counts are 32-bit, so the sum cannot overflow; it must be the file exactly.
         guard layout.totalSize == bytes.count else {
             throw .corrupt(path: path, detail: "sections add up to \(layout.totalSize) bytes, the file has \(bytes.count)")
@@ -136,10 +143,12 @@ public final class SymbolCache {
         isMachO = flags & SymbolCacheLayout.Flag.machO != 0
         if let problem = SymbolCacheValidation.problem(bytes, layout) { throw .corrupt(path: path, detail: problem) }
         blockStarts = (0..<layout.blockCount).map { u64(layout.blockStartsOffset + $0 * 8) }
+        stringBlockEnds = (0..<layout.stringBlockCount).map { Int(u32(layout.stringBlocksOffset + $0 * 8 + 4)) }
+        stringBlocks = Array(repeating: nil, count: layout.stringBlockCount)
     }
 
     deinit {
-        for storage in demangledStorage { storage.deallocate() }
+        forgetStringBlocks()
     }
 
     /// What is at `address`, innermost inline level first: exactly `DebugFile.frames(at:)`'s
@@ -158,12 +167,12 @@ public final class SymbolCache {
     }
 
     /// Calls `body` with each level at `address`, innermost first, read in place from the
-    /// mapping (no `String` is made, except a demangled name the first time it is asked for);
+    /// mapping or from a string block decompressed at its first use (no `String` is made);
     /// returns how many levels there were. The views and their bytes are valid only during the
     /// call.
     @discardableResult
     public func visitFrames<E: Error>(at address: UInt64, _ body: (CachedFrameView) throws(E) -> Void) throws(E) -> Int {
-        if demangled.count >= Self.demangledLimit { forgetDemangledNames() }
+        if decompressedBytes > Self.decompressedLimit { forgetStringBlocks() }
         guard let answer = answer(at: address) else { return 0 }
         typealias C = CallerRecord.Offset
         var count = 1
@@ -191,35 +200,40 @@ public final class SymbolCache {
         let record = layout.functionsOffset + Int(function) * SymbolCacheLayout.functionRecordSize
         let flags = u32(record + F.flags)
         return CachedFrameView(
-            index: index, count: count, symbol: string(u32(record + F.name)), file: string(file),
+            index: index, count: count, symbol: string(u32(record + F.symbol)), file: string(file),
             line: Int(line), column: Int(column),
             functionStart: flags & FunctionRecord.Flag.hasFunctionStart != 0 ? u64(record + F.functionStart) : nil,
             fromSymbolTableOnly: flags & FunctionRecord.Flag.fromSymbolTableOnly != 0, cache: self, function: record)
     }
 
-    /// The name of the function record at `function` in `style`: the stored name itself unless
-    /// the writer marked it Swift- or C++-mangled, then its demangled form, made once.
+    /// The name of the function record at `function` in `style`.
     func name(function: Int, symbol: CachedString?, style: Demangler.Style) -> CachedString? {
-        guard let symbol else { return nil }
-        let mangled = FunctionRecord.Flag.swiftName | FunctionRecord.Flag.cxxName
-        guard u32(function + FunctionRecord.Offset.flags) & mangled != 0 else { return symbol }
-        let key = function << 1 | (style == .full ? 0 : 1)
-        if let known = demangled[key] { return known }
-        let name = Demangler.demangle(symbol.string, style: style)
-        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(name.utf8.count, 1), alignment: 1)
-        demangledStorage.append(storage)
-        _ = storage.initializeMemory(as: UInt8.self, from: name.utf8)
-        let out = CachedString(
-            bytes: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[..<name.utf8.count]),
-            needsTerminalEscaping: TerminalText.escape(name) != name)
-        demangled[key] = out
-        return out
+        guard symbol != nil else { return nil }
+        return string(u32(function + (style == .full ? FunctionRecord.Offset.fullName : FunctionRecord.Offset.simplifiedName)))
     }
 
-    private func forgetDemangledNames() {
-        for storage in demangledStorage { storage.deallocate() }
-        demangledStorage.removeAll(keepingCapacity: true)
-        demangled.removeAll(keepingCapacity: true)
+    private func forgetStringBlocks() {
+        for case let block? in stringBlocks { block.deallocate() }
+        for i in stringBlocks.indices { stringBlocks[i] = nil }
+        decompressedBytes = 0
+    }
+
+    /// String block `i`, decompressed at its first use. A block whose bytes do not decompress to
+    /// its size (a file written with valid checksums by something other than the writer: damage
+    /// fails the checksum at open) reads as zeros, never outside its buffer.
+    private func stringBlock(_ i: Int) -> UnsafeRawBufferPointer {
+        if let block = stringBlocks[i] { return UnsafeRawBufferPointer(block) }
+        let start = i == 0 ? 0 : stringBlockEnds[i - 1]
+        let size = stringBlockEnds[i] - start
+        let block = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 8)
+        let compressedStart = i == 0 ? 0 : Int(u32(layout.stringBlocksOffset + (i - 1) * 8))
+        let compressedEnd = Int(u32(layout.stringBlocksOffset + i * 8))
+        let input = UnsafeRawBufferPointer(rebasing: bytes[(layout.compressedOffset + compressedStart)..<(layout.compressedOffset + compressedEnd)])
+        let output = UnsafeMutableRawBufferPointer(rebasing: block[..<size])
+        do throws(CompressionError) { try Zstd.decompress(input, exactlyInto: output) } catch { output.initializeMemory(as: UInt8.self, repeating: 0) }
+        stringBlocks[i] = block
+        decompressedBytes += size
+        return UnsafeRawBufferPointer(block)
     }
 
     /// The answer of the segment with the greatest start at or below `address`: a search of the
@@ -257,9 +271,19 @@ public final class SymbolCache {
         guard id != SymbolCacheLayout.none else { return nil }
         let end = u32(layout.stringEndsOffset + Int(id) * 4)
         let start = id == 0 ? 0 : Int(u32(layout.stringEndsOffset + Int(id) * 4 - 4) & ~SymbolCacheLayout.escapeBit)
-        return CachedString(
-            bytes: UnsafeRawBufferPointer(rebasing: bytes[(layout.blobOffset + start)..<(layout.blobOffset + Int(end & ~SymbolCacheLayout.escapeBit))]),
-            needsTerminalEscaping: end & SymbolCacheLayout.escapeBit != 0)
+        let stop = Int(end & ~SymbolCacheLayout.escapeBit)
+        let escaping = end & SymbolCacheLayout.escapeBit != 0
+        guard stop > start else { return CachedString(bytes: UnsafeRawBufferPointer(start: nil, count: 0), needsTerminalEscaping: escaping) }
+        // The block holding it (validated at open: a string never crosses a block's end).
+        var lo = 0
+        var hi = stringBlockEnds.count
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if stringBlockEnds[mid] <= start { lo = mid + 1 } else { hi = mid }
+        }
+        let blockStart = lo == 0 ? 0 : stringBlockEnds[lo - 1]
+        let block = stringBlock(lo)
+        return CachedString(bytes: UnsafeRawBufferPointer(rebasing: block[(start - blockStart)..<(stop - blockStart)]), needsTerminalEscaping: escaping)
     }
 
     // Offsets reaching these were validated at open (`SymbolCacheValidation`); the buffer's own

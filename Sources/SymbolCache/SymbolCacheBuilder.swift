@@ -1,3 +1,4 @@
+import Compression
 import DebugInfo
 import Demangling
 import ReportModel
@@ -26,6 +27,15 @@ struct SymbolCacheBuilder {
     private static let unset: UInt32 = 0xFFFF_FFFE
     /// The last function looked up, asked again by nearly every segment of one function.
     private var lastFunction: (key: FunctionKey, id: UInt32)?
+    private var demangling = Demangling()
+
+    /// The mangled names met so far, and the queue demangling them on another thread.
+    private struct Demangling {
+        var asked: Set<UInt32> = []
+        /// The demanglers the stored names went through: the key records their identities.
+        var families: Set<Demangler.Family> = []
+        let queue = DemanglingQueue()
+    }
     private var functionRecords: [UInt8] = []
     private var functionIDs: [FunctionKey: UInt32] = [:]
     private var callerRecords: [UInt8] = []
@@ -48,15 +58,18 @@ struct SymbolCacheBuilder {
     private mutating func run(key: SymbolCacheKey) throws(SymbolCacheError) -> [[UInt8]] {
         let path = file.elf.path
         let segments = try sweep(path: path)
+        fillDemangledNames()
         guard blob.count < Int(SymbolCacheLayout.escapeBit), segments.count < Int(UInt32.max), segments.stream.count < Int(UInt32.max),
             stringEnds.count < Int(UInt32.max)
         else {
             throw .unwritable(path: path, reason: "too large for format version \(SymbolCacheVersions.current)")
         }
 
+        let (blocks, compressed) = try compressStrings(path: path)
         let layout = SymbolCacheLayout(
             segmentCount: segments.count, blockCount: segments.blockStarts.count, streamSize: segments.stream.count,
-            callerCount: callerIDs.count, functionCount: functionIDs.count, stringCount: stringEnds.count, blobSize: blob.count)
+            callerCount: callerIDs.count, functionCount: functionIDs.count, stringCount: stringEnds.count, blobSize: blob.count,
+            stringBlockCount: blocks.count / 2, compressedSize: compressed.count)
         // What only the sweep needed goes before the output is laid out beside the tables.
         stringsByValue = [:]
         functionIDs = [:]
@@ -79,7 +92,8 @@ struct SymbolCacheBuilder {
         add(callerRecords, at: layout.callersOffset)
         add(functionRecords, at: layout.functionsOffset)
         add(Self.littleEndian(stringEnds), at: layout.stringEndsOffset)
-        add(blob, at: layout.blobOffset)
+        add(Self.littleEndian(blocks), at: layout.stringBlocksOffset)
+        add(compressed, at: layout.compressedOffset)
         add([], at: layout.totalSize)
         var bodyCRC: UInt32 = 0
         for part in body { part.withUnsafeBytes { bodyCRC = SymbolCacheChecksum.crc32($0, continuing: bodyCRC) } }
@@ -90,10 +104,12 @@ struct SymbolCacheBuilder {
             typealias O = SymbolCacheLayout.Offset
             for (i, b) in SymbolCacheLayout.magic.enumerated() { raw[i] = b }
             put(SymbolCacheVersions.current, O.version)
-            put((file.machO != nil ? SymbolCacheLayout.Flag.machO : 0) | key.flags, O.flags)
+            var recorded = key
+            recorded.usedDemanglers = demangling.families
+            put((file.machO != nil ? SymbolCacheLayout.Flag.machO : 0) | recorded.flags, O.flags)
             put(UInt64(layout.totalSize), O.totalSize)
             put(file.preferredBase, O.preferredBase)
-            key.write(into: raw)
+            recorded.write(into: raw)
             put(UInt32(layout.segmentCount), O.segmentCount)
             put(UInt32(layout.blockCount), O.blockCount)
             put(UInt32(layout.callerCount), O.callerCount)
@@ -101,6 +117,8 @@ struct SymbolCacheBuilder {
             put(UInt32(layout.stringCount), O.stringCount)
             put(UInt64(layout.blobSize), O.blobSize)
             put(UInt64(layout.streamSize), O.streamSize)
+            put(UInt32(layout.stringBlockCount), O.stringBlockCount)
+            put(UInt64(layout.compressedSize), O.compressedSize)
             let arch = Array(file.architecture.name.utf8.prefix(SymbolCacheLayout.maxArchName))
             raw[O.archName] = UInt8(arch.count)
             for (i, b) in arch.enumerated() { raw[O.archName + 1 + i] = b }
@@ -136,6 +154,36 @@ struct SymbolCacheBuilder {
         }
         return segments
     }
+
+    /// The strings cut at string ends into blocks of about `stringBlockSize` bytes, each
+    /// compressed alone: the block table (compressed end, end, for each block) and the bytes.
+    private mutating func compressStrings(path: String) throws(SymbolCacheError) -> (blocks: [UInt32], compressed: [UInt8]) {
+        var blocks: [UInt32] = []
+        var compressed: [UInt8] = []
+        var start = 0
+        func cut(at end: Int) throws(SymbolCacheError) {
+            let result = blob.withUnsafeBytes { raw in
+                Result { () throws(CompressionError) in try Zstd.compress(UnsafeRawBufferPointer(rebasing: raw[start..<end]), level: Self.compressionLevel) }
+            }
+            guard case .success(let block) = result else {
+                throw .unwritable(path: path, reason: "compressing strings failed")
+            }
+            compressed += block
+            guard compressed.count < Int(UInt32.max) else { throw .unwritable(path: path, reason: "strings too large for format version \(SymbolCacheVersions.current)") }
+            blocks += [UInt32(compressed.count), UInt32(end)]
+            start = end
+        }
+        for e in stringEnds {
+            let end = Int(e & ~SymbolCacheLayout.escapeBit)
+            if end - start >= SymbolCacheLayout.stringBlockSize { try cut(at: end) }
+        }
+        if blob.count > start { try cut(at: blob.count) }
+        return (blocks, compressed)
+    }
+
+    /// zstd's fastest level: higher ones shrink names by a few percent and cost a multiple of
+    /// the time (`make bench`, symcache build).
+    private static let compressionLevel: Int32 = 1
 
     private static func littleEndian<T: FixedWidthInteger>(_ values: [T]) -> [UInt8] {
         var out: [UInt8] = []
@@ -198,17 +246,36 @@ struct SymbolCacheBuilder {
         var flags: UInt32 = 0
         if key.functionStart != nil { flags |= FunctionRecord.Flag.hasFunctionStart }
         if key.fromSymbolTableOnly { flags |= FunctionRecord.Flag.fromSymbolTableOnly }
-        switch file.string(level.symbol).flatMap(Demangler.family(of:)) {
-        case .swift: flags |= FunctionRecord.Flag.swiftName
-        case .cxx: flags |= FunctionRecord.Flag.cxxName
-        case nil: break
-        }
         withUnsafeBytes(of: (key.functionStart ?? 0).littleEndian) { functionRecords += $0 }
-        Self.append(name, to: &functionRecords)
-        Self.append(flags, to: &functionRecords)
+        // The demangled names are filled in after the sweep (`fillDemangledNames`).
+        for field in [name, name, name, flags] { Self.append(field, to: &functionRecords) }
+        if name != SymbolCacheLayout.none && !demangling.asked.contains(name), let text = file.string(level.symbol),
+            let family = Demangler.family(of: text) {
+            demangling.asked.insert(name)
+            demangling.families.insert(family)
+            demangling.queue.add(name, text)
+        }
         functionIDs[key] = id
         lastFunction = (key, id)
         return id
+    }
+
+    /// Sets each function record's full and simplified names: the name itself unless a
+    /// demangler changes it, which the queue did beside the sweep.
+    private mutating func fillDemangledNames() {
+        var demangled: [UInt32: (full: UInt32, simplified: UInt32)] = [:]
+        for (name, full, simplified) in demangling.queue.finish() {
+            demangled[name] = (intern(full), intern(simplified))
+        }
+        functionRecords.withUnsafeMutableBytes { raw in
+            typealias F = FunctionRecord.Offset
+            for record in stride(from: 0, to: raw.count, by: SymbolCacheLayout.functionRecordSize) {
+                let name = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: record + F.symbol, as: UInt32.self))
+                guard let names = demangled[name] else { continue }
+                raw.storeBytes(of: names.full.littleEndian, toByteOffset: record + F.fullName, as: UInt32.self)
+                raw.storeBytes(of: names.simplified.littleEndian, toByteOffset: record + F.simplifiedName, as: UInt32.self)
+            }
+        }
     }
 
     /// The symcache's index of the string `id` names; equal strings get one index.
@@ -229,7 +296,10 @@ struct SymbolCacheBuilder {
     }
 
     private mutating func intern(_ id: AnswerString) -> UInt32 {
-        let s = file.string(id) ?? ""
+        intern(file.string(id) ?? "")
+    }
+
+    private mutating func intern(_ s: String) -> UInt32 {
         if let known = stringsByValue[s] { return known }
         let index = UInt32(stringEnds.count)
         blob += s.utf8

@@ -1,3 +1,5 @@
+import Demangling
+
 /// Why a symcache cannot be used. Every case means the same to a caller: answer from the debug
 /// file, warn, and rebuild the symcache.
 public enum SymbolCacheError: Error, CustomStringConvertible, Equatable, Sendable {
@@ -10,6 +12,8 @@ public enum SymbolCacheError: Error, CustomStringConvertible, Equatable, Sendabl
     case staleSource(path: String)
     /// Built with another executable beside the debug file (or with one where there is none now, or the reverse).
     case otherExecutable(path: String)
+    /// Holds names demangled by another build of a demangler library than this process's.
+    case otherDemangler(path: String, family: Demangler.Family, recorded: DemanglerIdentity, current: DemanglerIdentity)
     case corrupt(path: String, detail: String)
     case unwritable(path: String, reason: String)
 
@@ -22,6 +26,8 @@ public enum SymbolCacheError: Error, CustomStringConvertible, Equatable, Sendabl
         case .checksumMismatch(let p): return "\(p): symcache checksum mismatch"
         case .staleSource(let p): return "\(p): symcache was built from another debug file"
         case .otherExecutable(let p): return "\(p): symcache was built with another executable beside the debug file"
+        case .otherDemangler(let p, let family, let recorded, let current):
+            return "\(p): symcache names were demangled by another \(family == .swift ? "Swift runtime" : "C++ ABI library") (\(recorded), this process has \(current))"
         case .corrupt(let p, let d): return "\(p): corrupt symcache: \(d)"
         case .unwritable(let p, let r): return "\(p): cannot write symcache: \(r)"
         }

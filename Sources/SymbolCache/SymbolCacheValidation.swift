@@ -1,12 +1,13 @@
 /// Every cross-reference of a symcache checked once at open, so that lookups can follow them
-/// without a check each: string ends inside the blob and ascending, function and caller records'
-/// indexes inside their tables (a caller's next always an earlier caller, so a chain ends), and
+/// without a check each: string ends ascending, each string inside one string block, the blocks
+/// ascending and ending with the strings, function and caller records' indexes inside their tables (a caller's next always an earlier caller, so a chain ends), and
 /// every block decoded whole: its varints inside its bytes and ending where the next block begins,
 /// its ids inside their tables, its starts rising strictly and above the previous block's. The
 /// checksum already rules out damage; this rules out a file written with a valid checksum by
 /// something other than the writer (a fuzzer, an attacker).
 ///
-/// Linear in the tables; the blob, the bulk, is not walked.
+/// Linear in the tables; the compressed strings are not decompressed here (a block that does not
+/// decompress to its size reads as zeros, `SymbolCache.stringBlock`).
 enum SymbolCacheValidation {
     static func problem(_ bytes: UnsafeRawBufferPointer, _ layout: SymbolCacheLayout) -> String? {
         func u32(_ offset: Int) -> UInt32 { UInt32(littleEndian: bytes.load(fromByteOffset: offset, as: UInt32.self)) }
@@ -14,10 +15,26 @@ enum SymbolCacheValidation {
         let none = SymbolCacheLayout.none
 
         var previousEnd: UInt32 = 0
+        var blockIndex = 0
+        func blockEnd(_ i: Int) -> Int { Int(u32(layout.stringBlocksOffset + i * 8 + 4)) }
         for i in 0..<layout.stringCount {
             let end = u32(layout.stringEndsOffset + i * 4) & ~SymbolCacheLayout.escapeBit
             if end < previousEnd || Int(end) > layout.blobSize { return "string \(i) ends at \(end), outside [\(previousEnd), \(layout.blobSize)]" }
+            // A string lies inside one block: no block ends strictly inside it.
+            while blockIndex < layout.stringBlockCount && blockEnd(blockIndex) <= Int(previousEnd) { blockIndex += 1 }
+            if end > previousEnd && (blockIndex == layout.stringBlockCount || blockEnd(blockIndex) < Int(end)) {
+                return "string \(i) crosses the end of a string block"
+            }
             previousEnd = end
+        }
+        var previousBlock = (compressed: UInt32(0), end: UInt32(0))
+        for i in 0..<layout.stringBlockCount {
+            let compressed = u32(layout.stringBlocksOffset + i * 8), end = u32(layout.stringBlocksOffset + i * 8 + 4)
+            if compressed <= previousBlock.compressed || end <= previousBlock.end { return "string block \(i) is empty or out of order" }
+            previousBlock = (compressed, end)
+        }
+        if Int(previousBlock.compressed) != layout.compressedSize || Int(previousBlock.end) != layout.blobSize {
+            return "string blocks end at \(previousBlock.end) (\(previousBlock.compressed) compressed), the strings at \(layout.blobSize) (\(layout.compressedSize))"
         }
         let strings = UInt32(layout.stringCount)
         let functions = UInt32(layout.functionCount)
@@ -25,12 +42,16 @@ enum SymbolCacheValidation {
         for i in 0..<layout.functionCount {
             let record = layout.functionsOffset + i * SymbolCacheLayout.functionRecordSize
             typealias F = FunctionRecord.Offset
-            let name = u32(record + F.name), flags = u32(record + F.flags)
-            if name != none && name >= strings { return "function \(i) names string \(name) of \(strings)" }
-            if flags & ~FunctionRecord.Flag.known != 0 { return "function \(i) has unknown flags" }
-            let mangled = flags & (FunctionRecord.Flag.swiftName | FunctionRecord.Flag.cxxName)
-            if mangled == FunctionRecord.Flag.swiftName | FunctionRecord.Flag.cxxName || (name == none && mangled != 0) {
-                return "function \(i) has a mangling it cannot have"
+            let symbol = u32(record + F.symbol), full = u32(record + F.fullName), simplified = u32(record + F.simplifiedName)
+            // `none` is above every index, so it must be told apart; no array here: this loop runs
+            // once per function at every open, and an array per function was most of its cost.
+            if symbol != none && symbol >= strings { return "function \(i) names string \(symbol) of \(strings)" }
+            if full != none && full >= strings { return "function \(i) names string \(full) of \(strings)" }
+            if simplified != none && simplified >= strings { return "function \(i) names string \(simplified) of \(strings)" }
+            if u32(record + F.flags) & ~FunctionRecord.Flag.known != 0 { return "function \(i) has unknown flags" }
+            // A name without its demangled forms (or the reverse) would answer differently by style.
+            if (symbol == none) != (full == none) || (symbol == none) != (simplified == none) {
+                return "function \(i) has demangled names that do not match its symbol"
             }
         }
         for i in 0..<layout.callerCount {

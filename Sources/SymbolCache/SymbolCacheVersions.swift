@@ -28,10 +28,10 @@ public enum SymbolCacheVersions {
         Entry(version: 3, reason: """
             Issue 31: a third of the size, built in one sweep. Segments are delta-coded in blocks \
             of 32 (LEB128 varints) instead of fixed 28-byte rows; inlined callers are shared \
-            records; names are stored once, as the debug file has them, and demangled at lookup \
-            through a bounded cache, so the demangler identities leave the key (flags 8 and 16 \
-            are gone) and a runtime upgrade no longer rebuilds anything; strings are ends, not \
-            offset and length.
+            records; the strings are cut into blocks of 64 KiB compressed alone with zstd and \
+            decompressed at their first use; string ends replace offset and length. The header \
+            gains the segment stream's size, the string blocks' count and the compressed size \
+            (the architecture name now holds 23 bytes).
             """),
     ]
 

@@ -99,14 +99,19 @@ import Testing
         let streamOffset = align(blockOffsets + blocks * 4)
         let callersOffset = align(streamOffset + stream)
         let functionsOffset = align(callersOffset + callers * 20)
-        let stringEnds = functionsOffset + functions * 16
-        try #require(blocks >= 2 && functions > 0, "the fixture fills at least two blocks")
+        let stringEnds = functionsOffset + functions * 24
+        let strings = Int(read32(original, 84)), stringBlocks = Int(read32(original, 124))
+        let stringBlocksOffset = stringEnds + strings * 4
+        let named = try #require((0..<functions).map { functionsOffset + $0 * 24 }.first { read32(original, $0 + 8) != 0xffff_ffff })
+        try #require(blocks >= 2 && functions > 0 && stringBlocks >= 1, "the fixture fills at least two blocks")
         var cases: [(String, Int, UInt32)] = [
             ("blocks out of order", 256 + 8, 0),
             ("a block beginning inside another", blockOffsets + 4, read32(original, blockOffsets + 4) - 1),
             ("a segment with an unknown tag", streamOffset, 0xFF),
             ("function name out of range", functionsOffset + 8, 0x7fff_ffff),
-            ("a function both Swift- and C++-mangled", functionsOffset + 12, 12),
+            ("function without its demangled names", named + 12, 0xffff_ffff),
+            ("string block past the compressed strings", stringBlocksOffset, read32(original, 40) + 1),
+            ("string block ending inside a string", stringBlocksOffset + 4, read32(original, stringBlocksOffset + 4) - 1),
             ("string past the blob", stringEnds, 0x7fff_fff0),
             ("more functions than the file holds", 96, UInt32(functions) + 1),
             ("more blocks than the segments fill", 76, UInt32(blocks) + 1),

@@ -5,48 +5,61 @@ import SymbolCache
 import TestSupport
 import Testing
 
-/// A symcache's key holds everything its answers depend on (issue 29 §3): the debug file and the
-/// executable given beside it. Names are stored mangled (issue 31), so the demanglers are not in
-/// it; `SymbolCacheVersions` says why each format version exists.
+/// A symcache's key holds everything its answers depend on (issue 29 §3): the debug file, the
+/// executable given beside it, and the build of each demangler whose names it stores, and only
+/// those; `SymbolCacheVersions` says why each format version exists.
 @Suite struct SymbolCacheKeyTests {
-    /// Names are stored once, as the file has them, and demangled at lookup (format version 3):
-    /// each code symbol of the fixture (binutils `nm`) that names its own address comes back
-    /// mangled as `symbol`, its C++ full name is what binutils `c++filt` prints, and no
-    /// demangled form of a mangled name is anywhere in the file's bytes.
+    /// The demanglers recorded are the ones the fixture's names need, read by binutils `nm`
+    /// (code symbols with a Swift or an Itanium prefix), with this process's identities; a
+    /// demangler of another build refuses the symcache only when its names are in it.
     @Test(arguments: ["c-gcc-pie", "cpp-clang", "swift-O"])
-    func namesAreStoredMangledAndDemangledAtLookup(fixtureName: String) throws {
+    func recordedDemanglersAreTheOnesItsNamesNeed(fixtureName: String) throws {
         let fixture = try sharedElfFixtures.get().named(fixtureName)
         let scratch = try TempDirectory("stackline-symcache-key")
         defer { scratch.remove() }
         let path = scratch.file("file.symcache")
         let key = SymbolCacheKey(source: try SymbolCacheSource(file: RegularFile(path: fixture.unstripped)))
         try SymbolCache.write(from: DebugFile.open(path: fixture.unstripped), key: key, to: path)
-        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
-        let cache = try SymbolCache(path: path, expecting: key)
+        let recorded = try #require(SymbolCache.recordedKey(try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))))
 
-        var mangled: [(name: String, address: UInt64)] = []
-        for line in try runChecked(try findTool("nm"), ["--defined-only", fixture.unstripped]).stdout.split(separator: "\n") {
+        let symbols = try runChecked(try findTool("nm"), ["--defined-only", fixture.unstripped]).stdout
+        var expected: Set<Demangler.Family> = []
+        for line in symbols.split(separator: "\n") {
             let words = line.split(separator: " ")
-            guard words.count == 3, words[1] == "T" || words[1] == "t", let address = UInt64(words[0], radix: 16) else { continue }
-            if words[2].hasPrefix("$s") || words[2].hasPrefix("_Z") { mangled.append((String(words[2]), address)) }
+            guard words.count == 3, words[1] == "T" || words[1] == "t" else { continue }
+            if words[2].hasPrefix("$s") { expected.insert(.swift) }
+            if words[2].hasPrefix("_Z") { expected.insert(.cxx) }
         }
-        let cxx = mangled.filter { $0.name.hasPrefix("_Z") }
-        let filtered = cxx.isEmpty ? [] : try runChecked(try findTool("c++filt"), cxx.map(\.name)).stdout.split(separator: "\n").map(String.init)
-        try #require(filtered.count == cxx.count)
-        let cxxNames = Dictionary(zip(cxx.map(\.name), filtered), uniquingKeysWith: { a, _ in a })
-        var named = 0
-        for (name, address) in mangled {
-            guard let outer = cache.frames(at: address).last, outer.source.symbol == name else { continue }
-            named += 1
-            if let expected = cxxNames[name] { #expect(outer.fullName == expected, "c++filt: \(expected)") }
-            for style in Demangler.Style.allCases {
-                let demangled = Demangler.demangle(name, style: style)
-                // Long enough not to be a piece of a path or of another name by chance.
-                guard demangled != name, demangled.utf8.count > 24 else { continue }
-                #expect(bytes.firstRange(of: Array(demangled.utf8)) == nil, "\(fixtureName): \(demangled) is stored")
+        #expect(recorded.usedDemanglers == expected, "\(fixtureName): nm's code symbols need \(expected)")
+        #expect(recorded.source == key.source && recorded.companion == nil)
+        for family in Demangler.Family.allCases {
+            if expected.contains(family) {
+                #expect(recorded.demanglers[family] == DemanglerVersions.current[family])
+                #expect(recorded.demanglers[family] != .unknown, "\(family): this process's demangler was not identified")
+            }
+            var other = key
+            other.demanglers[family] = DemanglerIdentity(bytes: [1] + Array(repeating: 0xAB, count: 20))
+            do throws(SymbolCacheError) {
+                _ = try SymbolCache(path: path, expecting: other)
+                #expect(!expected.contains(family), "\(fixtureName): opened with another \(family) demangler, whose names it holds")
+            } catch {
+                #expect(expected.contains(family), "\(fixtureName): refused for a \(family) demangler it does not use: \(error)")
+                #expect(error == .otherDemangler(path: path, family: family, recorded: recorded.demanglers[family], current: other.demanglers[family]))
             }
         }
-        if fixtureName != "c-gcc-pie" { #expect(named > 0, "\(fixtureName): no mangled symbol names its own address") }
+    }
+
+    /// The identity is the GNU build id of the library this process has mapped, as binutils
+    /// `readelf` reads it from the file `/proc/self/maps` names.
+    @Test func theIdentityIsTheMappedLibrarysBuildID() throws {
+        // Read by cat: Foundation sees a /proc file's size as 0 and may stop early.
+        let maps = try runChecked("/bin/cat", ["/proc/\(ProcessInfo.processInfo.processIdentifier)/maps"]).stdout
+        let mapped = Set(maps.split(separator: "\n").compactMap { line in line.split(separator: " ", omittingEmptySubsequences: true).last.map(String.init) })
+        for (family, library) in [(Demangler.Family.swift, "/libswiftCore.so"), (.cxx, "/libstdc++.so")] {
+            let path = try #require(mapped.first { $0.contains(library) }, "\(library) is not mapped in the test process")
+            let buildID = try #require(try readelfBuildID(path), "\(path) has no build id")
+            #expect(DemanglerVersions.current[family].description == "build-id \(buildID)", "\(family): \(path)")
+        }
     }
 
     /// The executable given beside the debug file is part of the key: none where one was, one

@@ -11,7 +11,8 @@ import Glibc
 #endif
 
 /// `OpenDebugFiles` rebuilds a store's symcache when it is of another format version or its key
-/// no longer matches (an executable added beside the debug file) and leaves a matching one alone:
+/// no longer matches (another demangler build, an executable added beside the debug file) and
+/// leaves a matching one alone:
 /// each new instance stands for a new process, and the symcache's inode and modification time
 /// (from `stat`) tell whether it was written again (the writer renames a new file into place).
 @Suite struct SymbolCacheRebuildTests {
@@ -39,6 +40,39 @@ import Glibc
         let patched = try fileIdentity(path)
         let (rebuilt, rebuildWarnings) = try lookUp(id, in: store)
         #expect(rebuildWarnings.count == 1 && rebuildWarnings.first?.contains("format version 2") == true, "\(rebuildWarnings)")
+        #expect(rebuilt.inode != patched.inode, "not rebuilt")
+        #expect(try read(path) == intact, "the rebuilt symcache differs from a fresh build")
+
+        let (settled, settledWarnings) = try lookUp(id, in: store)
+        #expect(settledWarnings.isEmpty && settled == rebuilt, "rebuilt again: \(settledWarnings)")
+    }
+
+    /// A symcache whose recorded C++ demangler is another build (as if written before a
+    /// libstdc++ upgrade) is rebuilt once, with a warning, into the bytes a fresh build writes;
+    /// one whose key matches is mapped as it is.
+    @Test func anotherDemanglerRebuildsAndAMatchingKeyDoesNot() throws {
+        let store = SymbolStoreDirectory(root: try makeTemporaryDirectory(prefix: "symcache-rebuild"))
+        defer { try? FileManager.default.removeItem(atPath: store.root) }
+        let id = try #require(try store.addFile(path: MachOFixtures.dylibDWARF).first?.entry.buildId)
+        let path = store.symbolCachePath(buildID: id)
+
+        let (built, firstWarnings) = try lookUp(id, in: store)
+        #expect(firstWarnings.isEmpty, "\(firstWarnings)")
+        let intact = try read(path)
+        let recorded = try #require(SymbolCache.recordedKey(intact))
+        try #require(recorded.usedDemanglers == [.cxx], "the fixture is C++ (Tests/Fixtures/cpp/geometry.cpp)")
+
+        let (again, warnings) = try lookUp(id, in: store)
+        #expect(warnings.isEmpty, "\(warnings)")
+        #expect(again == built, "a symcache whose key matches was written again")
+
+        // The C++ identity's first build-id byte (offset 210: length at 208, tag at 209), resealed.
+        var older = intact
+        older[210] ^= 0xFF
+        try Data(SymbolCache.resealed(older)).write(to: URL(fileURLWithPath: path))
+        let patched = try fileIdentity(path)
+        let (rebuilt, rebuildWarnings) = try lookUp(id, in: store)
+        #expect(rebuildWarnings.count == 1 && rebuildWarnings.first?.contains("demangled by another C++ ABI library") == true, "\(rebuildWarnings)")
         #expect(rebuilt.inode != patched.inode, "not rebuilt")
         #expect(try read(path) == intact, "the rebuilt symcache differs from a fresh build")
 

@@ -62,6 +62,8 @@ public final class DebugFile {
     /// below it once the units it answers from are indexed.
     public var dwarfStringCount: Int { strings.count }
     public var symbolCount: Int { symbols.symbols.count }
+    /// The symbols `frames(at:)` names outermost levels from (`AnswerString.symbolName` indexes it).
+    public var symbolTable: SymbolTable { symbols }
 
     /// The file's sized symbols that start inside a DWARF unit's address ranges, in address
     /// order: functions a lookup must name with a file and line (`symbols verify` looks a few

@@ -1,3 +1,4 @@
+import DebugInfo
 import Demangling
 import Foundation
 
@@ -9,18 +10,22 @@ import Foundation
 final class DemanglingQueue: @unchecked Sendable {
     // Everything below is read and written under `condition`.
     private let condition = NSCondition()
-    private var pending: [(id: UInt32, name: String)] = []
+    private var pending: [(id: AnswerString, name: String)] = []
     private var finished = false
     /// Batches taken and not yet stored back.
     private var inFlight = 0
-    private var results: [(id: UInt32, full: String, simplified: String)] = []
+    private var results: [(id: AnswerString, full: String, simplified: String)] = []
     private var started = false
 
     /// Queues `name`, known to the caller as `id`.
-    func add(_ id: UInt32, _ name: String) {
+    func add(_ id: AnswerString, _ name: String) {
+        add(contentsOf: [(id, name)])
+    }
+
+    func add(contentsOf names: [(id: AnswerString, name: String)]) {
         condition.lock()
         defer { condition.unlock() }
-        pending.append((id, name))
+        pending += names
         if !started {
             started = true
             Thread { [self] in run() }.start()
@@ -31,7 +36,7 @@ final class DemanglingQueue: @unchecked Sendable {
     private static let batch = 256
 
     /// Everything queued, demangled: waits for the thread's last batch.
-    func finish() -> [(id: UInt32, full: String, simplified: String)] {
+    func finish() -> [(id: AnswerString, full: String, simplified: String)] {
         condition.lock()
         finished = true
         condition.broadcast()
@@ -50,7 +55,7 @@ final class DemanglingQueue: @unchecked Sendable {
     }
 
     /// The next batch, nil when there is none and (when `waiting`) none will come.
-    private func take(waiting: Bool) -> [(id: UInt32, name: String)]? {
+    private func take(waiting: Bool) -> [(id: AnswerString, name: String)]? {
         condition.lock()
         defer { condition.unlock() }
         while waiting && pending.count < Self.batch && !finished { condition.wait() }
@@ -61,7 +66,7 @@ final class DemanglingQueue: @unchecked Sendable {
         return batch
     }
 
-    private func store(_ done: [(id: UInt32, full: String, simplified: String)]) {
+    private func store(_ done: [(id: AnswerString, full: String, simplified: String)]) {
         condition.lock()
         results += done
         inFlight -= 1
@@ -69,7 +74,7 @@ final class DemanglingQueue: @unchecked Sendable {
         condition.unlock()
     }
 
-    private static func demangle(_ batch: [(id: UInt32, name: String)]) -> [(id: UInt32, full: String, simplified: String)] {
+    private static func demangle(_ batch: [(id: AnswerString, name: String)]) -> [(id: AnswerString, full: String, simplified: String)] {
         batch.map { ($0.id, Demangler.demangle($0.name, style: .full), Demangler.demangle($0.name, style: .simplified)) }
     }
 }

@@ -31,10 +31,30 @@ struct SymbolCacheBuilder {
 
     /// The mangled names met so far, and the queue demangling them on another thread.
     private struct Demangling {
-        var asked: Set<UInt32> = []
+        var asked: Set<AnswerString> = []
         /// The demanglers the stored names went through: the key records their identities.
         var families: Set<Demangler.Family> = []
         let queue = DemanglingQueue()
+        /// Each function record's name, as the debug file knows it.
+        var recordNames: [AnswerString] = []
+    }
+
+    /// Queues the mangled names of the symbols in code before the sweep starts, so that the
+    /// demangling thread works while the units are indexed: nearly every function record is
+    /// named from one of them. Names the sweep meets otherwise are queued when met.
+    private mutating func queueSymbolNames() {
+        let code = file.elf.sections.filter { $0.isExecutable && $0.address > 0 }.map { ($0.address, $0.address &+ $0.size) }
+        var names: [(id: AnswerString, name: String)] = []
+        for (i, symbol) in file.symbolTable.symbols.enumerated() {
+            guard code.isEmpty || code.contains(where: { symbol.address >= $0.0 && symbol.address < $0.1 }),
+                let family = Demangler.family(of: symbol.name)
+            else { continue }
+            let id = AnswerString.symbolName(Int32(i))
+            demangling.asked.insert(id)
+            demangling.families.insert(family)
+            names.append((id, symbol.name))
+        }
+        demangling.queue.add(contentsOf: names)
     }
     private var functionRecords: [UInt8] = []
     private var functionIDs: [FunctionKey: UInt32] = [:]
@@ -57,6 +77,7 @@ struct SymbolCacheBuilder {
 
     private mutating func run(key: SymbolCacheKey) throws(SymbolCacheError) -> [[UInt8]] {
         let path = file.elf.path
+        queueSymbolNames()
         let segments = try sweep(path: path)
         fillDemangledNames()
         guard blob.count < Int(SymbolCacheLayout.escapeBit), segments.count < Int(UInt32.max), segments.stream.count < Int(UInt32.max),
@@ -249,11 +270,12 @@ struct SymbolCacheBuilder {
         withUnsafeBytes(of: (key.functionStart ?? 0).littleEndian) { functionRecords += $0 }
         // The demangled names are filled in after the sweep (`fillDemangledNames`).
         for field in [name, name, name, flags] { Self.append(field, to: &functionRecords) }
-        if name != SymbolCacheLayout.none && !demangling.asked.contains(name), let text = file.string(level.symbol),
+        demangling.recordNames.append(level.symbol)
+        if name != SymbolCacheLayout.none && !demangling.asked.contains(level.symbol), let text = file.string(level.symbol),
             let family = Demangler.family(of: text) {
-            demangling.asked.insert(name)
+            demangling.asked.insert(level.symbol)
             demangling.families.insert(family)
-            demangling.queue.add(name, text)
+            demangling.queue.add(level.symbol, text)
         }
         functionIDs[key] = id
         lastFunction = (key, id)
@@ -263,19 +285,27 @@ struct SymbolCacheBuilder {
     /// Sets each function record's full and simplified names: the name itself unless a
     /// demangler changes it, which the queue did beside the sweep.
     private mutating func fillDemangledNames() {
-        var demangled: [UInt32: (full: UInt32, simplified: UInt32)] = [:]
-        for (name, full, simplified) in demangling.queue.finish() {
-            demangled[name] = (intern(full), intern(simplified))
-        }
-        functionRecords.withUnsafeMutableBytes { raw in
+        var demangled: [AnswerString: (full: String, simplified: String)] = [:]
+        for (id, full, simplified) in demangling.queue.finish() { demangled[id] = (full, simplified) }
+        var interned: [AnswerString: (full: UInt32, simplified: UInt32)] = [:]
+        // Records in order, so the strings are laid out in the order the sweep met them.
+        for (record, id) in demangling.recordNames.enumerated() {
+            guard let names = demangled[id] else { continue }
+            let ids: (full: UInt32, simplified: UInt32)
+            if let known = interned[id] {
+                ids = known
+            } else {
+                ids = (intern(names.full), intern(names.simplified))
+                interned[id] = ids
+            }
+            let offset = record * SymbolCacheLayout.functionRecordSize
             typealias F = FunctionRecord.Offset
-            for record in stride(from: 0, to: raw.count, by: SymbolCacheLayout.functionRecordSize) {
-                let name = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: record + F.symbol, as: UInt32.self))
-                guard let names = demangled[name] else { continue }
-                raw.storeBytes(of: names.full.littleEndian, toByteOffset: record + F.fullName, as: UInt32.self)
-                raw.storeBytes(of: names.simplified.littleEndian, toByteOffset: record + F.simplifiedName, as: UInt32.self)
+            functionRecords.withUnsafeMutableBytes { raw in
+                raw.storeBytes(of: ids.full.littleEndian, toByteOffset: offset + F.fullName, as: UInt32.self)
+                raw.storeBytes(of: ids.simplified.littleEndian, toByteOffset: offset + F.simplifiedName, as: UInt32.self)
             }
         }
+        demangling.recordNames = []
     }
 
     /// The symcache's index of the string `id` names; equal strings get one index.

@@ -1,21 +1,29 @@
 import DebugInfo
 import Demangling
 import Foundation
+import ReportModel
 
-/// Names to demangle in both styles, handed over by the symcache builder's sweep as it meets
-/// them and demangled on a thread of its own meanwhile: for a Swift binary demangling costs
-/// about as much as the sweep, and needs nothing from it but the names (`make bench`,
-/// symcache build). `finish()` demangles what is still waiting on the caller's thread too,
-/// then returns every name's results.
+/// Names to demangle in both styles, handed over by the symcache builder as it meets them and
+/// demangled on a thread of its own meanwhile, which also interns the results into a string
+/// table of its own: for a Swift binary demangling and interning the names cost about as much
+/// as the sweep, and need nothing from it but the names (`make bench`, symcache build).
 final class DemanglingQueue: @unchecked Sendable {
-    // Everything below is read and written under `condition`.
+    /// What the thread made: its strings laid end to end (`ends` as the symcache stores them,
+    /// from 0), and for each name the indexes of its two forms among them.
+    struct Results {
+        var blob: [UInt8] = []
+        var ends: [UInt32] = []
+        var names: [AnswerString: (full: UInt32, simplified: UInt32)] = [:]
+    }
+
+    // `pending`, `finished` and `started` are read and written under `condition`; `results`
+    // only by the thread, and by `finish()` once the thread has signalled `done`.
     private let condition = NSCondition()
     private var pending: [(id: AnswerString, name: String)] = []
     private var finished = false
-    /// Batches taken and not yet stored back.
-    private var inFlight = 0
-    private var results: [(id: AnswerString, full: String, simplified: String)] = []
     private var started = false
+    private var results = Results()
+    private let done = DispatchSemaphore(value: 0)
 
     /// Queues `name`, known to the caller as `id`.
     func add(_ id: AnswerString, _ name: String) {
@@ -23,6 +31,7 @@ final class DemanglingQueue: @unchecked Sendable {
     }
 
     func add(contentsOf names: [(id: AnswerString, name: String)]) {
+        guard !names.isEmpty else { return }
         condition.lock()
         defer { condition.unlock() }
         pending += names
@@ -35,46 +44,46 @@ final class DemanglingQueue: @unchecked Sendable {
 
     private static let batch = 256
 
-    /// Everything queued, demangled: waits for the thread's last batch.
-    func finish() -> [(id: AnswerString, full: String, simplified: String)] {
+    /// Everything queued, demangled and interned: waits for the thread.
+    func finish() -> Results {
         condition.lock()
         finished = true
+        let wasStarted = started
         condition.broadcast()
         condition.unlock()
-        // The caller takes batches too, until none is left.
-        while let batch = take(waiting: false) { store(Self.demangle(batch)) }
-        condition.lock()
-        while inFlight > 0 { condition.wait() }
-        let out = results
-        condition.unlock()
-        return out
+        guard wasStarted else { return Results() }
+        done.wait()
+        return results
     }
 
     private func run() {
-        while let batch = take(waiting: true) { store(Self.demangle(batch)) }
+        var byValue: [String: UInt32] = [:]
+        func intern(_ s: String) -> UInt32 {
+            if let known = byValue[s] { return known }
+            let index = UInt32(results.ends.count)
+            results.blob += s.utf8
+            // The builder checks the whole size before it writes.
+            let end = UInt32(truncatingIfNeeded: min(results.blob.count, Int(SymbolCacheLayout.escapeBit) - 1))
+            results.ends.append(end | (TerminalText.escape(s) != s ? SymbolCacheLayout.escapeBit : 0))
+            byValue[s] = index
+            return index
+        }
+        while let batch = take() {
+            for (id, name) in batch {
+                results.names[id] = (intern(Demangler.demangle(name, style: .full)), intern(Demangler.demangle(name, style: .simplified)))
+            }
+        }
+        done.signal()
     }
 
-    /// The next batch, nil when there is none and (when `waiting`) none will come.
-    private func take(waiting: Bool) -> [(id: AnswerString, name: String)]? {
+    /// The next batch, nil when there is none and none will come.
+    private func take() -> [(id: AnswerString, name: String)]? {
         condition.lock()
         defer { condition.unlock() }
-        while waiting && pending.count < Self.batch && !finished { condition.wait() }
+        while pending.count < Self.batch && !finished { condition.wait() }
         guard !pending.isEmpty else { return nil }
-        let batch = Array(pending.suffix(Self.batch))
-        pending.removeLast(batch.count)
-        inFlight += 1
+        let batch = pending
+        pending = []
         return batch
-    }
-
-    private func store(_ done: [(id: AnswerString, full: String, simplified: String)]) {
-        condition.lock()
-        results += done
-        inFlight -= 1
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    private static func demangle(_ batch: [(id: AnswerString, name: String)]) -> [(id: AnswerString, full: String, simplified: String)] {
-        batch.map { ($0.id, Demangler.demangle($0.name, style: .full), Demangler.demangle($0.name, style: .simplified)) }
     }
 }

@@ -285,24 +285,21 @@ struct SymbolCacheBuilder {
     /// Sets each function record's full and simplified names: the name itself unless a
     /// demangler changes it, which the queue did beside the sweep.
     private mutating func fillDemangledNames() {
-        var demangled: [AnswerString: (full: String, simplified: String)] = [:]
-        for (id, full, simplified) in demangling.queue.finish() { demangled[id] = (full, simplified) }
-        var interned: [AnswerString: (full: UInt32, simplified: UInt32)] = [:]
-        // Records in order, so the strings are laid out in the order the sweep met them.
-        for (record, id) in demangling.recordNames.enumerated() {
-            guard let names = demangled[id] else { continue }
-            let ids: (full: UInt32, simplified: UInt32)
-            if let known = interned[id] {
-                ids = known
-            } else {
-                ids = (intern(names.full), intern(names.simplified))
-                interned[id] = ids
-            }
-            let offset = record * SymbolCacheLayout.functionRecordSize
-            typealias F = FunctionRecord.Offset
-            functionRecords.withUnsafeMutableBytes { raw in
-                raw.storeBytes(of: ids.full.littleEndian, toByteOffset: offset + F.fullName, as: UInt32.self)
-                raw.storeBytes(of: ids.simplified.littleEndian, toByteOffset: offset + F.simplifiedName, as: UInt32.self)
+        let made = demangling.queue.finish()
+        // The thread's strings follow the builder's; equal strings across the two stay two.
+        let base = UInt32(stringEnds.count)
+        let shift = UInt32(truncatingIfNeeded: min(blob.count, Int(SymbolCacheLayout.escapeBit) - 1))
+        blob += made.blob
+        for end in made.ends {
+            stringEnds.append(((end & ~SymbolCacheLayout.escapeBit) &+ shift) | (end & SymbolCacheLayout.escapeBit))
+        }
+        typealias F = FunctionRecord.Offset
+        functionRecords.withUnsafeMutableBytes { raw in
+            for (record, id) in demangling.recordNames.enumerated() {
+                guard let names = made.names[id] else { continue }
+                let offset = record * SymbolCacheLayout.functionRecordSize
+                raw.storeBytes(of: (names.full &+ base).littleEndian, toByteOffset: offset + F.fullName, as: UInt32.self)
+                raw.storeBytes(of: (names.simplified &+ base).littleEndian, toByteOffset: offset + F.simplifiedName, as: UInt32.self)
             }
         }
         demangling.recordNames = []

@@ -58,19 +58,24 @@ final class DemanglingQueue: @unchecked Sendable {
 
     private func run() {
         var byValue: [String: UInt32] = [:]
-        func intern(_ s: String) -> UInt32 {
-            if let known = byValue[s] { return known }
+        // Full names are nearly all distinct (each a whole signature), so only the short forms
+        // are looked up for a copy made already: hashing every full name was most of the
+        // interning's cost.
+        func intern(_ s: String, shared: Bool) -> UInt32 {
+            if shared, let known = byValue[s] { return known }
             let index = UInt32(results.ends.count)
             results.blob += s.utf8
             // The builder checks the whole size before it writes.
             let end = UInt32(truncatingIfNeeded: min(results.blob.count, Int(SymbolCacheLayout.escapeBit) - 1))
             results.ends.append(end | (TerminalText.escape(s) != s ? SymbolCacheLayout.escapeBit : 0))
-            byValue[s] = index
+            if shared { byValue[s] = index }
             return index
         }
         while let batch = take() {
             for (id, name) in batch {
-                results.names[id] = (intern(Demangler.demangle(name, style: .full)), intern(Demangler.demangle(name, style: .simplified)))
+                results.names[id] = (
+                    intern(Demangler.demangle(name, style: .full), shared: false), intern(Demangler.demangle(name, style: .simplified), shared: true)
+                )
             }
         }
         done.signal()

@@ -5,19 +5,19 @@ import ReportModel
 
 /// Names to demangle in both styles, handed over by the symcache builder as it meets them and
 /// demangled on a thread of its own meanwhile, which also interns the results into a string
-/// table of its own: for a Swift binary demangling and interning the names cost about as much
-/// as the sweep, and need nothing from it but the names (`make bench`, symcache build).
+/// table of its own: for a Swift binary demangling the names is a large part of a build, and
+/// needs nothing from the sweep but the names (`make bench`, symcache build).
+// Sendable: `pending`, `finished` and `started` under `condition`; `results` written only by the
+// thread, and read by `finish()` after the thread signalled `done`.
 final class DemanglingQueue: @unchecked Sendable {
-    /// What the thread made: its strings laid end to end (`ends` as the symcache stores them,
-    /// from 0), and for each name the indexes of its two forms among them.
+    /// What the thread made: its strings, compressed (nil if that failed), where each ends (as
+    /// the symcache stores them, from 0), and for each name the indexes of its two forms.
     struct Results {
-        var blob: [UInt8] = []
+        var strings: CompressedStrings? = CompressedStrings()
         var ends: [UInt32] = []
         var names: [AnswerString: (full: UInt32, simplified: UInt32)] = [:]
     }
 
-    // `pending`, `finished` and `started` are read and written under `condition`; `results`
-    // only by the thread, and by `finish()` once the thread has signalled `done`.
     private let condition = NSCondition()
     private var pending: [(id: AnswerString, name: String)] = []
     private var finished = false
@@ -57,6 +57,7 @@ final class DemanglingQueue: @unchecked Sendable {
     }
 
     private func run() {
+        var blob: [UInt8] = []
         var byValue: [String: UInt32] = [:]
         // Full names are nearly all distinct (each a whole signature), so only the short forms
         // are looked up for a copy made already: hashing every full name was most of the
@@ -64,9 +65,9 @@ final class DemanglingQueue: @unchecked Sendable {
         func intern(_ s: String, shared: Bool) -> UInt32 {
             if shared, let known = byValue[s] { return known }
             let index = UInt32(results.ends.count)
-            results.blob += s.utf8
+            blob += s.utf8
             // The builder checks the whole size before it writes.
-            let end = UInt32(truncatingIfNeeded: min(results.blob.count, Int(SymbolCacheLayout.escapeBit) - 1))
+            let end = UInt32(truncatingIfNeeded: min(blob.count, Int(SymbolCacheLayout.escapeBit) - 1))
             results.ends.append(end | (TerminalText.escape(s) != s ? SymbolCacheLayout.escapeBit : 0))
             if shared { byValue[s] = index }
             return index
@@ -78,6 +79,7 @@ final class DemanglingQueue: @unchecked Sendable {
                 )
             }
         }
+        results.strings = try? CompressedStrings(blob, ends: results.ends)
         done.signal()
     }
 

@@ -79,18 +79,16 @@ struct SymbolCacheBuilder {
         let path = file.elf.path
         queueSymbolNames()
         let segments = try sweep(path: path)
-        fillDemangledNames()
-        guard blob.count < Int(SymbolCacheLayout.escapeBit), segments.count < Int(UInt32.max), segments.stream.count < Int(UInt32.max),
-            stringEnds.count < Int(UInt32.max)
+        let strings = try joinDemangledNames(path: path)
+        guard strings.size < Int(SymbolCacheLayout.escapeBit), segments.count < Int(UInt32.max), segments.stream.count < Int(UInt32.max),
+            stringEnds.count < Int(UInt32.max), strings.compressed.count < Int(UInt32.max)
         else {
             throw .unwritable(path: path, reason: "too large for format version \(SymbolCacheVersions.current)")
         }
-
-        let (blocks, compressed) = try compressStrings(path: path)
         let layout = SymbolCacheLayout(
             segmentCount: segments.count, blockCount: segments.blockStarts.count, streamSize: segments.stream.count,
-            callerCount: callerIDs.count, functionCount: functionIDs.count, stringCount: stringEnds.count, blobSize: blob.count,
-            stringBlockCount: blocks.count / 2, compressedSize: compressed.count)
+            callerCount: callerIDs.count, functionCount: functionIDs.count, stringCount: stringEnds.count, blobSize: strings.size,
+            stringBlockCount: strings.blocks.count, compressedSize: strings.compressed.count)
         // What only the sweep needed goes before the output is laid out beside the tables.
         stringsByValue = [:]
         functionIDs = [:]
@@ -113,8 +111,8 @@ struct SymbolCacheBuilder {
         add(callerRecords, at: layout.callersOffset)
         add(functionRecords, at: layout.functionsOffset)
         add(Self.littleEndian(stringEnds), at: layout.stringEndsOffset)
-        add(Self.littleEndian(blocks), at: layout.stringBlocksOffset)
-        add(compressed, at: layout.compressedOffset)
+        add(Self.littleEndian(strings.blocks.flatMap { [UInt32($0.compressedEnd), UInt32($0.end)] }), at: layout.stringBlocksOffset)
+        add(strings.compressed, at: layout.compressedOffset)
         add([], at: layout.totalSize)
         var bodyCRC: UInt32 = 0
         for part in body { part.withUnsafeBytes { bodyCRC = SymbolCacheChecksum.crc32($0, continuing: bodyCRC) } }
@@ -175,36 +173,6 @@ struct SymbolCacheBuilder {
         }
         return segments
     }
-
-    /// The strings cut at string ends into blocks of about `stringBlockSize` bytes, each
-    /// compressed alone: the block table (compressed end, end, for each block) and the bytes.
-    private mutating func compressStrings(path: String) throws(SymbolCacheError) -> (blocks: [UInt32], compressed: [UInt8]) {
-        var blocks: [UInt32] = []
-        var compressed: [UInt8] = []
-        var start = 0
-        func cut(at end: Int) throws(SymbolCacheError) {
-            let result = blob.withUnsafeBytes { raw in
-                Result { () throws(CompressionError) in try Zstd.compress(UnsafeRawBufferPointer(rebasing: raw[start..<end]), level: Self.compressionLevel) }
-            }
-            guard case .success(let block) = result else {
-                throw .unwritable(path: path, reason: "compressing strings failed")
-            }
-            compressed += block
-            guard compressed.count < Int(UInt32.max) else { throw .unwritable(path: path, reason: "strings too large for format version \(SymbolCacheVersions.current)") }
-            blocks += [UInt32(compressed.count), UInt32(end)]
-            start = end
-        }
-        for e in stringEnds {
-            let end = Int(e & ~SymbolCacheLayout.escapeBit)
-            if end - start >= SymbolCacheLayout.stringBlockSize { try cut(at: end) }
-        }
-        if blob.count > start { try cut(at: blob.count) }
-        return (blocks, compressed)
-    }
-
-    /// zstd's fastest level: higher ones shrink names by a few percent and cost a multiple of
-    /// the time (`make bench`, symcache build).
-    private static let compressionLevel: Int32 = 1
 
     private static func littleEndian<T: FixedWidthInteger>(_ values: [T]) -> [UInt8] {
         var out: [UInt8] = []
@@ -284,15 +252,23 @@ struct SymbolCacheBuilder {
 
     /// Sets each function record's full and simplified names: the name itself unless a
     /// demangler changes it, which the queue did beside the sweep.
-    private mutating func fillDemangledNames() {
+    /// The builder's strings compressed and followed by the demangling thread's, and each
+    /// function record's full and simplified names set: the name itself unless a demangler
+    /// changes it. Equal strings across the two tables stay two.
+    private mutating func joinDemangledNames(path: String) throws(SymbolCacheError) -> CompressedStrings {
+        var strings: CompressedStrings
+        do throws(CompressionError) { strings = try CompressedStrings(blob, ends: stringEnds) } catch {
+            throw .unwritable(path: path, reason: "compressing its strings: \(error)")
+        }
+        blob = []
         let made = demangling.queue.finish()
-        // The thread's strings follow the builder's; equal strings across the two stay two.
-        let base = UInt32(stringEnds.count)
-        let shift = UInt32(truncatingIfNeeded: min(blob.count, Int(SymbolCacheLayout.escapeBit) - 1))
-        blob += made.blob
+        guard let theirs = made.strings else { throw .unwritable(path: path, reason: "compressing its demangled names failed") }
+        let base = UInt32(truncatingIfNeeded: stringEnds.count)
+        let shift = UInt32(truncatingIfNeeded: min(strings.size, Int(SymbolCacheLayout.escapeBit) - 1))
         for end in made.ends {
             stringEnds.append(((end & ~SymbolCacheLayout.escapeBit) &+ shift) | (end & SymbolCacheLayout.escapeBit))
         }
+        strings.append(theirs)
         typealias F = FunctionRecord.Offset
         functionRecords.withUnsafeMutableBytes { raw in
             for (record, id) in demangling.recordNames.enumerated() {
@@ -303,6 +279,7 @@ struct SymbolCacheBuilder {
             }
         }
         demangling.recordNames = []
+        return strings
     }
 
     /// The symcache's index of the string `id` names; equal strings get one index.

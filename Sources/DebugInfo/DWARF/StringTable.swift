@@ -3,8 +3,8 @@ import CElfUtils
 /// Strings shared by all units of one file. A name libdw hands out is kept as its pointer into
 /// the file's section data (`.debug_str`, `.debug_info`), which lives as long as the file is
 /// open, and becomes a `String` only when an answer asks for it: a large Swift binary has
-/// hundreds of thousands of linkage names, and copying and hashing each at index time was a
-/// tenth of a symcache build and most of its string memory (`make bench`, symcache build).
+/// hundreds of thousands of linkage names, and copying and hashing each at index time showed
+/// in a symcache build's time and memory (`make bench`, symcache build).
 /// Paths, which the unit joins to its directory, are kept as strings.
 final class StringTable {
     private enum Entry {

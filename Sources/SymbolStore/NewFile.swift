@@ -32,6 +32,23 @@ final class NewFile {
     func copy(from source: RegularFile, range: Range<UInt64>? = nil) throws(StoreError) {
         var offset = range?.lowerBound ?? 0
         let end = range?.upperBound ?? .max
+        // In the kernel first: a debug file of a few hundred megabytes is not read into this
+        // process and written out again (`make bench`, symcache build: `symbols add`).
+        while offset < end {
+            let copied: Int?
+            do throws(SystemCallError) {
+                copied = try SystemCall.copyRange(from: source.descriptor, at: offset, to: descriptor, count: Int(min(end - offset, 1 << 30)))
+            } catch {
+                throw .io(path: path, reason: "cannot copy \(source.path): \(error.reason)")
+            }
+            guard let copied else { break }
+            if copied == 0 {
+                guard range == nil else { throw .io(path: source.path, reason: "slice at \(range!.lowerBound) is cut short") }
+                return
+            }
+            offset += UInt64(copied)
+            written += UInt64(copied)
+        }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         while offset < end {
             let want = Int(min(UInt64(buffer.count), end - offset))

@@ -48,6 +48,23 @@ public enum SystemCall {
         }
     }
 
+    /// Copies up to `count` bytes of `source` from `offset` to `destination`'s position inside
+    /// the kernel (`sendfile`), without passing them through this process: the number copied
+    /// (0 at the end of `source`), or nil when the kernel cannot copy between these two files,
+    /// for the caller to copy through memory instead.
+    public static func copyRange(from source: Int32, at offset: UInt64, to destination: Int32, count: Int) throws(SystemCallError) -> Int? {
+        var from = off_t(offset)
+        while true {
+            let n = Glibc.sendfile(destination, source, &from, count)
+            if n >= 0 { return n }
+            switch errno {
+            case EINTR: continue
+            case EXDEV, ENOSYS, EINVAL, EOPNOTSUPP: return nil
+            default: throw SystemCallError(call: "sendfile", path: nil, errno: errno)
+            }
+        }
+    }
+
     /// The `stat` of what `fd` has open.
     public static func status(of fd: Int32, path: String? = nil) throws(SystemCallError) -> stat {
         var info = stat()

@@ -1,46 +1,52 @@
 import Compression
 
 /// Strings laid end to end, cut at string ends into blocks of about
-/// `SymbolCacheLayout.stringBlockSize` bytes, each compressed alone with zstd: what a symcache
-/// stores of its strings. Made in parts (the builder's strings, the demangling thread's) and
-/// joined, so neither part is copied into the other uncompressed.
+/// `SymbolCacheLayout.stringBlockSize` bytes, each compressed alone with zstd as soon as it is
+/// full: what a symcache stores of its strings, made without ever holding them all
+/// uncompressed. Made in parts (the builder's strings, the demangling thread's) and joined.
 struct CompressedStrings {
-    var compressed: [UInt8] = []
+    private(set) var compressed: [UInt8] = []
     /// Each block's compressed end and end, counted from the start of these strings.
-    var blocks: [(compressedEnd: Int, end: Int)] = []
-    /// The strings' bytes, uncompressed.
-    var size = 0
+    private(set) var blocks: [(compressedEnd: Int, end: Int)] = []
+    /// The strings' bytes, uncompressed: where the next string starts.
+    private(set) var size = 0
+    /// The bytes of the block being filled.
+    private var pending: [UInt8] = []
+    /// Set when zstd failed (it fails only without memory): the symcache is not written.
+    private(set) var failed = false
 
-    /// `blob`'s strings, which end where `ends` say (bit 31 ignored).
-    init(_ blob: [UInt8], ends: [UInt32]) throws(CompressionError) {
-        size = blob.count
-        var start = 0
-        for e in ends {
-            let end = Int(e & ~SymbolCacheLayout.escapeBit)
-            if end - start >= SymbolCacheLayout.stringBlockSize {
-                try cut(blob, start, end)
-                start = end
-            }
-        }
-        if blob.count > start { try cut(blob, start, blob.count) }
+    /// Appends `s`; returns where it ends.
+    mutating func append(_ s: String) -> Int {
+        pending += s.utf8
+        size += s.utf8.count
+        if pending.count >= SymbolCacheLayout.stringBlockSize { cut() }
+        return size
     }
 
-    init() {}
-
-    private mutating func cut(_ blob: [UInt8], _ start: Int, _ end: Int) throws(CompressionError) {
-        let result = blob.withUnsafeBytes { raw in
-            Result { () throws(CompressionError) in try Zstd.compress(UnsafeRawBufferPointer(rebasing: raw[start..<end]), level: Self.level) }
-        }
-        compressed += try result.get()
-        blocks.append((compressed.count, end))
+    /// Compresses what is left: call once, after the last `append`.
+    mutating func finish() {
+        if !pending.isEmpty { cut() }
     }
 
-    /// `other` after these strings.
+    private mutating func cut() {
+        let result = pending.withUnsafeBytes { raw in
+            Result { () throws(CompressionError) in try Zstd.compress(raw, level: Self.level) }
+        }
+        switch result {
+        case .success(let block): compressed += block
+        case .failure: failed = true
+        }
+        blocks.append((compressed.count, size))
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    /// `other` (finished) after these strings (finished).
     mutating func append(_ other: CompressedStrings) {
         let (compressedBase, base) = (compressed.count, size)
         compressed += other.compressed
         blocks += other.blocks.map { ($0.compressedEnd + compressedBase, $0.end + base) }
         size += other.size
+        failed = failed || other.failed
     }
 
     /// zstd's fastest level: higher ones shrink names by a few percent and cost a multiple of

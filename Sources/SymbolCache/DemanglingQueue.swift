@@ -10,10 +10,10 @@ import ReportModel
 // Sendable: `pending`, `finished` and `started` under `condition`; `results` written only by the
 // thread, and read by `finish()` after the thread signalled `done`.
 final class DemanglingQueue: @unchecked Sendable {
-    /// What the thread made: its strings, compressed (nil if that failed), where each ends (as
-    /// the symcache stores them, from 0), and for each name the indexes of its two forms.
+    /// What the thread made: its strings, compressed, where each ends (as the symcache stores
+    /// them, from 0), and for each name the indexes of its two forms.
     struct Results {
-        var strings: CompressedStrings? = CompressedStrings()
+        var strings = CompressedStrings()
         var ends: [UInt32] = []
         var names: [AnswerString: (full: UInt32, simplified: UInt32)] = [:]
     }
@@ -57,7 +57,6 @@ final class DemanglingQueue: @unchecked Sendable {
     }
 
     private func run() {
-        var blob: [UInt8] = []
         var byValue: [String: UInt32] = [:]
         // Full names are nearly all distinct (each a whole signature), so only the short forms
         // are looked up for a copy made already: hashing every full name was most of the
@@ -65,9 +64,8 @@ final class DemanglingQueue: @unchecked Sendable {
         func intern(_ s: String, shared: Bool) -> UInt32 {
             if shared, let known = byValue[s] { return known }
             let index = UInt32(results.ends.count)
-            blob += s.utf8
             // The builder checks the whole size before it writes.
-            let end = UInt32(truncatingIfNeeded: min(blob.count, Int(SymbolCacheLayout.escapeBit) - 1))
+            let end = UInt32(truncatingIfNeeded: min(results.strings.append(s), Int(SymbolCacheLayout.escapeBit) - 1))
             results.ends.append(end | (TerminalText.escape(s) != s ? SymbolCacheLayout.escapeBit : 0))
             if shared { byValue[s] = index }
             return index
@@ -79,7 +77,7 @@ final class DemanglingQueue: @unchecked Sendable {
                 )
             }
         }
-        results.strings = try? CompressedStrings(blob, ends: results.ends)
+        results.strings.finish()
         done.signal()
     }
 

@@ -16,7 +16,7 @@ import StacklineDeflate
 /// once, and strings are interned by value.
 struct SymbolCacheBuilder {
     private let file: DebugFile
-    private var blob: [UInt8] = []
+    private var strings = CompressedStrings()
     private var stringEnds: [UInt32] = []
     private var stringsByValue: [String: UInt32] = [:]
     /// The symcache's string index of each `AnswerString`, by kind (`unset` until first used):
@@ -256,19 +256,16 @@ struct SymbolCacheBuilder {
     /// function record's full and simplified names set: the name itself unless a demangler
     /// changes it. Equal strings across the two tables stay two.
     private mutating func joinDemangledNames(path: String) throws(SymbolCacheError) -> CompressedStrings {
-        var strings: CompressedStrings
-        do throws(CompressionError) { strings = try CompressedStrings(blob, ends: stringEnds) } catch {
-            throw .unwritable(path: path, reason: "compressing its strings: \(error)")
-        }
-        blob = []
+        strings.finish()
         let made = demangling.queue.finish()
-        guard let theirs = made.strings else { throw .unwritable(path: path, reason: "compressing its demangled names failed") }
+        let theirs = made.strings
         let base = UInt32(truncatingIfNeeded: stringEnds.count)
         let shift = UInt32(truncatingIfNeeded: min(strings.size, Int(SymbolCacheLayout.escapeBit) - 1))
         for end in made.ends {
             stringEnds.append(((end & ~SymbolCacheLayout.escapeBit) &+ shift) | (end & SymbolCacheLayout.escapeBit))
         }
         strings.append(theirs)
+        guard !strings.failed else { throw .unwritable(path: path, reason: "compressing its strings failed") }
         typealias F = FunctionRecord.Offset
         functionRecords.withUnsafeMutableBytes { raw in
             for (record, id) in demangling.recordNames.enumerated() {
@@ -306,9 +303,8 @@ struct SymbolCacheBuilder {
     private mutating func intern(_ s: String) -> UInt32 {
         if let known = stringsByValue[s] { return known }
         let index = UInt32(stringEnds.count)
-        blob += s.utf8
-        // Checked before the header is written; a blob this large fails there.
-        let end = UInt32(truncatingIfNeeded: min(blob.count, Int(SymbolCacheLayout.escapeBit) - 1))
+        // Checked before the header is written; strings this large fail there.
+        let end = UInt32(truncatingIfNeeded: min(strings.append(s), Int(SymbolCacheLayout.escapeBit) - 1))
         stringEnds.append(end | (TerminalText.escape(s) != s ? SymbolCacheLayout.escapeBit : 0))
         stringsByValue[s] = index
         return index

@@ -110,6 +110,8 @@ public final class DebugFile {
     private func unit(number: Int32) -> UnitIndex? {
         let i = Int(number)
         if let built = unitIndexes[i] { return built }
+        // Every unit was indexed before the reader ended (`endDWARFReading`).
+        guard i < unitDies.count else { return nil }
         let built = UnitIndex(die: unitDies[i], strings: strings, lowestCodeAddress: lowestCodeAddress)
         unitIndexes[i] = built
         return built
@@ -117,9 +119,18 @@ public final class DebugFile {
 
     /// Indexes every unit now; used to validate a file at upload and to time index builds.
     public func indexAllUnits() {
-        for i in unitDies.indices where unitIndexes[i] == nil {
+        for i in unitDies.indices where i < unitIndexes.count && unitIndexes[i] == nil {
             unitIndexes[i] = UnitIndex(die: unitDies[i], strings: strings, lowestCodeAddress: lowestCodeAddress)
         }
+    }
+
+    /// Indexes every unit, then frees libdw's reader and its caches (`ElfFile.endDWARF`): the
+    /// answers need nothing more from it, and for a large file its line tables are the largest
+    /// thing a symcache build holds (`make bench`, the symcache build's peak RSS).
+    public func endDWARFReading() {
+        indexAllUnits()
+        unitDies = []
+        elf.endDWARF()
     }
 
     /// Every address at which `frames(at:)` may answer differently from the address before it,

@@ -2,6 +2,7 @@ import Compression
 import DebugInfo
 import Demangling
 import ReportModel
+import SystemCalls
 import StacklineDeflate
 
 /// Builds a symcache's bytes from a debug file.
@@ -156,6 +157,8 @@ struct SymbolCacheBuilder {
         var previous: SegmentAnswer?
         var started = false
         let boundaries = file.answerBoundaries()
+        file.endDWARFReading()
+        SystemCall.returnFreedMemory()
         dwarfStrings = Array(repeating: Self.unset, count: file.dwarfStringCount)
         for address in boundaries {
             file.levels(at: address, into: &levels, cursor: &cursor)

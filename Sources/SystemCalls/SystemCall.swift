@@ -148,6 +148,14 @@ public enum SystemCall {
         _ = mallopt(M_TRIM_THRESHOLD, 64 << 20)
         #endif
     }
+
+    /// Gives memory freed so far back to the system (`malloc_trim`): after a phase that freed
+    /// much more than what follows will allocate.
+    public static func returnFreedMemory() {
+        #if canImport(Glibc)
+        _ = malloc_trim(0)
+        #endif
+    }
 }
 
 extension stat {

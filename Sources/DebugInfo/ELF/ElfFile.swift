@@ -37,8 +37,9 @@ public final class ElfFile {
 
     private let backing: Backing
     let elf: OpaquePointer
-    /// nil when the file has no DWARF sections libdw accepts.
-    let dwarf: OpaquePointer?
+    /// nil when the file has no DWARF sections libdw accepts, or once `endDWARF()` freed it.
+    private(set) var dwarf: OpaquePointer?
+    public let hasDWARF: Bool
     /// Why `dwarf` is nil, in words for a person; nil when the file has DWARF.
     public let dwarfAbsence: String?
     /// Sections Stackline inflated for libdw; freed after `elf_end`.
@@ -198,6 +199,7 @@ public final class ElfFile {
             inflated.release()
             throw fail(.corrupt(path: path, detail: reason))
         }
+        hasDWARF = dwarf != nil
         self.backing = backing
         self.elf = elf
     }
@@ -209,7 +211,15 @@ public final class ElfFile {
         backing.release()  // a memory image is unmapped after this, when `backing` is released
     }
 
-    public var hasDWARF: Bool { dwarf != nil }
+    /// Frees libdw's reader and everything it cached (line tables, abbreviations, DIE trees),
+    /// unless it refers to a supplementary (dwz) file, whose strings it owns: for a caller that
+    /// has read all it needs from the DWARF (`DebugFile.endDWARFReading()`). Section data
+    /// belongs to the ELF handle and stays.
+    func endDWARF() {
+        guard let dwarf, dwarf_getalt(dwarf) == nil else { return }
+        dwarf_end(dwarf)
+        self.dwarf = nil
+    }
     public var hasSymbolTable: Bool { sections.contains { $0.type == UInt32(SHT_SYMTAB) } }
     /// A `.gnu_debugdata` section (MiniDebugInfo) with contents: a symbol table, xz-compressed.
     public var hasMiniDebugInfo: Bool { sections.contains { $0.name == ".gnu_debugdata" && $0.hasFileContents } }

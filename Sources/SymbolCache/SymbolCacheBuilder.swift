@@ -28,6 +28,8 @@ struct SymbolCacheBuilder {
     private static let unset: UInt32 = 0xFFFF_FFFE
     /// The last function looked up, asked again by nearly every segment of one function.
     private var lastFunction: (key: FunctionKey, id: UInt32)?
+    /// The last answer with callers, and the id of its callers' chain.
+    private var lastCallers: (levels: [AnswerLevel], id: UInt32) = ([], SymbolCacheLayout.none)
     private var demangling = Demangling()
 
     /// The mangled names met so far, and the queue demangling them on another thread.
@@ -190,6 +192,11 @@ struct SymbolCacheBuilder {
         guard let inner = levels.first else { return nil }
         var caller = SymbolCacheLayout.none
         var i = levels.count - 1
+        // Neighbouring rows of one inlined call share its callers: known without a lookup.
+        if i > 0 && levels.count == lastCallers.levels.count && levels[1...] == lastCallers.levels[1...] {
+            caller = lastCallers.id
+            i = 0
+        }
         while i > 0 {
             let l = levels[i]
             let key = CallerKey(function: functionID(l), file: stringID(l.file), line: l.line, column: l.column, next: caller)
@@ -204,6 +211,12 @@ struct SymbolCacheBuilder {
                 caller = id
             }
             i -= 1
+        }
+        if levels.count > 1 {
+            // Copied into a buffer of its own, so the sweep's reused buffers stay unshared.
+            lastCallers.levels.removeAll(keepingCapacity: true)
+            lastCallers.levels.append(contentsOf: levels)
+            lastCallers.id = caller
         }
         guard callerIDs.count < Int(SymbolCacheLayout.none), functionIDs.count < Int(SymbolCacheLayout.none) else {
             throw .unwritable(path: path, reason: "too many functions for format version \(SymbolCacheVersions.current)")

@@ -108,7 +108,10 @@ for i in "${!targets[@]}"; do
   echo "== $label: $file ($(awk -v b="$size" 'BEGIN { printf "%.1f MB", b / 1e6 }'), build-id $build_id)"
   rm -rf "$work/store"
   # Read once first: the tool timed first would otherwise pay the disk reads the others do not.
+  # And written-back: dirty pages left by what ran before (an earlier run's store, its server)
+  # would otherwise throttle the writes of whichever tool comes next.
   cat "$file" >/dev/null
+  sync
   sl=$(measure "stackline-$i" "$work/store/.build-id/${build_id:0:2}/${build_id:2}.symcache" \
     "$bin/stackline" symbols add --symbols "$work/store" "$file")
   sy="- - - -"; sy_conv="-"

@@ -10,8 +10,32 @@ public enum Zstd {
     /// says how far into the input the damage is: bad input is rare, and its position is worth
     /// the second pass (as in `Zlib.inflate`).
     public static func decompress(_ input: UnsafeRawBufferPointer, exactlyInto output: UnsafeMutableRawBufferPointer) throws(CompressionError) {
-        guard let context = ZSTD_createDCtx() else { throw .corrupt("out of memory for a zstd decoder") }
-        defer { ZSTD_freeDCtx(context) }
+        guard let decoder = Decoder() else { throw .corrupt("out of memory for a zstd decoder") }
+        try decoder.decompress(input, exactlyInto: output)
+    }
+
+    /// A zstd decoding context kept for many inputs: creating one costs more than decoding a
+    /// small frame (`make bench`, the lookup part: a symcache's string blocks). One user at a time.
+    public final class Decoder {
+        private let context: OpaquePointer
+
+        public init?() {
+            guard let context = ZSTD_createDCtx() else { return nil }
+            self.context = context
+        }
+
+        deinit { ZSTD_freeDCtx(context) }
+
+        /// `Zstd.decompress(_:exactlyInto:)` with this context.
+        public func decompress(_ input: UnsafeRawBufferPointer, exactlyInto output: UnsafeMutableRawBufferPointer) throws(CompressionError) {
+            try Zstd.decompress(input, exactlyInto: output, context: context)
+        }
+    }
+
+    private static func decompress(
+        _ input: UnsafeRawBufferPointer, exactlyInto output: UnsafeMutableRawBufferPointer, context: OpaquePointer
+    ) throws(CompressionError) {
+        ZSTD_DCtx_reset(context, ZSTD_reset_session_only)
         let made = ZSTD_decompressDCtx(context, output.baseAddress, output.count, input.baseAddress, input.count)
         if ZSTD_isError(made) == 0 {
             guard made == output.count else { throw .sizeMismatch(declared: output.count, actual: made) }

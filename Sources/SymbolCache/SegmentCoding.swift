@@ -23,7 +23,7 @@ struct SegmentAnswer: Equatable {
 /// alone. Neighbouring rows of a line table differ in a byte or two of this, where a fixed
 /// record spent 28 bytes (issue 31); a lookup decodes at most one block.
 enum SegmentCoding {
-    static let blockLength = 32
+    static let blockLength = 16
 
     enum Tag {
         static let noAnswer: UInt8 = 1, function: UInt8 = 2, file: UInt8 = 4, line: UInt8 = 8, column: UInt8 = 16, caller: UInt8 = 32

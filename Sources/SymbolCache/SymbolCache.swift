@@ -43,6 +43,7 @@ public final class SymbolCache {
     /// String blocks decompressed so far (nil: not yet), and their bytes in all.
     private var stringBlocks: [UnsafeMutableRawBufferPointer?] = []
     private var decompressedBytes = 0
+    private lazy var decoder = Zstd.Decoder()
     /// A bound on `stringBlocks`, which are all dropped at the start of a visit once they hold
     /// more: a batch over a whole large binary touches every block, a crash a few dozen.
     static let decompressedLimit = 64 << 20
@@ -230,7 +231,12 @@ public final class SymbolCache {
         let compressedEnd = Int(u32(layout.stringBlocksOffset + i * 8))
         let input = UnsafeRawBufferPointer(rebasing: bytes[(layout.compressedOffset + compressedStart)..<(layout.compressedOffset + compressedEnd)])
         let output = UnsafeMutableRawBufferPointer(rebasing: block[..<size])
-        do throws(CompressionError) { try Zstd.decompress(input, exactlyInto: output) } catch { output.initializeMemory(as: UInt8.self, repeating: 0) }
+        do throws(CompressionError) {
+            guard let decoder else { throw .corrupt("out of memory for a zstd decoder") }
+            try decoder.decompress(input, exactlyInto: output)
+        } catch {
+            output.initializeMemory(as: UInt8.self, repeating: 0)
+        }
         stringBlocks[i] = block
         decompressedBytes += size
         return UnsafeRawBufferPointer(block)

@@ -26,8 +26,8 @@ public enum SymbolCacheVersions {
             symcaches hold names from an unknown demangler, so they are all rebuilt once.
             """),
         Entry(version: 3, reason: """
-            Issue 31: a third of the size, built in one sweep. Segments are delta-coded in blocks \
-            of 32 (LEB128 varints) instead of fixed 28-byte rows; inlined callers are shared \
+            Issue 31: a fifth of the size, built in one sweep. Segments are delta-coded in blocks \
+            of 16 (LEB128 varints) instead of fixed 28-byte rows; inlined callers are shared \
             records; the strings are cut into blocks of 64 KiB compressed alone with zstd and \
             decompressed at their first use; string ends replace offset and length. The header \
             gains the segment stream's size, the string blocks' count and the compressed size \

@@ -7,8 +7,6 @@ public struct CachedFrameView {
     public let index: Int
     /// How many levels the address has.
     public let count: Int
-    /// The name as the debug file has it (mangled).
-    public let symbol: CachedString?
     public let file: CachedString?
     public let line: Int
     public let column: Int
@@ -22,11 +20,14 @@ public struct CachedFrameView {
     /// The level whose function is the symbol (not inlined into another).
     public var isOutermost: Bool { index == count - 1 }
 
+    /// The name as the debug file has it (mangled). Each name is read when asked for: its
+    /// string block is decompressed then, and text output asks for one style only.
+    public var symbol: CachedString? { cache.name(function: function, field: FunctionRecord.Offset.symbol) }
     public var fullName: CachedString? { name(.full) }
     public var simplifiedName: CachedString? { name(.simplified) }
 
-    /// The name in `style`: `symbol` demangled (at its first use in this symcache, then cached).
+    /// The name in `style`: `symbol` demangled.
     public func name(_ style: Demangler.Style) -> CachedString? {
-        cache.name(function: function, symbol: symbol, style: style)
+        cache.name(function: function, field: style == .full ? FunctionRecord.Offset.fullName : FunctionRecord.Offset.simplifiedName)
     }
 }

@@ -1,4 +1,5 @@
 import Compression
+import ReportModel
 
 /// Strings laid end to end, cut at string ends into blocks of about
 /// `SymbolCacheLayout.stringBlockSize` bytes, each compressed alone with zstd as soon as it is
@@ -52,4 +53,22 @@ struct CompressedStrings {
     /// zstd's fastest level: higher ones shrink names by a few percent and cost a multiple of
     /// the time (`make bench`, symcache build).
     static let level: Int32 = 1
+}
+
+/// Strings numbered in the order they come, each end stored as the symcache stores it (bit 31:
+/// needs terminal escaping), compressed as they come.
+struct StringRun {
+    private(set) var strings = CompressedStrings()
+    private(set) var ends: [UInt32] = []
+
+    /// Appends `s`; returns its index in this run.
+    mutating func append(_ s: String) -> UInt32 {
+        let index = UInt32(truncatingIfNeeded: ends.count)
+        // The builder checks the whole size before it writes.
+        let end = UInt32(truncatingIfNeeded: min(strings.append(s), Int(SymbolCacheLayout.escapeBit) - 1))
+        ends.append(end | (TerminalText.escape(s) != s ? SymbolCacheLayout.escapeBit : 0))
+        return index
+    }
+
+    mutating func finish() { strings.finish() }
 }

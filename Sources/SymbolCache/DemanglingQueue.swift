@@ -1,7 +1,6 @@
 import DebugInfo
 import Demangling
 import Foundation
-import ReportModel
 
 /// Names to demangle in both styles, handed over by the symcache builder as it meets them and
 /// demangled on a thread of its own meanwhile, which also interns the results into a string
@@ -10,11 +9,12 @@ import ReportModel
 // Sendable: `pending`, `finished` and `started` under `condition`; `results` written only by the
 // thread, and read by `finish()` after the thread signalled `done`.
 final class DemanglingQueue: @unchecked Sendable {
-    /// What the thread made: its strings, compressed, where each ends (as the symcache stores
-    /// them, from 0), and for each name the indexes of its two forms.
+    /// What the thread made: the full names and the simplified ones in runs of their own (a
+    /// lookup prints one style, and decompresses only that style's blocks), and for each name
+    /// the indexes of its two forms in them.
     struct Results {
-        var strings = CompressedStrings()
-        var ends: [UInt32] = []
+        var full = StringRun()
+        var simplified = StringRun()
         var names: [AnswerString: (full: UInt32, simplified: UInt32)] = [:]
     }
 
@@ -58,26 +58,25 @@ final class DemanglingQueue: @unchecked Sendable {
 
     private func run() {
         var byValue: [String: UInt32] = [:]
-        // Full names are nearly all distinct (each a whole signature), so only the short forms
-        // are looked up for a copy made already: hashing every full name was most of the
-        // interning's cost.
-        func intern(_ s: String, shared: Bool) -> UInt32 {
-            if shared, let known = byValue[s] { return known }
-            let index = UInt32(results.ends.count)
-            // The builder checks the whole size before it writes.
-            let end = UInt32(truncatingIfNeeded: min(results.strings.append(s), Int(SymbolCacheLayout.escapeBit) - 1))
-            results.ends.append(end | (TerminalText.escape(s) != s ? SymbolCacheLayout.escapeBit : 0))
-            if shared { byValue[s] = index }
-            return index
-        }
         while let batch = take() {
             for (id, name) in batch {
-                results.names[id] = (
-                    intern(Demangler.demangle(name, style: .full), shared: false), intern(Demangler.demangle(name, style: .simplified), shared: true)
-                )
+                // Full names are nearly all distinct (each a whole signature), so only the short
+                // forms are looked up for a copy made already: hashing every full name was most
+                // of the interning's cost.
+                let full = results.full.append(Demangler.demangle(name, style: .full))
+                let short = Demangler.demangle(name, style: .simplified)
+                let simplified: UInt32
+                if let known = byValue[short] {
+                    simplified = known
+                } else {
+                    simplified = results.simplified.append(short)
+                    byValue[short] = simplified
+                }
+                results.names[id] = (full, simplified)
             }
         }
-        results.strings.finish()
+        results.full.finish()
+        results.simplified.finish()
         done.signal()
     }
 

@@ -201,16 +201,15 @@ public final class SymbolCache {
         let record = layout.functionsOffset + Int(function) * SymbolCacheLayout.functionRecordSize
         let flags = u32(record + F.flags)
         return CachedFrameView(
-            index: index, count: count, symbol: string(u32(record + F.symbol)), file: string(file),
+            index: index, count: count, file: string(file),
             line: Int(line), column: Int(column),
             functionStart: flags & FunctionRecord.Flag.hasFunctionStart != 0 ? u64(record + F.functionStart) : nil,
             fromSymbolTableOnly: flags & FunctionRecord.Flag.fromSymbolTableOnly != 0, cache: self, function: record)
     }
 
-    /// The name of the function record at `function` in `style`.
-    func name(function: Int, symbol: CachedString?, style: Demangler.Style) -> CachedString? {
-        guard symbol != nil else { return nil }
-        return string(u32(function + (style == .full ? FunctionRecord.Offset.fullName : FunctionRecord.Offset.simplifiedName)))
+    /// One of the names of the function record at `function` (`field`: its offset in the record).
+    func name(function: Int, field: Int) -> CachedString? {
+        string(u32(function + field))
     }
 
     private func forgetStringBlocks() {

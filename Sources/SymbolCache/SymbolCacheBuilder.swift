@@ -17,8 +17,8 @@ import StacklineDeflate
 /// once, and strings are interned by value.
 struct SymbolCacheBuilder {
     private let file: DebugFile
-    private var strings = CompressedStrings()
-    private var stringEnds: [UInt32] = []
+    /// The builder's own strings (names and paths), numbered from 0.
+    private var own = StringRun()
     private var stringsByValue: [String: UInt32] = [:]
     /// The symcache's string index of each `AnswerString`, by kind (`unset` until first used):
     /// arrays, not a dictionary, because every segment asks (`make bench`, symcache build).
@@ -82,7 +82,7 @@ struct SymbolCacheBuilder {
         let path = file.elf.path
         queueSymbolNames()
         let segments = try sweep(path: path)
-        let strings = try joinDemangledNames(path: path)
+        let (strings, stringEnds) = try joinDemangledNames(path: path)
         guard strings.size < Int(SymbolCacheLayout.escapeBit), segments.count < Int(UInt32.max), segments.stream.count < Int(UInt32.max),
             stringEnds.count < Int(UInt32.max), strings.compressed.count < Int(UInt32.max)
         else {
@@ -266,33 +266,37 @@ struct SymbolCacheBuilder {
         return id
     }
 
-    /// Sets each function record's full and simplified names: the name itself unless a
-    /// demangler changes it, which the queue did beside the sweep.
-    /// The builder's strings compressed and followed by the demangling thread's, and each
-    /// function record's full and simplified names set: the name itself unless a demangler
-    /// changes it. Equal strings across the two tables stay two.
-    private mutating func joinDemangledNames(path: String) throws(SymbolCacheError) -> CompressedStrings {
-        strings.finish()
+    /// All the strings and their ends: the builder's, then the demangling thread's full names,
+    /// then its simplified ones (equal strings across runs stay two); and each function record's
+    /// full and simplified names set: the name itself unless a demangler changes it.
+    private mutating func joinDemangledNames(path: String) throws(SymbolCacheError) -> (strings: CompressedStrings, ends: [UInt32]) {
+        own.finish()
         let made = demangling.queue.finish()
-        let theirs = made.strings
-        let base = UInt32(truncatingIfNeeded: stringEnds.count)
-        let shift = UInt32(truncatingIfNeeded: min(strings.size, Int(SymbolCacheLayout.escapeBit) - 1))
-        for end in made.ends {
-            stringEnds.append(((end & ~SymbolCacheLayout.escapeBit) &+ shift) | (end & SymbolCacheLayout.escapeBit))
+        // The builder's strings, then the full names, then the simplified ones.
+        var strings = CompressedStrings()
+        var stringEnds: [UInt32] = []
+        let fullBase = UInt32(truncatingIfNeeded: own.ends.count)
+        let simplifiedBase = fullBase &+ UInt32(truncatingIfNeeded: made.full.ends.count)
+        for run in [own, made.full, made.simplified] {
+            let shift = UInt32(truncatingIfNeeded: min(strings.size, Int(SymbolCacheLayout.escapeBit) - 1))
+            for end in run.ends {
+                stringEnds.append(((end & ~SymbolCacheLayout.escapeBit) &+ shift) | (end & SymbolCacheLayout.escapeBit))
+            }
+            strings.append(run.strings)
         }
-        strings.append(theirs)
+        own = StringRun()
         guard !strings.failed else { throw .unwritable(path: path, reason: "compressing its strings failed") }
         typealias F = FunctionRecord.Offset
         functionRecords.withUnsafeMutableBytes { raw in
             for (record, id) in demangling.recordNames.enumerated() {
                 guard let names = made.names[id] else { continue }
                 let offset = record * SymbolCacheLayout.functionRecordSize
-                raw.storeBytes(of: (names.full &+ base).littleEndian, toByteOffset: offset + F.fullName, as: UInt32.self)
-                raw.storeBytes(of: (names.simplified &+ base).littleEndian, toByteOffset: offset + F.simplifiedName, as: UInt32.self)
+                raw.storeBytes(of: (names.full &+ fullBase).littleEndian, toByteOffset: offset + F.fullName, as: UInt32.self)
+                raw.storeBytes(of: (names.simplified &+ simplifiedBase).littleEndian, toByteOffset: offset + F.simplifiedName, as: UInt32.self)
             }
         }
         demangling.recordNames = []
-        return strings
+        return (strings, stringEnds)
     }
 
     /// The symcache's index of the string `id` names; equal strings get one index.
@@ -318,10 +322,7 @@ struct SymbolCacheBuilder {
 
     private mutating func intern(_ s: String) -> UInt32 {
         if let known = stringsByValue[s] { return known }
-        let index = UInt32(stringEnds.count)
-        // Checked before the header is written; strings this large fail there.
-        let end = UInt32(truncatingIfNeeded: min(strings.append(s), Int(SymbolCacheLayout.escapeBit) - 1))
-        stringEnds.append(end | (TerminalText.escape(s) != s ? SymbolCacheLayout.escapeBit : 0))
+        let index = own.append(s)
         stringsByValue[s] = index
         return index
     }

@@ -20,37 +20,33 @@ import Glibc
     /// under Tests/Fixtures/symcache-v2) in the store is rebuilt once, with a warning, into the
     /// bytes a fresh build writes; one whose key matches is mapped as it is.
     @Test func anOlderFormatVersionRebuildsAndAMatchingKeyDoesNot() throws {
-        let store = SymbolStoreDirectory(root: try makeTemporaryDirectory(prefix: "symcache-rebuild"))
-        defer { try? FileManager.default.removeItem(atPath: store.root) }
-        let id = try #require(try store.addFile(path: MachOFixtures.dylibDWARF).first?.entry.buildId)
-        let path = store.symbolCachePath(buildID: id)
-
-        let (built, firstWarnings) = try lookUp(id, in: store)
-        #expect(firstWarnings.isEmpty, "\(firstWarnings)")
-        let intact = try read(path)
-
-        let (again, warnings) = try lookUp(id, in: store)
-        #expect(warnings.isEmpty, "\(warnings)")
-        #expect(again == built, "a symcache whose key matches was written again")
-
-        let older = try read(packageRoot + "/Tests/Fixtures/symcache-v2/libgeometry-arm64.symcache")
-        // The little-endian word after the 8-byte magic (docs/symcache.md, "Layout").
-        try #require(older.count > 12 && older[8] == 2 && older[9...11].allSatisfy { $0 == 0 }, "the fixture is format version 2")
-        try Data(older).write(to: URL(fileURLWithPath: path))
-        let patched = try fileIdentity(path)
-        let (rebuilt, rebuildWarnings) = try lookUp(id, in: store)
-        #expect(rebuildWarnings.count == 1 && rebuildWarnings.first?.contains("format version 2") == true, "\(rebuildWarnings)")
-        #expect(rebuilt.inode != patched.inode, "not rebuilt")
-        #expect(try read(path) == intact, "the rebuilt symcache differs from a fresh build")
-
-        let (settled, settledWarnings) = try lookUp(id, in: store)
-        #expect(settledWarnings.isEmpty && settled == rebuilt, "rebuilt again: \(settledWarnings)")
+        try expectRebuilt(warning: "format version 2") { _ in
+            let older = try read(packageRoot + "/Tests/Fixtures/symcache-v2/libgeometry-arm64.symcache")
+            // The little-endian word after the 8-byte magic (docs/symcache.md, "Layout").
+            try #require(older.count > 12 && older[8] == 2 && older[9...11].allSatisfy { $0 == 0 }, "the fixture is format version 2")
+            return older
+        }
     }
 
     /// A symcache whose recorded C++ demangler is another build (as if written before a
     /// libstdc++ upgrade) is rebuilt once, with a warning, into the bytes a fresh build writes;
     /// one whose key matches is mapped as it is.
     @Test func anotherDemanglerRebuildsAndAMatchingKeyDoesNot() throws {
+        try expectRebuilt(warning: "demangled by another C++ ABI library") { intact in
+            let recorded = try #require(SymbolCache.recordedKey(intact))
+            try #require(recorded.usedDemanglers == [.cxx], "the fixture is C++ (Tests/Fixtures/cpp/geometry.cpp)")
+            // The C++ identity's first build-id byte (offset 210: length at 208, tag at 209), resealed.
+            var older = intact
+            older[210] ^= 0xFF
+            return SymbolCache.resealed(older)
+        }
+    }
+
+    /// Stores the fixture dylib and builds its symcache, and checks that a second lookup leaves
+    /// it alone; then writes `replace(the symcache's bytes)` over it and checks that it is
+    /// rebuilt once, with one warning containing `warning`, into the bytes of the fresh build,
+    /// and left alone after that.
+    private func expectRebuilt(warning: String, replacing replace: ([UInt8]) throws -> [UInt8]) throws {
         let store = SymbolStoreDirectory(root: try makeTemporaryDirectory(prefix: "symcache-rebuild"))
         defer { try? FileManager.default.removeItem(atPath: store.root) }
         let id = try #require(try store.addFile(path: MachOFixtures.dylibDWARF).first?.entry.buildId)
@@ -59,20 +55,15 @@ import Glibc
         let (built, firstWarnings) = try lookUp(id, in: store)
         #expect(firstWarnings.isEmpty, "\(firstWarnings)")
         let intact = try read(path)
-        let recorded = try #require(SymbolCache.recordedKey(intact))
-        try #require(recorded.usedDemanglers == [.cxx], "the fixture is C++ (Tests/Fixtures/cpp/geometry.cpp)")
 
         let (again, warnings) = try lookUp(id, in: store)
         #expect(warnings.isEmpty, "\(warnings)")
         #expect(again == built, "a symcache whose key matches was written again")
 
-        // The C++ identity's first build-id byte (offset 210: length at 208, tag at 209), resealed.
-        var older = intact
-        older[210] ^= 0xFF
-        try Data(SymbolCache.resealed(older)).write(to: URL(fileURLWithPath: path))
+        try Data(try replace(intact)).write(to: URL(fileURLWithPath: path))
         let patched = try fileIdentity(path)
         let (rebuilt, rebuildWarnings) = try lookUp(id, in: store)
-        #expect(rebuildWarnings.count == 1 && rebuildWarnings.first?.contains("demangled by another C++ ABI library") == true, "\(rebuildWarnings)")
+        #expect(rebuildWarnings.count == 1 && rebuildWarnings.first?.contains(warning) == true, "\(rebuildWarnings)")
         #expect(rebuilt.inode != patched.inode, "not rebuilt")
         #expect(try read(path) == intact, "the rebuilt symcache differs from a fresh build")
 

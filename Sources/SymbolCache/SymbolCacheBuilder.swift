@@ -42,6 +42,19 @@ struct SymbolCacheBuilder {
         var recordNames: [AnswerString] = []
     }
 
+    private var functionRecords: [UInt8] = []
+    private var functionIDs: [FunctionKey: UInt32] = [:]
+    private var callerRecords: [UInt8] = []
+    private var callerIDs: [CallerKey: UInt32] = [:]
+
+    private init(file: DebugFile) {
+        self.file = file
+        symbolNames = Array(repeating: Self.unset, count: file.symbolCount)
+        symbolFiles = Array(repeating: Self.unset, count: file.symbolCount)
+        functionIDs.reserveCapacity(file.symbolCount)
+        stringsByValue.reserveCapacity(file.symbolCount)
+    }
+
     /// Queues the mangled names of the symbols in code before the sweep starts, so that the
     /// demangling thread works while the units are indexed: nearly every function record is
     /// named from one of them. Names the sweep meets otherwise are queued when met.
@@ -58,18 +71,6 @@ struct SymbolCacheBuilder {
             names.append((id, symbol.name))
         }
         demangling.queue.add(contentsOf: names)
-    }
-    private var functionRecords: [UInt8] = []
-    private var functionIDs: [FunctionKey: UInt32] = [:]
-    private var callerRecords: [UInt8] = []
-    private var callerIDs: [CallerKey: UInt32] = [:]
-
-    private init(file: DebugFile) {
-        self.file = file
-        symbolNames = Array(repeating: Self.unset, count: file.symbolCount)
-        symbolFiles = Array(repeating: Self.unset, count: file.symbolCount)
-        functionIDs.reserveCapacity(file.symbolCount)
-        stringsByValue.reserveCapacity(file.symbolCount)
     }
 
     /// The symcache's bytes in order, header first: `key` names the inputs the header records.

@@ -34,4 +34,12 @@ public struct SinceDate: Sendable {
         case .at(let ms): ms
         }
     }
+
+    /// The same text read forward (`ignore --until 7d`): a duration from now, or the date.
+    public func millisecondsAhead(now: Int64) -> Int64 {
+        switch value {
+        case .ago(let ms): now.addingReportingOverflow(ms).overflow ? .max : now + ms
+        case .at(let ms): ms
+        }
+    }
 }

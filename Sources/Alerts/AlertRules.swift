@@ -11,9 +11,12 @@ public enum AlertSeverity: String, Sendable, CaseIterable, Codable {
 public enum AlertRuleKind: Sendable, Equatable {
     /// A group never seen before.
     case newGroup
+    /// A group the team resolved that a report of a version at or after the resolution
+    /// reopened (docs/triage.md): one event per reopening.
+    case regression
     /// A group back in a version after at least one later version without it; a version
     /// counts as "without it" when it has at least `minGapReports` reports of the same app.
-    case regression(minGapReports: Int)
+    case backAfterGap(minGapReports: Int)
     /// Reports of a group in one hour (`bucketMinutes`) reach `minCount` and exceed
     /// `multiplier` × the median of the `baselineHours` buckets before it, empty ones included.
     case spike(multiplier: Double, minCount: Int, baselineBuckets: Int, bucketMinutes: Int)
@@ -25,6 +28,7 @@ public enum AlertRuleKind: Sendable, Equatable {
         switch self {
         case .newGroup: "new_group"
         case .regression: "regression"
+        case .backAfterGap: "back_after_gap"
         case .spike: "spike"
         case .hangBudget: "hang_budget"
         }

@@ -254,10 +254,11 @@ private struct FieldReader {
         var allowed: Set<String> = ["name", "kind", "severity", "targets", "app", "groups"]
         switch kindName {
         case "new_group": break
-        case "regression": allowed.insert("minGapReports")
+        // `regression` with `minGapReports` is a rules file from before triage: that rule is now `back_after_gap`.
+        case "regression", "back_after_gap": allowed.insert("minGapReports")
         case "spike": allowed.formUnion(["multiplier", "minCount", "baselineHours", "bucketMinutes"])
         case "hang_budget": allowed.insert("maxCount")
-        default: throw fail(field + ".kind", "expected new_group, regression, spike or hang_budget")
+        default: throw fail(field + ".kind", "expected new_group, regression, back_after_gap, spike or hang_budget")
         }
         _ = try object(value, field, allowed: allowed)
         let name = try requiredString(o, "name", field + ".name")
@@ -280,8 +281,10 @@ private struct FieldReader {
         }
         let kind: AlertRuleKind
         switch kindName {
-        case "regression":
-            kind = .regression(minGapReports: try integer(o, "minGapReports", field + ".minGapReports", min: 1) ?? 1)
+        case "regression" where o["minGapReports"] == nil:
+            kind = .regression
+        case "regression", "back_after_gap":
+            kind = .backAfterGap(minGapReports: try integer(o, "minGapReports", field + ".minGapReports", min: 1) ?? 1)
         case "spike":
             let multiplier = try number(o, "multiplier", field + ".multiplier") ?? 3
             guard multiplier >= 1 else { throw fail(field + ".multiplier", "expected a number of at least 1") }

@@ -33,7 +33,20 @@ public struct RuleEvaluator: Sendable {
                     event.summary = "New \(g.kind.rawValue) group in \(appAndVersion(g.app, c.version)): \(g.title) (\(count(g.count)))"
                     events.append(record(rule, event, scope: ""))
                 }
-            case .regression(let minGap):
+            case .regression:
+                let reopened = try facts.regressions(causedBy: mine.map(\.reportId))
+                for c in mine {
+                    guard let entry = reopened[c.reportId], let g = try group(c.fingerprint) else { continue }
+                    let version = entry.detail["version"] ?? c.version
+                    var event = base(rule, g, version: version)
+                    event.counts.version = try facts.versionCounts(of: c.fingerprint)[version]
+                    event.previousVersion = entry.detail["resolvedVersion"]
+                    let resolved = entry.detail["resolvedVersion"].map { " (resolved in \($0))" } ?? ""
+                    event.summary = "Regression in \(appAndVersion(g.app, version)): \(g.title) was resolved\(resolved) and is back"
+                    // One event per reopening: the history entry is what happened once.
+                    events.append(record(rule, event, scope: "reopened-\(entry.id)"))
+                }
+            case .backAfterGap(let minGap):
                 for c in firsts(mine, by: { "\($0.fingerprint)\u{0}\($0.version)" }) where !c.version.isEmpty {
                     let versions = try facts.versionCounts(of: c.fingerprint)
                     let here = versions[c.version] ?? 0
@@ -51,7 +64,7 @@ public struct RuleEvaluator: Sendable {
                     event.previousVersion = previous
                     event.versionsWithout = gap
                     event.summary =
-                        "Regression in \(appAndVersion(g.app, c.version)): \(g.title) is back (last seen in \(previous), not in \(gap.joined(separator: ", ")))"
+                        "Back after a gap in \(appAndVersion(g.app, c.version)): \(g.title) is back (last seen in \(previous), not in \(gap.joined(separator: ", ")))"
                     events.append(record(rule, event, scope: c.version))
                 }
             case .spike(let multiplier, let minCount, let buckets, let minutes):

@@ -39,6 +39,14 @@ public protocol ServerQueries: Sendable {
     func sourceAnswers(buildIds: [BuildID]) throws -> [BuildID: [SymbolSourceAnswer]]
     /// Release health per app version (`stackline releases`).
     func releaseHealth(app: String?, namespace: String?) throws -> [ReleaseCounts]
+    /// Triage (docs/triage.md): whole fingerprints; each write records its history entry.
+    func groupHistory(fingerprint: String, limit: Int) throws -> [GroupHistoryEntry]
+    func changeGroupState(fingerprint: String, _ change: GroupStateChange, actor: String, note: String?) throws -> GroupTriage
+    func assignGroup(fingerprint: String, to assignee: String?, actor: String, note: String?) throws -> GroupTriage
+    func commentOnGroup(fingerprint: String, text: String, actor: String) throws -> GroupHistoryEntry
+    func mergeGroup(_ source: String, into target: String, actor: String, note: String?) throws
+    func unmergeGroup(_ source: String, actor: String, note: String?) throws
+    func mergeTarget(of fingerprint: String) throws -> String?
 }
 
 extension ServerQueries {

@@ -28,6 +28,12 @@ struct GroupsCommand: ParsableCommand {
     @Option(help: "Count only reports uploaded into this SDK namespace.")
     var namespace: String?
 
+    @Option(help: "Only groups in this state: open, resolved or ignored.")
+    var state: GroupStateName?
+
+    @Option(help: "Order by reports, users, sessions or lastSeen (most first).")
+    var sort: GroupSort = .reports
+
     @Option(help: "At most this many groups.")
     var limit = 20
 
@@ -42,7 +48,7 @@ struct GroupsCommand: ParsableCommand {
         let db = try database.open(for: "groups")
         let filter = GroupFilter(
             kind: kind, app: app, version: version, since: since.map { $0.milliseconds(now: db.now()) }, limit: limit,
-            namespace: namespace)
+            namespace: namespace, state: state, sort: sort)
         let groups = try db.groups(filter)
         if json {
             print(try encodeJSON(groups.map(GroupJSON.init)))
@@ -52,9 +58,12 @@ struct GroupsCommand: ParsableCommand {
             print("no groups")
             return
         }
-        var table = Table("COUNT", "KIND", "APP", "FINGERPRINT", "LAST SEEN", "TITLE")
+        var table = Table("COUNT", "USERS", "KIND", "APP", "FINGERPRINT", "LAST SEEN", "STATE", "TITLE")
+        let now = db.now()
         for g in groups {
-            table.add(String(g.count), "\(g.kind)", g.app ?? "-", String(g.fingerprint.prefix(16)), g.lastSeen.rfc3339, g.title)
+            table.add(
+                String(g.count), String(g.users), "\(g.kind)", g.app ?? "-", String(g.fingerprint.prefix(16)), g.lastSeen.rfc3339,
+                GroupStateText.short(g.triage, now: now), g.title)
         }
         print(table.render())
     }
@@ -63,3 +72,7 @@ struct GroupsCommand: ParsableCommand {
 extension ReportKind: ExpressibleByArgument {}
 
 extension SinceDate: ExpressibleByArgument {}
+
+extension GroupStateName: ExpressibleByArgument {}
+
+extension GroupSort: ExpressibleByArgument {}

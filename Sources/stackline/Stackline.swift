@@ -42,6 +42,7 @@ struct Stackline: AsyncParsableCommand {
             ReleasesCommand.self,
             ParseCommand.self,
             PruneCommand.self,
+            ReprocessCommand.self,
             ServeCommand.self,
             TokensCommand.self,
             NamespacesCommand.self,

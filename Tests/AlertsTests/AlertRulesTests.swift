@@ -48,7 +48,8 @@ import Testing
         #expect(config.rules[0].kind == .newGroup)
         #expect(config.rules[0].severity == .critical)
         #expect(config.rules[0].targets == ["slack", "mail"])
-        #expect(config.rules[1].kind == .regression(minGapReports: 2))
+        // A rules file from before triage: `regression` with `minGapReports` is the gap rule.
+        #expect(config.rules[1].kind == .backAfterGap(minGapReports: 2))
         // 24 hours of 30-minute buckets.
         #expect(config.rules[2].kind == .spike(multiplier: 4, minCount: 7, baselineBuckets: 48, bucketMinutes: 30))
         #expect(config.rules[2].app == "Ledger")

@@ -82,7 +82,7 @@ import Testing
 
     @Test func regressionNeedsAVersionWithoutTheGroupInBetween() throws {
         let s = try Store()
-        let rules = Self.rules(#"{"name": "back", "kind": "regression", "severity": "info", "targets": ["h"], "minGapReports": 2}"#)
+        let rules = Self.rules(#"{"name": "back", "kind": "back_after_gap", "severity": "info", "targets": ["h"], "minGapReports": 2}"#)
         s.placeCursor(rules)
         try s.add("g", version: "1.9")
         try s.add("other", version: "1.10")  // one report: below minGapReports, not yet a gap
@@ -97,12 +97,12 @@ import Testing
         try s.add("g", version: "1.0")
         #expect(try s.evaluate(rules) == ["back g 2.0"])
         let payload = try #require(try s.db.recentAlertEvents(limit: 1).first)
-        #expect(payload.kind == "regression")
+        #expect(payload.kind == "back_after_gap")
     }
 
     @Test func regressionEventCarriesPreviousAndGapVersions() throws {
         let s = try Store()
-        let rules = Self.rules(#"{"name": "back", "kind": "regression", "severity": "error", "targets": ["h"]}"#)
+        let rules = Self.rules(#"{"name": "back", "kind": "back_after_gap", "severity": "error", "targets": ["h"]}"#)
         s.placeCursor(rules)
         try s.add("g", version: "3.0")
         try s.add("x", version: "3.1")
@@ -115,7 +115,36 @@ import Testing
         #expect(event.versionsWithout == ["3.1", "3.2"])
         #expect(event.version == "3.3")
         #expect(event.severity == "error")
-        #expect(event.summary == "Regression in App 3.3: crash in g is back (last seen in 3.0, not in 3.1, 3.2)")
+        #expect(event.summary == "Back after a gap in App 3.3: crash in g is back (last seen in 3.0, not in 3.1, 3.2)")
+    }
+
+    /// `regression`: only a group the team resolved, reopened by a report of a version at or
+    /// after the resolution; once per reopening, however many reports follow.
+    @Test func regressionFiresOnceWhenAResolvedGroupComesBack() throws {
+        let s = try Store()
+        let rules = Self.rules(#"{"name": "reg", "kind": "regression", "severity": "error", "targets": ["h"]}"#)
+        s.placeCursor(rules)
+        try s.add("g", version: "2.0")
+        try s.add("never-resolved", version: "1.0")
+        try s.add("never-resolved", version: "3.0")
+        #expect(try s.evaluate(rules) == [])
+        try s.db.changeGroupState(fingerprint: "g", .resolve(.nextVersion, version: nil), actor: "alice")
+        s.clock.advance(minutes: 1)
+        try s.add("g", version: "2.0")
+        #expect(try s.evaluate(rules) == [])
+        try s.add("g", version: "3.1", count: 3)
+        let entry = try #require(try s.db.groupHistory(fingerprint: "g").first { $0.action == "regressed" })
+        #expect(try s.evaluate(rules) == ["reg g reopened-\(entry.id)"])
+        let event = try AlertEvent.decode(try #require(try s.db.takeDueAlertDeliveries(limit: 1, leaseMs: 1000).first).payload)
+        #expect(event.kind == "regression")
+        #expect(event.version == "3.1")
+        #expect(event.previousVersion == "3.0")
+        #expect(event.summary == "Regression in App 3.1: crash in g was resolved (resolved in 3.0) and is back")
+        // Resolved again and back again: a second event.
+        try s.db.changeGroupState(fingerprint: "g", .resolve(.now, version: nil), actor: "alice")
+        s.clock.advance(minutes: 1)
+        try s.add("g", version: "3.1")
+        #expect(try s.evaluate(rules).count == 2)
     }
 
     @Test func spikeAgainstABusyWeek() throws {

@@ -183,7 +183,7 @@ private func waitUntil(_ what: String, timeout: Double = 180, _ condition: () th
           },
           "rules": [
             {"name": "new-crash", "kind": "new_group", "severity": "critical", "targets": ["hook", "flaky", "mail"]},
-            {"name": "back-again", "kind": "regression", "severity": "error", "targets": ["hook"]},
+            {"name": "back-again", "kind": "back_after_gap", "severity": "error", "targets": ["hook"]},
             {"name": "burst", "kind": "spike", "severity": "warning", "targets": ["hook"], "minCount": 8, "multiplier": 3},
             {"name": "slow", "kind": "hang_budget", "severity": "info", "targets": ["hook"], "maxCount": 2}
           ]
@@ -244,7 +244,7 @@ private func waitUntil(_ what: String, timeout: Double = 180, _ condition: () th
 
         // Version 1.2: the index crash is back after 1.1 went without it: a regression.
         try submit(h, try crashes("index", copies: 2, offset: 10), version: "1.2", batch: "v12")
-        try waitUntil("a regression webhook") { events(receiver, kind: "regression").count >= 1 }
+        try waitUntil("a regression webhook") { events(receiver, kind: "back_after_gap").count >= 1 }
         // A burst of the unwrap crash in its old version: 3 + 10 reports this hour against a quiet week.
         try submit(h, try crashes("unwrap", copies: 10, offset: 20), version: "1.0", batch: "burst")
         try waitUntil("a spike webhook") { events(receiver, kind: "spike").count >= 1 }
@@ -284,7 +284,7 @@ private func waitUntil(_ what: String, timeout: Double = 180, _ condition: () th
         let unwrapFingerprint = newGroups.first { ($0["title"] as? String)?.contains(Self.messages["unwrap"]!) == true }?["fingerprint"] as? String
 
         // The regression: the index crash, in 1.2, last seen in 1.0, absent from 1.1.
-        let regressions = events(receiver, kind: "regression")
+        let regressions = events(receiver, kind: "back_after_gap")
         #expect(regressions.count == 1, "\(regressions)")
         #expect(regressions.first?["fingerprint"] as? String == indexFingerprint)
         #expect(regressions.first?["version"] as? String == "1.2")

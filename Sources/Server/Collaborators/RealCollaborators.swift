@@ -43,6 +43,23 @@ public struct DatabaseQueries: ServerQueries {
     public func releaseHealth(app: String?, namespace: String?) throws -> [ReleaseCounts] {
         try db.releaseHealth(app: app, namespace: namespace)
     }
+    public func groupHistory(fingerprint: String, limit: Int) throws -> [GroupHistoryEntry] {
+        try db.groupHistory(fingerprint: fingerprint, limit: limit)
+    }
+    public func changeGroupState(fingerprint: String, _ change: GroupStateChange, actor: String, note: String?) throws -> GroupTriage {
+        try db.changeGroupState(fingerprint: fingerprint, change, actor: actor, note: note)
+    }
+    public func assignGroup(fingerprint: String, to assignee: String?, actor: String, note: String?) throws -> GroupTriage {
+        try db.assignGroup(fingerprint: fingerprint, to: assignee, actor: actor, note: note)
+    }
+    public func commentOnGroup(fingerprint: String, text: String, actor: String) throws -> GroupHistoryEntry {
+        try db.commentOnGroup(fingerprint: fingerprint, text: text, actor: actor)
+    }
+    public func mergeGroup(_ source: String, into target: String, actor: String, note: String?) throws {
+        try db.mergeGroup(source, into: target, actor: actor, note: note)
+    }
+    public func unmergeGroup(_ source: String, actor: String, note: String?) throws { try db.unmergeGroup(source, actor: actor, note: note) }
+    public func mergeTarget(of fingerprint: String) throws -> String? { try db.mergeTarget(of: fingerprint) }
 }
 
 extension SymbolStoreDirectory: SymbolStoring {

@@ -23,7 +23,7 @@ func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepe
         return try JSONResponse.encode(JobStatusJSON(job, now: deps.clock.now()))
     }
 
-    // `stackline groups --json [--kind] [--app] [--version] [--since] [--namespace] [--limit]`.
+    // `stackline groups --json [--kind] [--app] [--version] [--since] [--namespace] [--state] [--sort] [--limit]`.
     read.get("/groups") { request, _ in
         let q = QueryParameters(request)
         let filter = GroupFilter(
@@ -31,7 +31,9 @@ func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepe
             app: q.string("app"), version: q.string("version"),
             since: try q.value("since", expected: "a duration (30m, 24h, 7d, 2w) or a date (2026-11-01)") { SinceDate(argument: $0) }
                 .map { $0.milliseconds(now: deps.clock.now()) },
-            limit: try q.int("limit", in: 1...10_000) ?? 20, namespace: q.string("namespace"))
+            limit: try q.int("limit", in: 1...10_000) ?? 20, namespace: q.string("namespace"),
+            state: try q.value("state", expected: "open, resolved or ignored") { GroupStateName(rawValue: $0) },
+            sort: try q.value("sort", expected: "reports, users, sessions or lastSeen") { GroupSort(rawValue: $0) } ?? .reports)
         return try await deps.blocking.run { try JSONResponse.encode(try deps.queries.groups(filter).map(GroupJSON.init)) }
     }
 
@@ -50,7 +52,8 @@ func addQueryRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepe
             }
             let representative = try detail.summary.representativeReportId.flatMap { try deps.queries.result(reportId: $0) }
                 .map { try ReportPrinter.decode($0) }
-            return try JSONResponse.encode(GroupDetailJSON(detail, representative: representative))
+            let history = try deps.queries.groupHistory(fingerprint: detail.summary.fingerprint, limit: 20)
+            return try JSONResponse.encode(GroupDetailJSON(detail, representative: representative, history: history))
         }
     }
 

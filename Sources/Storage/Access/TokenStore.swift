@@ -5,10 +5,14 @@ import ReportModel
 
 /// What a `stackline serve` API token may do. `admin` may do everything.
 public enum TokenScope: String, CaseIterable, Codable, Sendable {
-    case ingest, symbols, read, worker, admin
+    case ingest, symbols, read, triage, worker, admin
 
-    /// True when a token of this scope may call an endpoint that needs `needed`.
-    public func permits(_ needed: TokenScope) -> Bool { self == .admin || self == needed }
+    /// True when a token of this scope may call an endpoint that needs `needed`. A `triage`
+    /// token changes groups' states and reads everything a `read` token reads: the people who
+    /// resolve crashes need to see them.
+    public func permits(_ needed: TokenScope) -> Bool {
+        self == .admin || self == needed || (self == .triage && needed == .read)
+    }
 }
 
 /// One stored token, without its secret (only the digest is kept, and never leaves Storage).

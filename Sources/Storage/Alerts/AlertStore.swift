@@ -50,6 +50,26 @@ public struct AlertFacts {
         }
     }
 
+    /// The regressions (`group_history` entries) these reports caused, by report id.
+    public func regressions(causedBy reportIds: [Int64]) throws -> [Int64: GroupHistoryEntry] {
+        var found: [Int64: GroupHistoryEntry] = [:]
+        for start in stride(from: 0, to: reportIds.count, by: 500) {
+            let chunk = Array(reportIds[start..<min(start + 500, reportIds.count)])
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM group_history WHERE action = 'regressed'
+                    AND report_id IN (\(databaseQuestionMarks(count: chunk.count)))
+                    """,
+                arguments: StatementArguments(chunk))
+            {
+                let entry = GroupHistory.entry(row)
+                if let id = entry.reportId { found[id] = entry }
+            }
+        }
+        return found
+    }
+
     /// The position of the last stored result (0 when there is none).
     public func lastPosition() throws -> Int64 {
         try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(rowid), 0) FROM results") ?? 0

@@ -54,20 +54,26 @@ enum GroupLedger {
             var lastSeen: Int64
             /// In first-join order, so the statements run in a fixed order.
             var versions: [(version: String, count: Int)]
+            var joiners: [StateTransitions.Joiner]
         }
 
         /// In first-join order.
         private var groups: [Group] = []
         private var index: [String: Int] = [:]
+        /// The transaction's clock, for the state changes joins make (`StateTransitions`).
+        let now: Int64
+
+        init(now: Int64) { self.now = now }
 
         mutating func add(reportId: Int64, group key: GroupKey, app: String?, version: String, seen: Int64) {
             guard let i = index[key.fingerprint] else {
                 index[key.fingerprint] = groups.count
                 groups.append(Group(
                     first: key, firstReportId: reportId, app: app, title: key.title, count: 1, firstSeen: seen, lastSeen: seen,
-                    versions: [(version, 1)]))
+                    versions: [(version, 1)], joiners: [.init(reportId: reportId, version: version, receivedAt: seen)]))
                 return
             }
+            groups[i].joiners.append(.init(reportId: reportId, version: version, receivedAt: seen))
             groups[i].title = key.title
             groups[i].count += 1
             groups[i].firstSeen = min(groups[i].firstSeen, seen)
@@ -113,6 +119,7 @@ enum GroupLedger {
                             """
                     ).execute(arguments: [group.first.fingerprint, version, count])
                 }
+                try StateTransitions.joined(db, fingerprint: group.first.fingerprint, joiners: group.joiners, now: now)
             }
             groups.removeAll(keepingCapacity: true)
             index.removeAll(keepingCapacity: true)

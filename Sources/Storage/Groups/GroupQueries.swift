@@ -12,19 +12,30 @@ public struct GroupFilter: Sendable {
     public var since: Int64?
     /// Count only reports uploaded into this SDK namespace.
     public var namespace: String?
+    /// Only groups in this state (as stored: an ignore whose time has passed counts as ignored
+    /// until a report wakes it).
+    public var state: GroupStateName?
+    public var sort: GroupSort
     public var limit: Int
 
     public init(
         kind: ReportKind? = nil, app: String? = nil, version: String? = nil, since: Int64? = nil, limit: Int = 20,
-        namespace: String? = nil
+        namespace: String? = nil, state: GroupStateName? = nil, sort: GroupSort = .reports
     ) {
         self.kind = kind
         self.app = app
         self.version = version
         self.since = since
         self.namespace = namespace
+        self.state = state
+        self.sort = sort
         self.limit = limit
     }
+}
+
+/// What a group list is ordered by, most first; ties go to the most recently seen.
+public enum GroupSort: String, Sendable, CaseIterable, Codable {
+    case reports, users, sessions, lastSeen
 }
 
 /// One group as the queries show it.
@@ -42,12 +53,35 @@ public struct GroupSummary: Sendable, Codable, Equatable {
     public var app: String?
     public var representativeReportId: Int64?
     public var frames: [String]
+    /// Distinct users (SDK `user_id`, else `device_id`) and sessions among the reports counted;
+    /// reports that name neither (a `.crash` uploaded by hand) count in `count` only.
+    public var users: Int
+    public var sessions: Int
+    public var triage: GroupTriage
 }
 
-/// A group with its latest members.
+/// A group with its latest members, who it hurt per version, and the groups merged into it.
 public struct GroupDetail: Sendable {
     public var summary: GroupSummary
     public var latestReportIds: [Int64]
+    /// Newest version first ("" last).
+    public var byVersion: [VersionImpact]
+    public var mergedGroups: [String]
+}
+
+/// A group's reports, users and sessions in one app version ("" is a report without one).
+public struct VersionImpact: Sendable, Codable, Equatable {
+    public var version: String
+    public var reports: Int
+    public var users: Int
+    public var sessions: Int
+
+    public init(version: String, reports: Int, users: Int, sessions: Int) {
+        self.version = version
+        self.reports = reports
+        self.users = users
+        self.sessions = sessions
+    }
 }
 
 /// A debug file reports needed and (as of their last processing) could not use, with how many
@@ -128,14 +162,25 @@ extension ServiceDatabase {
                 conditions.append("g.app = ?")
                 arguments.append(app)
             }
+            if let state = filter.state {
+                conditions.append("COALESCE((SELECT gs.state FROM group_states gs WHERE gs.fingerprint = g.fingerprint), 'open') = ?")
+                arguments.append(state.rawValue)
+            }
             let rows: [Row]
-            if filter.version == nil && filter.since == nil && filter.namespace == nil {
+            if filter.version == nil && filter.since == nil && filter.namespace == nil && filter.sort != .users
+                && filter.sort != .sessions
+            {
                 let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+                let order = filter.sort == .lastSeen ? "g.last_seen DESC, g.count DESC" : "g.count DESC, g.last_seen DESC"
                 rows = try Row.fetchAll(
                     db,
                     sql: """
-                        SELECT g.*, g.count AS n, g.first_seen AS first, g.last_seen AS last FROM groups g
-                        \(whereClause) ORDER BY g.count DESC, g.last_seen DESC LIMIT ?
+                        SELECT g.*, g.count AS n, g.first_seen AS first, g.last_seen AS last,
+                            (SELECT COUNT(DISTINCT rs.user_key) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id
+                             WHERE s.fingerprint = g.fingerprint) AS users,
+                            (SELECT COUNT(DISTINCT rs.session_id) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id
+                             WHERE s.fingerprint = g.fingerprint) AS sessions
+                        FROM groups g \(whereClause) ORDER BY \(order) LIMIT ?
                         """,
                     arguments: StatementArguments(arguments + [filter.limit]))
             } else {
@@ -151,13 +196,22 @@ extension ServiceDatabase {
                     conditions.append("r.namespace = ?")
                     arguments.append(namespace)
                 }
+                let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+                let order = switch filter.sort {
+                case .reports: "n DESC, last DESC"
+                case .users: "users DESC, n DESC, last DESC"
+                case .sessions: "sessions DESC, n DESC, last DESC"
+                case .lastSeen: "last DESC, n DESC"
+                }
                 rows = try Row.fetchAll(
                     db,
                     sql: """
-                        SELECT g.*, COUNT(*) AS n, MIN(r.received_at) AS first, MAX(r.received_at) AS last
+                        SELECT g.*, COUNT(*) AS n, MIN(r.received_at) AS first, MAX(r.received_at) AS last,
+                            COUNT(DISTINCT rs.user_key) AS users, COUNT(DISTINCT rs.session_id) AS sessions
                         FROM results s JOIN reports r ON r.id = s.report_id JOIN groups g ON g.fingerprint = s.fingerprint
-                        WHERE \(conditions.joined(separator: " AND "))
-                        GROUP BY g.fingerprint ORDER BY n DESC, last DESC LIMIT ?
+                        LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
+                        \(whereClause)
+                        GROUP BY g.fingerprint ORDER BY \(order) LIMIT ?
                         """,
                     arguments: StatementArguments(arguments + [filter.limit]))
             }
@@ -179,7 +233,8 @@ extension ServiceDatabase {
             firstSeen: Date(milliseconds: row["first"]), lastSeen: Date(milliseconds: row["last"]),
             versions: versions, rulesVersion: row["rules_version"], app: row["app"],
             representativeReportId: row["representative_report_id"],
-            frames: (try? JSONDecoder().decode([String].self, from: Data(framesJSON.utf8))) ?? [])
+            frames: (try? JSONDecoder().decode([String].self, from: Data(framesJSON.utf8))) ?? [],
+            users: row["users"], sessions: row["sessions"], triage: try triage(db, fingerprint))
     }
 
     /// One group by fingerprint or unique prefix, with its latest report ids (newest first).
@@ -187,7 +242,15 @@ extension ServiceDatabase {
         try pool.read { db in
             let escaped = prefix.lowercased().filter(\.isHexDigit)
             let matches = try Row.fetchAll(
-                db, sql: "SELECT *, count AS n, first_seen AS first, last_seen AS last FROM groups WHERE fingerprint LIKE ? LIMIT 6",
+                db,
+                sql: """
+                    SELECT *, count AS n, first_seen AS first, last_seen AS last,
+                        (SELECT COUNT(DISTINCT rs.user_key) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id
+                         WHERE s.fingerprint = groups.fingerprint) AS users,
+                        (SELECT COUNT(DISTINCT rs.session_id) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id
+                         WHERE s.fingerprint = groups.fingerprint) AS sessions
+                    FROM groups WHERE fingerprint LIKE ? LIMIT 6
+                    """,
                 arguments: [escaped + "%"])
             guard !escaped.isEmpty, let row = matches.first else { return nil }
             if matches.count > 1 {
@@ -201,7 +264,23 @@ extension ServiceDatabase {
                     WHERE s.fingerprint = ? ORDER BY r.received_at DESC, s.report_id DESC LIMIT ?
                     """,
                 arguments: [summary.fingerprint, latest])
-            return GroupDetail(summary: summary, latestReportIds: ids)
+            let impact = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT COALESCE(r.version, '') AS v, COUNT(*) AS n, COUNT(DISTINCT rs.user_key) AS u, COUNT(DISTINCT rs.session_id) AS se
+                    FROM results s JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
+                    WHERE s.fingerprint = ? GROUP BY v
+                    """,
+                arguments: [summary.fingerprint]
+            ).map { VersionImpact(version: $0["v"], reports: $0["n"], users: $0["u"], sessions: $0["se"]) }
+                .sorted { a, b in
+                    if a.version.isEmpty != b.version.isEmpty { return b.version.isEmpty }
+                    return VersionOrder.compare(a.version, b.version) > 0
+                }
+            let merged = try String.fetchAll(
+                db, sql: "SELECT fingerprint FROM group_merges WHERE into_fingerprint = ? ORDER BY merged_at, fingerprint",
+                arguments: [summary.fingerprint])
+            return GroupDetail(summary: summary, latestReportIds: ids, byVersion: impact, mergedGroups: merged)
         }
     }
 
@@ -252,4 +331,8 @@ extension ServiceDatabase {
 extension Date {
     /// A time stored as integer milliseconds since the Unix epoch, as every table stores times.
     public init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+
+    /// This time as stored: integer milliseconds since the Unix epoch (clamped: a date from
+    /// a request may be any Double).
+    public var milliseconds: Int64 { Int64.clamping(timeIntervalSince1970 * 1000) }
 }

@@ -33,7 +33,7 @@ extension ServiceDatabase {
         guard !batch.isEmpty else { return [] }
         return try immediate { db in
             let now = clock()
-            var joins = GroupLedger.PendingJoins()
+            var joins = GroupLedger.PendingJoins(now: now)
             let outcomes = try batch.map { try store($0, db, now: now, joins: &joins) }
             try joins.apply(db)
             return outcomes
@@ -62,26 +62,41 @@ extension ServiceDatabase {
         // GRDB lowercases and compares each column name on every read).
         let report = try Row.fetchOne(
             db.cachedStatement(sql: """
-                SELECT r.app, COALESCE(r.version, ''), r.received_at, s.report_id IS NOT NULL, s.fingerprint
+                SELECT r.app, COALESCE(r.version, ''), r.received_at, s.report_id IS NOT NULL, s.fingerprint, s.own_fingerprint
                 FROM reports r LEFT JOIN results s ON s.report_id = r.id WHERE r.id = ?
                 """),
             arguments: [reportId])
         let member = GroupLedger.Member(app: report?[0], version: report?[1] ?? "", seen: report?[2] ?? 0)
         let hadResult: Bool = report?[3] ?? false
         let previous: String? = report?[4]
+        let previousOwn: String? = report?[5]
+        // A group merged by hand files its reports under the group it was merged into.
+        var filed = result.group
+        var own: String?
+        if let key = result.group {
+            if let previousOwn, let previous {
+                try GroupMerges.carry(db, previousOwn: previousOwn, previousGroup: previous, to: key, app: member.app, now: now)
+            }
+            let target = try GroupMerges.target(db, of: key)
+            filed = target.key
+            own = target.own
+        }
         try db.cachedStatement(
             sql: """
-                INSERT INTO results (report_id, symbolicated, symbolicated_size, status, fingerprint, completed_at)
-                VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO results (report_id, symbolicated, symbolicated_size, status, fingerprint, own_fingerprint, completed_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (report_id) DO UPDATE SET
                     symbolicated = excluded.symbolicated, symbolicated_size = excluded.symbolicated_size,
-                    status = excluded.status, fingerprint = excluded.fingerprint,
+                    status = excluded.status, fingerprint = excluded.fingerprint, own_fingerprint = excluded.own_fingerprint,
                     completed_at = excluded.completed_at
                 """
         ).execute(
             arguments: [reportId, result.compressedJSON, result.jsonSize, result.status.rawValue,
-                        result.group?.fingerprint, now])
-        try GroupLedger.move(db, reportId: reportId, member: member, from: previous, to: result.group, joins: &joins)
+                        filed?.fingerprint, own, now])
+        try GroupLedger.move(db, reportId: reportId, member: member, from: previous, to: filed, joins: &joins)
+        if previousOwn == nil, own == nil, let previous, let new = filed?.fingerprint, new != previous {
+            try GroupMerges.retarget(db, from: previous, to: new, now: now, joins: &joins)
+        }
         try GroupLedger.recordMissing(db, reportId: reportId, images: result.missingImages, replacing: hadResult)
         return .stored
     }

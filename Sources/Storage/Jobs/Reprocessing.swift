@@ -48,3 +48,25 @@ extension ServiceDatabase {
         }
     }
 }
+
+extension ServiceDatabase {
+    /// Queues reprocessing for every stored report, or those filed under group `fingerprint`
+    /// (merged-in reports included), that has no job queued or running: after new grouping
+    /// rules (`stackline reprocess`). One transaction; returns how many were queued.
+    public func requeueReports(inGroup fingerprint: String? = nil) throws -> Int {
+        try immediate { db in
+            let now = clock()
+            let filter = fingerprint == nil ? "" : "AND r.id IN (SELECT report_id FROM results WHERE fingerprint = ?)"
+            try db.execute(
+                sql: """
+                    INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
+                    SELECT r.id, 'queued', ?, 0, ?, ?, ? FROM reports r
+                    WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = r.id AND j.state IN ('queued', 'running'))
+                    \(filter)
+                    ORDER BY r.id
+                    """,
+                arguments: [JobPriority.reprocessing, now, now, now] + (fingerprint.map { [$0] } ?? []))
+            return db.changesCount
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import GRDB
+import JSONFormat
+import ReportModel
+
+/// What the ledger does to a group's state when reports join it, in the transaction that files
+/// them: a resolved group that gets a report of a version at or after its resolution reopens
+/// (`regressed`), and an ignored group whose condition has passed wakes. Nothing else changes
+/// a state without a person asking.
+enum StateTransitions {
+    /// A report joining a group: its id, its app version ('' when none) and when it arrived.
+    struct Joiner {
+        var reportId: Int64
+        var version: String
+        var receivedAt: Int64
+    }
+
+    /// Looks at the group's state (most groups have none: one indexed lookup) and applies
+    /// what `joiners` change.
+    static func joined(_ db: Database, fingerprint: String, joiners: [Joiner], now: Int64) throws {
+        guard let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM group_states WHERE fingerprint = ? AND state != 'open'"),
+            arguments: [fingerprint])
+        else { return }
+        let triage = try GroupTriage(row: row)
+        let changedAt = triage.changedAt ?? 0
+        // Reports that arrived before the change are what the person saw when making it, even
+        // when they are filed only now (reprocessing): they never end it.
+        let fresh = joiners.filter { $0.receivedAt > changedAt }
+        guard !fresh.isEmpty else { return }
+        switch triage.state {
+        case .open:
+            return
+        case .resolved:
+            guard let first = fresh.first(where: { reopens(triage, version: $0.version) }) else { return }
+            try db.execute(
+                sql: """
+                    UPDATE group_states SET state = 'open', resolution = NULL, resolved_version = NULL, changed_at = ?,
+                        regressed_version = ?, regressed_at = ?
+                    WHERE fingerprint = ?
+                    """,
+                arguments: [now, first.version, now, fingerprint])
+            var detail = ["version": first.version]
+            if let resolved = triage.resolvedVersion { detail["resolvedVersion"] = resolved }
+            if let resolution = triage.resolution { detail["resolution"] = resolution.rawValue }
+            try GroupHistory.record(
+                db, fingerprint: fingerprint, at: now, actor: GroupHistoryEntry.automatic, action: "regressed", detail: detail,
+                reportId: first.reportId)
+        case .ignored:
+            let seen = triage.ignoreReportsSeen + fresh.count
+            var reason: String?
+            if let until = triage.ignoreUntil, now >= until {
+                reason = "time"
+            } else if let reports = triage.ignoreReports, seen >= reports {
+                reason = "reports"
+            } else if let users = triage.ignoreUsers, try usersSince(db, fingerprint: fingerprint, after: changedAt) >= users {
+                reason = "users"
+            }
+            guard let reason else {
+                try db.execute(
+                    sql: "UPDATE group_states SET ignore_reports_seen = ? WHERE fingerprint = ?", arguments: [seen, fingerprint])
+                return
+            }
+            try db.execute(
+                sql: """
+                    UPDATE group_states SET state = 'open', ignore_until = NULL, ignore_reports = NULL, ignore_users = NULL,
+                        ignore_reports_seen = 0, changed_at = ?
+                    WHERE fingerprint = ?
+                    """,
+                arguments: [now, fingerprint])
+            try GroupHistory.record(
+                db, fingerprint: fingerprint, at: now, actor: GroupHistoryEntry.automatic, action: "woke",
+                detail: ["reason": reason, "reports": String(seen)], reportId: fresh.last?.reportId)
+        }
+    }
+
+    /// True when a report of `version` reopens a group resolved as `triage` says. A report
+    /// without a version cannot be placed after a resolution version, so it reopens only a
+    /// group resolved without one.
+    static func reopens(_ triage: GroupTriage, version: String) -> Bool {
+        guard let resolved = triage.resolvedVersion else { return true }
+        guard !version.isEmpty else { return false }
+        let order = VersionOrder.compare(version, resolved)
+        return triage.resolution == .nextVersion ? order > 0 : order >= 0
+    }
+
+    /// Distinct users (SDK `user_id`, else `device_id`) of the group's reports that arrived after `time`.
+    static func usersSince(_ db: Database, fingerprint: String, after time: Int64) throws -> Int {
+        try Int.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT COUNT(DISTINCT rs.user_key) FROM results s
+                JOIN reports r ON r.id = s.report_id JOIN report_sessions rs ON rs.report_id = s.report_id
+                WHERE s.fingerprint = ? AND r.received_at > ?
+                """),
+            arguments: [fingerprint, time]) ?? 0
+    }
+}
+
+/// The history rows: written here and nowhere else.
+enum GroupHistory {
+    static func record(
+        _ db: Database, fingerprint: String, at: Int64, actor: String, action: String, detail: [String: String] = [:],
+        note: String? = nil, reportId: Int64? = nil
+    ) throws {
+        let detailJSON = detail.isEmpty ? nil : String(decoding: try JSONStyle.compact.encode(detail), as: UTF8.self)
+        try db.execute(
+            sql: "INSERT INTO group_history (fingerprint, at, actor, action, detail, note, report_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            arguments: [fingerprint, at, actor, action, detailJSON, note, reportId])
+    }
+
+    static func entry(_ row: Row) -> GroupHistoryEntry {
+        let detail = (row["detail"] as String?).flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) }
+        return GroupHistoryEntry(
+            id: row["id"], fingerprint: row["fingerprint"], at: row["at"], actor: row["actor"], action: row["action"],
+            detail: detail ?? [:], note: row["note"], reportId: row["report_id"])
+    }
+}

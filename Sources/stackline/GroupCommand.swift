@@ -80,8 +80,10 @@ struct GroupCommand: ParsableCommand {
 
     /// Who a change from the command line is recorded as.
     private var actor: String {
-        let user = ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? String(getuid())
-        return "cli:" + String(user.prefix(TriageText.maxActorBytes - 4))
+        // The account's name from the password database, not $USER: whoever can set the
+        // environment could then write history as anyone.
+        let user = ProcessInfo.processInfo.userName
+        return "cli:" + String((user.isEmpty ? "unknown" : user).prefix(TriageText.maxActorBytes / 4 - 4))
     }
 
     func run() throws {

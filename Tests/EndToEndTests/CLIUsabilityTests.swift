@@ -227,7 +227,7 @@ import Testing
         let header = try #require(groups.stdout.split(separator: "\n").first)
         #expect(header.contains("APP"), "\(groups.stdout)")
         let row = try #require(groups.stdout.split(separator: "\n").dropFirst().first)
-        #expect(row.split(separator: " ", omittingEmptySubsequences: true).dropFirst(2).first == "Demo", "the APP column: \(row)")
+        #expect(row.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).first == "Demo", "the APP column: \(row)")
         let fingerprint = try #require(try sqlite(h.dbPath, "SELECT fingerprint FROM results WHERE report_id = \(id)").first?["fingerprint"] as? String)
         let group = try h.stackline(["group", fingerprint])
         #expect(group.stdout.contains("Latest report ids: \(id)"), "\(group.stdout.prefix(800))")

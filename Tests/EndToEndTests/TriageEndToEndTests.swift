@@ -75,6 +75,13 @@ import Testing
         return try #require(answer.json)
     }
 
+    /// The events the receiver accepted, of `kind`, as objects.
+    func events(_ receiver: WebhookReceiver, kind: String) -> [[String: Any]] {
+        receiver.requests.filter { $0["status"] as? Int == 200 }
+            .compactMap { ($0["body"] as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } }
+            .filter { $0["kind"] as? String == kind }
+    }
+
     func post(_ server: ServerProcess, _ path: String, _ body: String, token: String) throws -> HTTPAnswer {
         try server.curl("POST", path, token: token, body: Data(body.utf8), headers: ["Content-Type: application/json"])
     }
@@ -152,7 +159,7 @@ import Testing
         try send(crashes, from: sent, server, token: ingest)
         sent += crashes.count
         try drained(h, reports: sent)
-        try poll("a regression webhook") { receiver.requests.contains { $0["kind"] as? String == "regression" } }
+        try poll("a regression webhook") { !events(receiver, kind: "regression").isEmpty }
         let reopened = try #require(try group(server, index, token: read)["group"] as? [String: Any])
         #expect(reopened["state"] as? String == "open")
         #expect(reopened["regressedIn"] as? String == "1.2")
@@ -168,7 +175,7 @@ import Testing
         try poll("every alert evaluated") {
             try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM alert_cursors WHERE name = 'results' AND value >= (SELECT MAX(rowid) FROM results)") > 0
         }
-        let regressions = receiver.requests.filter { $0["kind"] as? String == "regression" }
+        let regressions = events(receiver, kind: "regression")
         #expect(regressions.count == 1, "\(regressions)")
         #expect(regressions.first?["fingerprint"] as? String == index)
         #expect(regressions.first?["version"] as? String == "1.2")

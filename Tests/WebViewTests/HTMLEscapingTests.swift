@@ -65,6 +65,8 @@ import WebView
             let summaryJSON: [String: Any] = [
                 "fingerprint": "ab12", "kind": "crash", "title": name, "count": 3, "firstSeen": 0, "lastSeen": 0,
                 "versions": [name: 3], "rulesVersion": 1, "app": name, "representativeReportId": 7, "frames": [name],
+                "users": 2, "sessions": 2,
+                "triage": ["state": "resolved", "resolvedVersion": name, "ignoreReportsSeen": 0, "regressedVersion": name, "assignee": name],
             ]
             let summary = try JSONDecoder().decode(GroupSummary.self, from: JSONSerialization.data(withJSONObject: summaryJSON))
             let groups = GroupsPage.render(GroupsPageModel(

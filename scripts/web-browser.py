@@ -17,6 +17,9 @@ every [data-k]], "images", "scripts", "inlineHandlers", "hover", "console"}: con
 console messages and CSP violation reports; hover what #flame-info said when the mouse was
 moved over the flame graph's last lag-key rectangle (null on pages without one).
 A NAME=PATH with a leading "!" is loaded without signing in (in a fresh browser context).
+NAME=PATH>ACTION?FIELD=VALUE&... loads PATH, fills the fields of the page's form
+`form[data-k="action:ACTION"]` (typed in, as a person would) and submits it; what is recorded
+is the page the browser lands on after the server's answer (`status` is that answer's).
 """
 import argparse
 import base64
@@ -26,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 
 COLLECT = r"""
 JSON.stringify({
@@ -165,6 +169,25 @@ def hover_flame(browser, session):
     return {"k": box["k"], "info": info}
 
 
+def submit_form(browser, session, action):
+    """Fills and submits the page's form for ACTION?FIELD=VALUE&...; answers the URL the
+    browser lands on (after a redirect, the page it was sent to)."""
+    name, _, query = action.partition("?")
+    form = 'form[data-k="action:%s"]' % name
+    for field, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
+        selector = json.dumps("%s [name=%s]" % (form, json.dumps(field)))
+        found = browser.evaluate(session, "(function () { var e = document.querySelector(%s); if (!e) return false; e.focus(); return true; })()" % selector)
+        if not found:
+            raise RuntimeError("no field %s in %s" % (field, form))
+        browser.call("Input.insertText", {"text": value}, session)
+    if not browser.evaluate(session, "!!document.querySelector(%s)" % json.dumps(form)):
+        raise RuntimeError("no form " + form)
+    browser.events = [e for e in browser.events if e.get("sessionId") != session]
+    browser.call("Runtime.evaluate", {"expression": "document.querySelector(%s).submit()" % json.dumps(form)}, session)
+    browser.wait_event("Page.loadEventFired", session)
+    return browser.evaluate(session, "location.href")
+
+
 def console_of(browser, session):
     lines = []
     for event in browser.events:
@@ -219,8 +242,13 @@ def main():
                 path = path[1:]
                 anonymous = anonymous or browser.page(fresh_context=True)
                 session = anonymous
+            action = None
+            if ">" in path:
+                path, action = path.split(">", 1)
             url = args.base + path
             browser.navigate(session, url)
+            if action:
+                url = submit_form(browser, session, action)
             facts = json.loads(browser.evaluate(session, COLLECT))
             facts["hover"] = hover_flame(browser, session)
             facts["status"] = status_of(browser, session, url)

@@ -35,12 +35,25 @@ public struct GroupPageModel: Sendable {
     public var history: VersionHistory
     /// The app's versions in `VersionOrder` (bars follow this order; others after, by count).
     public var appVersions: [String]
+    /// The team's side (docs/triage.md): state, who and when, users per version, merges.
+    public var triage: GroupTriageJSON?
+    public var byVersion: [VersionImpactJSON] = []
+    public var changes: [GroupHistoryJSON] = []
+    public var mergedGroups: [String] = []
+    /// The forms that change the group, for a `triage` or `admin` token: their CSRF token
+    /// ("" when the page was asked for with a bearer header, which needs none).
+    public var actions: GroupActions?
 
-    public init(detail: GroupDetailJSON, history: VersionHistory, appVersions: [String]) {
+    public init(detail: GroupDetailJSON, history: VersionHistory, appVersions: [String], actions: GroupActions? = nil) {
         self.init(
             group: detail.group, frames: detail.frames, latestReportIds: detail.latestReportIds,
             representativeReportId: detail.representativeReportId, representative: detail.representative, history: history,
             appVersions: appVersions)
+        triage = detail.triage
+        byVersion = detail.byVersion ?? []
+        changes = detail.history ?? []
+        mergedGroups = detail.mergedGroups ?? []
+        self.actions = actions
     }
 
     public init(group: GroupJSON, frames: [String], latestReportIds: [Int64], representativeReportId: Int64?,
@@ -69,6 +82,13 @@ public enum GroupPage {
             ("Last seen", WebDate.text(g.lastSeen)),
         ]
         if let app = g.app { facts.insert(("App", HTML.escape(app)), at: 1) }
+        facts.insert(("Users", "<span data-k=\"group-users\">\(g.users)</span>"), at: facts.count - 3)
+        facts.insert(("Sessions", "<span data-k=\"group-sessions\">\(g.sessions)</span>"), at: facts.count - 3)
+        facts.append(("State", GroupPage.state(m.triage, g)))
+        if let assignee = g.assignee { facts.append(("Assignee", "<span data-k=\"group-assignee\">\(HTML.escape(assignee))</span>")) }
+        if !m.mergedGroups.isEmpty {
+            facts.append(("Merged into it", m.mergedGroups.map { "<code data-k=\"merged:\(HTML.escape($0))\">\(HTML.escape(String($0.prefix(16))))</code>" }.joined(separator: " ")))
+        }
         if let first = m.history.firstVersion {
             facts.append(("First version", "<span data-k=\"first-version\">\(HTML.escape(first.isEmpty ? "(none)" : first))</span>"))
         }
@@ -88,6 +108,24 @@ public enum GroupPage {
         body += "<h2>Reports per version</h2>"
         body += Charts.bars((ordered + rest).map { (label: $0, count: g.versions[$0] ?? 0) }, highlight: m.history.firstVersion)
 
+        if !m.byVersion.isEmpty {
+            body += "<h2>Who it hurts, per version</h2><table><tr><th>Version</th><th>Reports</th><th>Users</th><th>Sessions</th></tr>"
+                + m.byVersion.map { v in
+                    "<tr data-k=\"impact:\(HTML.escape(v.version))\"><td>\(HTML.escape(v.version.isEmpty ? "(none)" : v.version))</td>"
+                        + "<td>\(v.reports)</td><td>\(v.users)</td><td>\(v.sessions)</td></tr>"
+                }.joined() + "</table>"
+        }
+        if let actions = m.actions { body += GroupPage.forms(g.fingerprint, actions) }
+        if !m.changes.isEmpty {
+            body += "<h2>History</h2><ol class=\"history\">" + m.changes.map { e in
+                let detail = e.detail.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+                return "<li data-k=\"history:\(e.id)\">\(WebDate.text(e.at)) <b>\(HTML.escape(e.actor))</b> \(HTML.escape(e.action))"
+                    + (detail.isEmpty ? "" : " (\(HTML.escape(detail)))")
+                    + (e.reportId.map { " <a href=\"/reports/\($0)\">#\($0)</a>" } ?? "")
+                    + (e.note.map { "<pre class=\"note\">\(HTML.escape($0))</pre>" } ?? "") + "</li>"
+            }.joined() + "</ol>"
+        }
+
         body += "<h2>Frames that decided the group</h2><ol class=\"mono\">"
             + m.frames.enumerated().map { "<li data-k=\"fingerprint-frame:\($0.offset)\">\(HTML.escape($0.element))</li>" }.joined()
             + "</ol>"
@@ -105,5 +143,58 @@ public enum GroupPage {
             body += ReportView.threads(report, only: 1)
         }
         return Layout.page(title: g.title, section: .groups, body: body)
+    }
+}
+
+/// What the triage forms need: the CSRF token to send back.
+public struct GroupActions: Sendable, Equatable {
+    public var csrf: String
+
+    public init(csrf: String) { self.csrf = csrf }
+}
+
+extension GroupPage {
+    static func state(_ t: GroupTriageJSON?, _ g: GroupJSON) -> String {
+        var text = "<span class=\"badge state-\(HTML.escape(g.state))\" data-k=\"group-state\">\(HTML.escape(g.state))</span>"
+        if let t {
+            if g.state == "resolved", let v = t.resolvedVersion {
+                text += t.resolution == "nextVersion" ? " reopens after \(HTML.escape(v))" : " reopens in \(HTML.escape(v)) or later"
+            }
+            if g.state == "ignored" {
+                var until: [String] = []
+                if let date = t.ignoreUntil { until.append("until " + WebDate.text(date)) }
+                if let n = t.ignoreReports { until.append("until \(n) more reports") }
+                if let n = t.ignoreUsers { until.append("until \(n) more users") }
+                if !until.isEmpty { text += " " + until.joined(separator: " or ") }
+            }
+        }
+        if let v = g.regressedIn {
+            text += " <span class=\"badge regression\" data-k=\"regressed\">regressed in \(HTML.escape(v))</span>"
+        }
+        return text
+    }
+
+    /// Plain forms posting to `/groups/FP/actions`: no script, so the page's CSP is unchanged.
+    static func forms(_ fingerprint: String, _ a: GroupActions) -> String {
+        let target = "/groups/\(HTML.escape(fingerprint))/actions"
+        let csrf = "<input type=\"hidden\" name=\"csrf\" value=\"\(HTML.escape(a.csrf))\">"
+        func form(_ action: String, _ label: String, _ fields: String = "") -> String {
+            "<form method=\"post\" action=\"\(target)\" class=\"filters\" data-k=\"action:\(action)\">\(csrf)"
+                + "<input type=\"hidden\" name=\"action\" value=\"\(action)\">\(fields)<button type=\"submit\">\(label)</button></form>"
+        }
+        func field(_ name: String, _ label: String, type: String = "text") -> String {
+            "<label>\(label)<input name=\"\(name)\" type=\"\(type)\"\(type == "number" ? " min=\"1\"" : "")></label>"
+        }
+        return "<h2>Triage</h2><div class=\"actions\">"
+            + form("resolve", "Resolve", field("note", "Note"))
+            + form("resolve-next", "Resolve in the next version", field("note", "Note"))
+            + form("resolve-in", "Resolve in version", field("version", "Version") + field("note", "Note"))
+            + form("ignore", "Ignore", field("users", "until more users", type: "number") + field("reports", "or more reports", type: "number")
+                + field("note", "Note"))
+            + form("reopen", "Reopen")
+            + form("assign", "Assign", field("assignee", "Assignee"))
+            + form("comment", "Comment", field("text", "Comment"))
+            + form("merge", "Merge into", field("into", "Fingerprint"))
+            + "</div>"
     }
 }

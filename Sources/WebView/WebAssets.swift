@@ -44,6 +44,11 @@ public enum WebAssets {
         .badge.crash { background: var(--crash); }
         .badge.lag { background: var(--lag); }
         .badge.regression { background: var(--bad); }
+        .badge.state-open { background: var(--accent); }
+        .badge.state-resolved { background: #2e7d32; }
+        .badge.state-ignored { background: var(--muted); }
+        .actions form { margin-bottom: 6px; }
+        ol.history pre.note { margin: 2px 0 6px; white-space: pre-wrap; }
         .status { font-size: 11px; padding: 1px 6px; border-radius: 4px; border: 1px solid var(--line); white-space: nowrap; }
         .status.symbolicated { color: var(--ok); border-color: #a9dfbf; }
         .status.noLineInfo, .status.deviceSymbol { color: var(--warn); border-color: #f5cba7; }

@@ -246,4 +246,82 @@ import Testing
         #expect(apart.compactMap { $0["count"] as? Int }.sorted() == [unwrapCount, sent - unwrapCount].sorted(), "\(apart)")
         #expect(apart.contains { $0["fingerprint"] as? String == unwrapV2 && $0["count"] as? Int == unwrapCount })
     }
+
+    /// The group page in headless Chromium: a `read` token sees users, sessions and state but no
+    /// forms; a `triage` token resolves and merges through the page's own forms; a form post
+    /// without the session's CSRF token, from another origin, or with a `read` token is refused.
+    @Test func theGroupPageShowsTheStateAndItsFormsChangeIt() throws {
+        let h = try Harness()
+        #expect(try h.stackline(["namespaces", "set-key", "tri"]).status == 0)
+        let ingest = try h.token("ingest")
+        let read = try h.token("read")
+        let triage = try h.token("triage", ["--name", "alice"])
+        let server = try h.startServer(["--workers", "1"])
+        let crashes = [
+            Crash(mode: "index", version: "1.0", user: "u1", session: "s1"),
+            Crash(mode: "index", version: "1.1", user: "u2", session: "s2"),
+            Crash(mode: "index", version: "1.1", user: "u2", session: "s3"),
+            Crash(mode: "unwrap", version: "1.1", user: "u3", session: "s4"),
+        ]
+        try send(crashes, from: 0, server, token: ingest)
+        try drained(h, reports: crashes.count)
+        let listed = try groups(server, token: read)
+        let index = try #require(listed.first { $0["count"] as? Int == 3 }?["fingerprint"] as? String)
+        let unwrap = try #require(listed.first { $0["count"] as? Int == 1 }?["fingerprint"] as? String)
+
+        let web = WebViewEndToEndTests()
+        let artifacts = WebViewEndToEndTests.artifacts + "-triage"
+        let asReader = try web.load(server, token: read, ["read-group=/groups/\(index)"], in: h.dir.file("browser-read"), artifacts: artifacts)
+        let page = try #require(asReader["read-group"])
+        #expect(page.text("group-users") == "2")
+        #expect(page.text("group-sessions") == "3")
+        #expect(page.text("group-state") == "open")
+        #expect(page.elements(prefix: "action:").isEmpty, "a read token sees no triage forms")
+        #expect(page.text("impact:1.1")?.contains("2") == true)
+
+        let note = "<b>fixed</b> in #42"
+        let asTriager = try web.load(
+            server, token: triage,
+            ["resolved=/groups/\(index)>resolve-next?note=\(note.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")",
+             "merged=/groups/\(unwrap)>merge?into=\(index)"],
+            in: h.dir.file("browser-triage"), artifacts: artifacts)
+        let resolved = try #require(asTriager["resolved"])
+        #expect(resolved.url.hasSuffix("/groups/\(index)"), "\(resolved.url)")
+        #expect(resolved.text("group-state") == "resolved")
+        #expect(!resolved.elements(prefix: "action:").isEmpty)
+        #expect(resolved.elements(prefix: "history:").contains { ($0["text"] as? String)?.contains(note) == true }, "the note, as text")
+        #expect(!resolved.html.contains(note), "the note is escaped in the page")
+        let merged = try #require(asTriager["merged"])
+        #expect(merged.url.hasSuffix("/groups/\(index)"), "after a merge, the group it went into: \(merged.url)")
+        #expect(merged.text("group-count") == "4")
+        for p in [page, resolved, merged] {
+            #expect(p.facts["scripts"] as? [String?] == ["/static/web.js"], "\(p.name)")
+            #expect(p.facts["inlineHandlers"] as? Int == 0, "\(p.name)")
+            #expect(!p.console.contains { $0.contains("Content Security Policy") || $0.contains("Refused") }, "\(p.name): \(p.console)")
+        }
+        // What the browser did, as the API tells it.
+        let detail = try group(server, index, token: read)
+        let t = try #require(detail["triage"] as? [String: Any])
+        #expect(t["state"] as? String == "resolved")
+        #expect(t["resolution"] as? String == "nextVersion")
+        #expect(t["resolvedVersion"] as? String == "1.1")
+        let history = try #require(detail["history"] as? [[String: Any]])
+        #expect(history.map { $0["action"] as? String } == ["merged", "resolved"])
+        #expect(history.allSatisfy { $0["actor"] as? String == "alice" })
+        #expect(history.last?["note"] as? String == note)
+        try expectCountsExact(h)
+
+        // Refusals: a read token's post, a post without the CSRF token, a post from elsewhere.
+        let form = Data("action=reopen".utf8)
+        let formType = "Content-Type: application/x-www-form-urlencoded"
+        #expect(try server.curl("POST", "/groups/\(index)/actions", token: read, body: form, headers: [formType]).status == 403)
+        let jar = h.dir.file("cookies")
+        let login = try server.curl(
+            "POST", "/login", body: Data("token=\(triage)".utf8), headers: [formType], extra: ["-c", jar])
+        #expect(login.status == 303, "\(login)")
+        #expect(try server.curl("POST", "/groups/\(index)/actions", body: form, headers: [formType], extra: ["-b", jar]).status == 403)
+        #expect(try server.curl(
+            "POST", "/groups/\(index)/actions", body: form, headers: [formType, "Origin: http://evil.example"], extra: ["-b", jar]).status == 403)
+        #expect((try group(server, index, token: read)["triage"] as? [String: Any])?["state"] as? String == "resolved", "nothing changed")
+    }
 }

@@ -11,7 +11,8 @@ import WebView
 
 /// The web view (docs/web.md): server-rendered pages under `/` for people, behind a `read`
 /// token given once at `/login` (then a session cookie, see `WebSession`) or as
-/// `Authorization: Bearer` on every request. Only GET pages and the sign-in/out forms; the
+/// `Authorization: Bearer` on every request. GET pages, the sign-in/out forms and a group's
+/// triage forms (a `triage` token, same origin, a CSRF token: docs/triage.md); the
 /// pages read through the same queries as the API, and WebView renders them.
 func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
     let sessions = WebSession(tokens: deps.queries.tokens, blocking: deps.blocking)
@@ -96,8 +97,12 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         }
     }
 
-    pages.get("/groups/{fingerprint}") { _, context -> Response in
+    pages.get("/groups/{fingerprint}") { request, context -> Response in
         let fingerprint = try context.parameters.require("fingerprint")
+        // The triage forms, for a token that may use them; a page asked for with a bearer
+        // header posts with it too and needs no CSRF token.
+        let actions = context.token?.scope.permits(.triage) == true
+            ? GroupActions(csrf: request.cookies[WebSession.cookieName].map { sessions.csrfToken(cookie: $0.value) } ?? "") : nil
         return try await deps.blocking.run {
             let detail: GroupDetail
             do {
@@ -114,9 +119,41 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
             let history = VersionHistory.analyse(
                 groupVersions: detail.summary.versions, appVersions: appVersions,
                 firstVersion: try deps.queries.firstVersion(fingerprint: detail.summary.fingerprint))
+            let changes = try deps.queries.groupHistory(fingerprint: detail.summary.fingerprint, limit: 50)
             return WebPage.html(GroupPage.render(GroupPageModel(
-                detail: GroupDetailJSON(detail, representative: representative), history: history,
-                appVersions: appVersions.keys.sorted(by: VersionOrder.less))))
+                detail: GroupDetailJSON(detail, representative: representative, history: changes), history: history,
+                appVersions: appVersions.keys.sorted(by: VersionOrder.less), actions: actions)))
+        }
+    }
+
+    // The triage forms of a group's page (docs/triage.md): a `triage` or `admin` token, a
+    // same-origin POST, and the session's CSRF token; then back to the page (303).
+    pages.post("/groups/{fingerprint}/actions") { request, context -> Response in
+        try WebPage.requireSameOrigin(request)
+        let fingerprint = try context.parameters.require("fingerprint")
+        let token = try context.requireToken()
+        guard token.scope.permits(.triage) else {
+            return WebPage.html(
+                Layout.message(title: "Not allowed", "Token \(token.id) has scope \(token.scope.rawValue); changing a group needs triage."),
+                status: .forbidden)
+        }
+        let body = try await BodyReader.read(request, limit: TriageRequests.maxBodyBytes)
+        if request.headers[.authorization] == nil {
+            let cookie = request.cookies[WebSession.cookieName]?.value ?? ""
+            guard sessions.csrfMatches(cookie: cookie, presented: WebForm.field("csrf", in: body) ?? "") else {
+                return WebPage.html(Layout.message(title: "Form expired", "Reload the group's page and try again."), status: .forbidden)
+            }
+        }
+        let actor = try TriageRequests.actor(context)
+        do {
+            let command = try WebTriageForm(body: body).command()
+            return try await deps.blocking.run {
+                let shown = try deps.queries.perform(command, on: fingerprint, actor: actor)
+                // A fingerprint as stored: lowercase hex, safe in a path.
+                return WebPage.redirect("/groups/" + shown)
+            }
+        } catch let error as APIError {
+            return WebPage.html(Layout.message(title: "Not changed", error.message), status: error.status)
         }
     }
 
@@ -333,4 +370,47 @@ enum WebForm {
 
 extension String {
     fileprivate var nilIfEmpty: String? { isEmpty ? nil : self }
+}
+
+/// A triage form's fields, as the group page sends them.
+struct WebTriageForm: Sendable {
+    var action: String
+    var fields: [String: String]
+
+    init(body: Data) {
+        var fields: [String: String] = [:]
+        for name in ["action", "note", "version", "users", "reports", "assignee", "text", "into"] {
+            if let value = WebForm.field(name, in: body), !value.isEmpty { fields[name] = value }
+        }
+        action = fields["action"] ?? ""
+        self.fields = fields
+    }
+
+    func number(_ name: String) throws -> Int? {
+        guard let text = fields[name] else { return nil }
+        guard let n = Int(text) else { throw APIError.badRequest("\(name) must be a whole number") }
+        return n
+    }
+
+    /// The change the form asks for; 400 for a form that does not say enough.
+    func command() throws -> TriageCommand {
+        let note = fields["note"]
+        switch action {
+        case "resolve": return .state(.resolve(.now, version: nil), note: note)
+        case "resolve-next": return .state(.resolve(.nextVersion, version: nil), note: note)
+        case "resolve-in":
+            guard let version = fields["version"] else { throw APIError.badRequest("give the version") }
+            return .state(.resolve(.version, version: version), note: note)
+        case "ignore": return .state(.ignore(until: nil, reports: try number("reports"), users: try number("users")), note: note)
+        case "reopen": return .state(.reopen, note: note)
+        case "assign": return .assign(fields["assignee"], note: note)
+        case "comment":
+            guard let text = fields["text"] else { throw APIError.badRequest("write a comment") }
+            return .comment(text)
+        case "merge":
+            guard let into = fields["into"] else { throw APIError.badRequest("give the fingerprint to merge into") }
+            return .merge(into: into, note: note)
+        default: throw APIError.badRequest("unknown action")
+        }
+    }
 }

@@ -155,7 +155,7 @@ public struct GroupActions: Sendable, Equatable {
 
 extension GroupPage {
     static func state(_ t: GroupTriageJSON?, _ g: GroupJSON) -> String {
-        var text = "<span class=\"badge state-\(HTML.escape(g.state))\" data-k=\"group-state\">\(HTML.escape(g.state))</span>"
+        var text = "<span class=\"badge state-\(HTML.escape(g.state))\" data-k=\"group-state\(t == nil ? ":" + HTML.escape(g.fingerprint) : "")\">\(HTML.escape(g.state))</span>"
         if let t {
             if g.state == "resolved", let v = t.resolvedVersion {
                 text += t.resolution == "nextVersion" ? " reopens after \(HTML.escape(v))" : " reopens in \(HTML.escape(v)) or later"

@@ -72,7 +72,7 @@ public enum GroupsPage {
         if m.groups.isEmpty {
             body += "<p class=\"muted\" data-k=\"no-groups\">No groups match.</p>"
         } else {
-            body += "<table class=\"groups\"><thead><tr><th>Kind</th><th>Title</th><th class=\"num\">Reports</th><th>Versions</th>"
+            body += "<table class=\"groups\"><thead><tr><th>Kind</th><th>Title</th><th class=\"num\">Reports</th><th class=\"num\">Users</th><th>Versions</th>"
                 + "<th>First seen</th><th>Last seen</th><th>Last \(m.trendDays) days</th></tr></thead><tbody>"
             for g in m.groups {
                 let fp = HTML.escape(g.fingerprint)
@@ -82,8 +82,10 @@ public enum GroupsPage {
                 body += "<tr data-k=\"group:\(fp)\">"
                     + "<td><span class=\"badge \(g.kind == "lag" ? "lag" : "crash")\">\(g.kind == "lag" ? "hang" : "crash")</span></td>"
                     + "<td class=\"title\"><a href=\"/groups/\(HTML.pathSegment(g.fingerprint))\" data-k=\"group-title:\(fp)\">\(HTML.escape(g.title))</a>"
+                    + (g.state == "open" && g.regressedIn == nil ? "" : " " + GroupPage.state(nil, g))
                     + (g.app.map { "<div class=\"muted\">\(HTML.escape($0))</div>" } ?? "") + "</td>"
                     + "<td class=\"num\" data-k=\"group-count:\(fp)\">\(g.count)</td>"
+                    + "<td class=\"num\" data-k=\"group-users:\(fp)\">\(g.users)</td>"
                     + "<td>\(versionText)</td><td class=\"nowrap\">\(WebDate.text(g.firstSeen))</td><td class=\"nowrap\">\(WebDate.text(g.lastSeen))</td>"
                     + "<td>\(Charts.trend(m.trends[g.fingerprint] ?? Array(repeating: 0, count: m.trendDays)))</td></tr>"
             }

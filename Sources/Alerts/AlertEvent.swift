@@ -9,7 +9,7 @@ public struct AlertEvent: Codable, Sendable, Equatable {
     public var id: Int64?
     public var rule: String
     public var severity: String
-    /// new_group, regression, spike or hang_budget.
+    /// new_group, regression, back_after_gap, spike, hang_budget, velocity or release_health.
     public var kind: String
     public var fingerprint: String
     /// crash or lag.
@@ -75,9 +75,16 @@ public struct AlertCounts: Codable, Sendable, Equatable {
     public var threshold: Double?
     /// Hang budget: the rule's maximum per version.
     public var budget: Int?
+    /// Velocity: the group's distinct users in the window, and the version's users.
+    public var users: Int?
+    public var versionUsers: Int?
+    /// Release health: the version's sessions and the crash-free share that fell below `threshold`.
+    public var sessions: Int?
+    public var crashFree: Double?
 
     public init(
-        total: Int, version: Int? = nil, window: Int? = nil, baselineMedian: Double? = nil, threshold: Double? = nil, budget: Int? = nil
+        total: Int, version: Int? = nil, window: Int? = nil, baselineMedian: Double? = nil, threshold: Double? = nil, budget: Int? = nil,
+        users: Int? = nil, versionUsers: Int? = nil, sessions: Int? = nil, crashFree: Double? = nil
     ) {
         self.total = total
         self.version = version
@@ -85,6 +92,10 @@ public struct AlertCounts: Codable, Sendable, Equatable {
         self.baselineMedian = baselineMedian
         self.threshold = threshold
         self.budget = budget
+        self.users = users
+        self.versionUsers = versionUsers
+        self.sessions = sessions
+        self.crashFree = crashFree
     }
 }
 

@@ -22,6 +22,12 @@ public enum AlertRuleKind: Sendable, Equatable {
     case spike(multiplier: Double, minCount: Int, baselineBuckets: Int, bucketMinutes: Int)
     /// A lag group over `maxCount` reports in one app version.
     case hangBudget(maxCount: Int)
+    /// Crashlytics' velocity: a group's distinct users in one version within `windowMinutes`
+    /// reach `usersPercent` % of the version's users (its launches' users) and `minUsers`.
+    case velocity(usersPercent: Double, minUsers: Int, windowMinutes: Int)
+    /// A version with at least `minSessions` launches whose crash-free sessions or users fall
+    /// below the target (a fraction 0–1; nil: that one is not watched).
+    case releaseHealth(crashFreeSessions: Double?, crashFreeUsers: Double?, minSessions: Int)
 
     /// The name events and webhook bodies carry.
     public var name: String {
@@ -31,6 +37,8 @@ public enum AlertRuleKind: Sendable, Equatable {
         case .backAfterGap: "back_after_gap"
         case .spike: "spike"
         case .hangBudget: "hang_budget"
+        case .velocity: "velocity"
+        case .releaseHealth: "release_health"
         }
     }
 }

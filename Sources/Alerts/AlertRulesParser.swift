@@ -258,7 +258,10 @@ private struct FieldReader {
         case "regression", "back_after_gap": allowed.insert("minGapReports")
         case "spike": allowed.formUnion(["multiplier", "minCount", "baselineHours", "bucketMinutes"])
         case "hang_budget": allowed.insert("maxCount")
-        default: throw fail(field + ".kind", "expected new_group, regression, back_after_gap, spike or hang_budget")
+        case "velocity": allowed.formUnion(["usersPercent", "minUsers", "windowMinutes"])
+        case "release_health": allowed.formUnion(["crashFreeSessions", "crashFreeUsers", "minSessions"])
+        default:
+            throw fail(field + ".kind", "expected new_group, regression, back_after_gap, spike, hang_budget, velocity or release_health")
         }
         _ = try object(value, field, allowed: allowed)
         let name = try requiredString(o, "name", field + ".name")
@@ -300,6 +303,25 @@ private struct FieldReader {
             guard o["groups"] == nil || groups == .lag else { throw fail(field + ".groups", "a hang budget counts lag groups only") }
             groups = .lag
             kind = .hangBudget(maxCount: maxCount)
+        case "velocity":
+            let percent = try number(o, "usersPercent", field + ".usersPercent") ?? 1
+            guard percent > 0 && percent <= 100 else { throw fail(field + ".usersPercent", "expected a percentage above 0, at most 100") }
+            let minUsers = try integer(o, "minUsers", field + ".minUsers", min: 1) ?? 25
+            let window = try integer(o, "windowMinutes", field + ".windowMinutes", min: 1) ?? 30
+            guard window <= 24 * 60 else { throw fail(field + ".windowMinutes", "at most 1440") }
+            kind = .velocity(usersPercent: percent, minUsers: minUsers, windowMinutes: window)
+        case "release_health":
+            var targets: [Double?] = []
+            for key in ["crashFreeSessions", "crashFreeUsers"] {
+                let target = try number(o, key, field + "." + key)
+                if let target, !(target > 0 && target <= 1) { throw fail(field + "." + key, "expected a fraction above 0, at most 1 (0.99 for 99%)") }
+                targets.append(target)
+            }
+            guard targets.contains(where: { $0 != nil }) else {
+                throw fail(field, "a release_health rule needs crashFreeSessions, crashFreeUsers or both")
+            }
+            let minSessions = try integer(o, "minSessions", field + ".minSessions", min: 1) ?? 100
+            kind = .releaseHealth(crashFreeSessions: targets[0], crashFreeUsers: targets[1], minSessions: minSessions)
         default:
             kind = .newGroup
         }

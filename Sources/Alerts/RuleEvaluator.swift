@@ -93,6 +93,59 @@ public struct RuleEvaluator: Sendable {
                         events.append(record(rule, event, scope: String(start)))
                     }
                 }
+            case .velocity(let percent, let minUsers, let minutes):
+                let windowMs = Int64(minutes) * 60_000
+                var versionUsers: [String: [String: Int]] = [:]
+                for key in firsts(mine, by: { "\($0.fingerprint)\u{0}\($0.version)" }) where !key.version.isEmpty {
+                    guard let app = key.app else { continue }
+                    if versionUsers[app] == nil {
+                        versionUsers[app] = Dictionary(try facts.releases(app: app).map { ($0.version, $0.users) }, uniquingKeysWith: max)
+                    }
+                    let launched = versionUsers[app]?[key.version] ?? 0
+                    guard launched > 0 else { continue }
+                    // Each arrival ends a window; the first that crosses the threshold raises the one event.
+                    let ends = Set(mine.filter { $0.fingerprint == key.fingerprint && $0.version == key.version }.map(\.receivedAt)).sorted()
+                    for end in ends {
+                        let users = try facts.groupUsers(key.fingerprint, version: key.version, after: end - windowMs, upTo: end)
+                        guard users >= minUsers, Double(users) * 100 >= percent * Double(launched), let g = try group(key.fingerprint) else {
+                            continue
+                        }
+                        var event = base(rule, g, version: key.version)
+                        event.counts.users = users
+                        event.counts.versionUsers = launched
+                        event.counts.threshold = percent
+                        event.windowStart = AlertEvent.isoTime(end - windowMs)
+                        event.windowEnd = AlertEvent.isoTime(end)
+                        event.summary = "Velocity in \(appAndVersion(g.app, key.version)): \(g.title) hit \(users) users in \(minutes) min, "
+                            + "\(formatted(Double(users) * 100 / Double(launched)))% of the version's \(launched)"
+                        events.append(record(rule, event, scope: key.version))
+                        break
+                    }
+                }
+            case .releaseHealth(let sessionsTarget, let usersTarget, let minSessions):
+                var releases: [String: [String: ReleaseCounts]] = [:]
+                for c in firsts(mine.filter { $0.groupKind == .crash }, by: { "\($0.app ?? "")\u{0}\($0.version)" }) {
+                    guard let app = c.app else { continue }
+                    if releases[app] == nil {
+                        releases[app] = Dictionary(try facts.releases(app: app).map { ($0.version, $0) }, uniquingKeysWith: { a, _ in a })
+                    }
+                    guard let r = releases[app]?[c.version], r.sessions >= minSessions else { continue }
+                    let watched: [(String, Double?, Int, Int)] = [
+                        ("sessions", sessionsTarget, r.crashedSessions, r.sessions), ("users", usersTarget, r.crashedUsers, r.users),
+                    ]
+                    for (name, target, crashed, total) in watched {
+                        guard let target, total > 0 else { continue }
+                        let crashFree = 1 - Double(min(crashed, total)) / Double(total)
+                        guard crashFree < target, let g = try group(c.fingerprint) else { continue }
+                        var event = base(rule, g, version: c.version)
+                        event.counts.sessions = r.sessions
+                        event.counts.crashFree = crashFree
+                        event.counts.threshold = target
+                        event.summary = "Release health of \(appAndVersion(app, c.version)): crash-free \(name) \(formatted(crashFree * 100))% "
+                            + "(target \(formatted(target * 100))%, \(r.sessions) sessions); latest crash: \(g.title)"
+                        events.append(record(rule, event, scope: "\(c.version)|\(name)"))
+                    }
+                }
             case .hangBudget(let maxCount):
                 for c in firsts(mine, by: { "\($0.fingerprint)\u{0}\($0.version)" }) {
                     let n = try facts.versionCounts(of: c.fingerprint)[c.version] ?? 0

@@ -169,7 +169,7 @@ import Testing
         let json = String(doc[doc.index(start.lowerBound, offsetBy: 8)..<end.lowerBound])
         let config = try AlertRulesParser.parse(
             Data(json.utf8), file: "docs/alerts.md", environment: ["SLACK_WEBHOOK_URL": "https://hooks.slack.com/x", "SMTP_PASSWORD": "p"])
-        #expect(config.rules.map(\.name) == ["new-crash", "regression", "crash-spike", "anr-budget"])
+        #expect(config.rules.map(\.name) == ["new-crash", "came-back", "back-after-gap", "crash-spike", "anr-budget", "fast-spreading", "unhealthy-release"])
     }
 
     @Test func shippedExamplesParse() throws {

@@ -147,6 +147,79 @@ import Testing
         #expect(try s.evaluate(rules).count == 2)
     }
 
+    /// Launches of `version` by `users` distinct users (the version's users, as release health counts them).
+    static func launch(_ s: Store, app: String = "App", version: String, users: Range<Int>, sessionsEach: Int = 1) throws {
+        var launches: [SessionLaunch] = []
+        for u in users {
+            for k in 0..<sessionsEach {
+                launches.append(SessionLaunch(
+                    namespace: "ns", sdkReportId: "boot-\(version)-\(u)-\(k)", createdTime: s.clock.now, app: app, version: version,
+                    osVersion: "", deviceModel: "", userKey: "u:\(u)"))
+            }
+        }
+        _ = try s.db.recordLaunches(launches)
+    }
+
+    /// A crash of group `name` from user `user` in session `session`, as SDK intake stores it.
+    static func crash(_ s: Store, _ name: String, version: String, user: Int, session: String) throws {
+        try s.add(name, version: version)
+        // Reports are numbered in the order they were stored: this one is the n-th.
+        try s.db.recordSDKReports(
+            SDKRecordRow(namespace: "ns", sdkReportId: "crash-\(s.n)", monitorType: "crash", createdTime: s.clock.now, meta: "{}"),
+            reportIds: [Int64(s.n)],
+            session: SessionIdentity(app: "App", version: version, sessionId: session, userId: "\(user)", deviceId: nil))
+    }
+
+    /// `velocity`: distinct users in the window against the version's users (Crashlytics'
+    /// definition); a crash loop on one device is one user.
+    @Test func velocityCountsUsersInTheWindowAgainstTheVersionsUsers() throws {
+        let s = try Store()
+        let rules = Self.rules(
+            #"{"name": "fast", "kind": "velocity", "severity": "critical", "targets": ["h"], "usersPercent": 10, "minUsers": 3, "windowMinutes": 30}"#)
+        s.placeCursor(rules)
+        // 40 users launched 2.0: 10% is 4 users.
+        try Self.launch(s, version: "2.0", users: 0..<40)
+        for n in 0..<10 { try Self.crash(s, "g", version: "2.0", user: 0, session: "loop-\(n)") }
+        #expect(try s.evaluate(rules) == [], "ten crashes of one user are one user")
+        s.clock.advance(minutes: 40)
+        for u in 1...3 { try Self.crash(s, "g", version: "2.0", user: u, session: "s\(u)") }
+        #expect(try s.evaluate(rules) == [], "3 users in the window, user 0's crashes are 40 minutes old")
+        s.clock.advance(minutes: 10)
+        try Self.crash(s, "g", version: "2.0", user: 4, session: "s4")
+        #expect(try s.evaluate(rules) == ["fast g 2.0"])
+        let event = try AlertEvent.decode(try #require(try s.db.takeDueAlertDeliveries(limit: 1, leaseMs: 1000).first).payload)
+        #expect(event.kind == "velocity")
+        #expect(event.counts.users == 4)
+        #expect(event.counts.versionUsers == 40)
+        for u in 5...9 { try Self.crash(s, "g", version: "2.0", user: u, session: "s\(u)") }
+        #expect(try s.evaluate(rules) == ["fast g 2.0"], "once per group and version")
+    }
+
+    /// `release_health`: crash-free sessions of a version under the target, once the version
+    /// has the minimum number of sessions; numbers as `stackline releases` counts them.
+    @Test func releaseHealthFiresWhenCrashFreeSessionsFallBelowTheTarget() throws {
+        let s = try Store()
+        let rules = Self.rules(
+            #"{"name": "health", "kind": "release_health", "severity": "error", "targets": ["h"], "crashFreeSessions": 0.95, "minSessions": 50}"#)
+        s.placeCursor(rules)
+        // 2.0: 40 sessions so far (under the minimum) and 4 crashed ones: no event yet.
+        try Self.launch(s, version: "2.0", users: 0..<40)
+        for u in 0..<4 { try Self.crash(s, "g", version: "2.0", user: u, session: "boot-\(u)") }
+        #expect(try s.evaluate(rules) == [])
+        // 80 sessions, 4 crashed: 95% is not below 95%.
+        try Self.launch(s, version: "2.0", users: 40..<80)
+        try Self.crash(s, "g", version: "2.0", user: 0, session: "boot-0")
+        #expect(try s.evaluate(rules) == [])
+        // A fifth crashed session: 75/80 = 93.75%.
+        try Self.crash(s, "h", version: "2.0", user: 5, session: "boot-5")
+        #expect(try s.evaluate(rules) == ["health h 2.0|sessions"])
+        let event = try AlertEvent.decode(try #require(try s.db.takeDueAlertDeliveries(limit: 1, leaseMs: 1000).first).payload)
+        #expect(event.counts.sessions == 80)
+        #expect(event.counts.crashFree == 0.9375)
+        #expect(event.counts.threshold == 0.95)
+        #expect(event.summary == "Release health of App 2.0: crash-free sessions 93.8% (target 95%, 80 sessions); latest crash: crash in h")
+    }
+
     @Test func spikeAgainstABusyWeek() throws {
         let s = try Store()
         let rules = Self.rules(

@@ -58,82 +58,85 @@ extension ServiceDatabase {
     /// across days, OS versions and models by register maximum, so a user seen on three days is
     /// one user of the version.
     public func releaseHealth(app: String? = nil, namespace: String? = nil) throws -> [ReleaseCounts] {
-        try pool.read { db in
-            var releases: [ReleaseKey: ReleaseCounts] = [:]
-            var days: [ReleaseKey: [Int64: ReleaseCounts.Day]] = [:]
-            // The app's launches per day, for adoption.
-            var appDays: [String: [Int64: Int]] = [:]
+        try pool.read { db in try Self.releaseHealth(db, app: app, namespace: namespace) }
+    }
 
-            var counterConditions: [String] = []
-            var counterArguments: [any DatabaseValueConvertible] = []
-            if let app {
-                counterConditions.append("app = ?")
-                counterArguments.append(app)
-            }
-            if let namespace {
-                counterConditions.append("namespace = ?")
-                counterArguments.append(namespace)
-            }
-            let counterWhere = counterConditions.isEmpty ? "" : "WHERE " + counterConditions.joined(separator: " AND ")
-            // In release and day order, so one version's sketch and one day's are merged at a time.
-            let rows = try Row.fetchCursor(
-                db,
-                sql: """
-                    SELECT app, version, day, sessions, users, first_seen, last_seen FROM session_counters
-                    \(counterWhere) ORDER BY app, version, day
-                    """,
-                arguments: StatementArguments(counterArguments))
-            var current: (key: ReleaseKey, users: HyperLogLog, day: Int64, dayUsers: HyperLogLog)?
-            func finishDay() {
-                guard let c = current else { return }
-                days[c.key, default: [:]][c.day, default: .init(day: c.day)].users = c.dayUsers.estimate
-            }
-            func finishRelease() {
-                guard let c = current else { return }
+    /// The same, inside a read the caller holds (the alert rules' snapshot).
+    static func releaseHealth(_ db: Database, app: String?, namespace: String?) throws -> [ReleaseCounts] {
+        var releases: [ReleaseKey: ReleaseCounts] = [:]
+        var days: [ReleaseKey: [Int64: ReleaseCounts.Day]] = [:]
+        // The app's launches per day, for adoption.
+        var appDays: [String: [Int64: Int]] = [:]
+
+        var counterConditions: [String] = []
+        var counterArguments: [any DatabaseValueConvertible] = []
+        if let app {
+            counterConditions.append("app = ?")
+            counterArguments.append(app)
+        }
+        if let namespace {
+            counterConditions.append("namespace = ?")
+            counterArguments.append(namespace)
+        }
+        let counterWhere = counterConditions.isEmpty ? "" : "WHERE " + counterConditions.joined(separator: " AND ")
+        // In release and day order, so one version's sketch and one day's are merged at a time.
+        let rows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT app, version, day, sessions, users, first_seen, last_seen FROM session_counters
+                \(counterWhere) ORDER BY app, version, day
+                """,
+            arguments: StatementArguments(counterArguments))
+        var current: (key: ReleaseKey, users: HyperLogLog, day: Int64, dayUsers: HyperLogLog)?
+        func finishDay() {
+            guard let c = current else { return }
+            days[c.key, default: [:]][c.day, default: .init(day: c.day)].users = c.dayUsers.estimate
+        }
+        func finishRelease() {
+            guard let c = current else { return }
+            finishDay()
+            releases[c.key]?.users = c.users.estimate
+        }
+        while let row = try rows.next() {
+            let key = ReleaseKey(app: row["app"], version: row["version"])
+            let day: Int64 = row["day"]
+            let sessions: Int = row["sessions"]
+            let sketch = try HyperLogLog(encoded: row["users"])
+            if current?.key != key {
+                finishRelease()
+                current = (key, HyperLogLog(), day, HyperLogLog())
+                releases[key] = ReleaseCounts(app: key.app, version: key.version)
+            } else if current?.day != day {
                 finishDay()
-                releases[c.key]?.users = c.users.estimate
+                current?.day = day
+                current?.dayUsers = HyperLogLog()
             }
-            while let row = try rows.next() {
-                let key = ReleaseKey(app: row["app"], version: row["version"])
-                let day: Int64 = row["day"]
-                let sessions: Int = row["sessions"]
-                let sketch = try HyperLogLog(encoded: row["users"])
-                if current?.key != key {
-                    finishRelease()
-                    current = (key, HyperLogLog(), day, HyperLogLog())
-                    releases[key] = ReleaseCounts(app: key.app, version: key.version)
-                } else if current?.day != day {
-                    finishDay()
-                    current?.day = day
-                    current?.dayUsers = HyperLogLog()
-                }
-                current?.users.merge(sketch)
-                current?.dayUsers.merge(sketch)
-                releases[key]!.sessions += sessions
-                releases[key]!.seen(row["first_seen"], row["last_seen"])
-                days[key, default: [:]][day, default: .init(day: day)].sessions += sessions
-                appDays[key.app, default: [:]][day, default: 0] += sessions
-            }
-            finishRelease()
+            current?.users.merge(sketch)
+            current?.dayUsers.merge(sketch)
+            releases[key]!.sessions += sessions
+            releases[key]!.seen(row["first_seen"], row["last_seen"])
+            days[key, default: [:]][day, default: .init(day: day)].sessions += sessions
+            appDays[key.app, default: [:]][day, default: 0] += sessions
+        }
+        finishRelease()
 
-            try addReports(db, app: app, namespace: namespace, releases: &releases, days: &days)
+        try addReports(db, app: app, namespace: namespace, releases: &releases, days: &days)
 
-            for (key, var release) in releases {
-                release.days = (days[key] ?? [:]).values.sorted { $0.day < $1.day }
-                if release.sessions > 0, let perDay = appDays[key.app], let last = perDay.keys.max(), let total = perDay[last], total > 0 {
-                    release.adoptionDay = last
-                    release.adoption = Double(days[key]?[last]?.sessions ?? 0) / Double(total)
-                }
-                releases[key] = release
+        for (key, var release) in releases {
+            release.days = (days[key] ?? [:]).values.sorted { $0.day < $1.day }
+            if release.sessions > 0, let perDay = appDays[key.app], let last = perDay.keys.max(), let total = perDay[last], total > 0 {
+                release.adoptionDay = last
+                release.adoption = Double(days[key]?[last]?.sessions ?? 0) / Double(total)
             }
-            return releases.values.sorted {
-                ($0.lastSeen ?? 0, $1.app, $1.version) > ($1.lastSeen ?? 0, $0.app, $0.version)
-            }
+            releases[key] = release
+        }
+        return releases.values.sorted {
+            ($0.lastSeen ?? 0, $1.app, $1.version) > ($1.lastSeen ?? 0, $0.app, $0.version)
         }
     }
 
     /// Adds the reports' counts (exact), per release and per day.
-    private func addReports(
+    private static func addReports(
         _ db: Database, app: String?, namespace: String?, releases: inout [ReleaseKey: ReleaseCounts],
         days: inout [ReleaseKey: [Int64: ReleaseCounts.Day]]
     ) throws {

@@ -2,10 +2,11 @@
 public enum Layout {
     /// The sections of the top navigation.
     public enum Section: String, Sendable, CaseIterable {
-        case groups, symbols, workers
+        case groups, releases, symbols, workers
         var title: String {
             switch self {
             case .groups: "Groups"
+            case .releases: "Releases"
             case .symbols: "Symbols"
             case .workers: "Workers"
             }
@@ -13,6 +14,7 @@ public enum Layout {
         var path: String {
             switch self {
             case .groups: "/"
+            case .releases: "/releases"
             case .symbols: "/symbols"
             case .workers: "/workers"
             }

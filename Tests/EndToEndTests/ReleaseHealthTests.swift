@@ -208,6 +208,22 @@ import Testing
         #expect(table.status == 0)
         #expect(table.stdout.contains("CRASH-FREE SESSIONS") && table.stdout.contains("0.9"), "\(table.stdout)")
 
+        // The releases page in headless Chromium shows the API's numbers.
+        let pages = try WebViewEndToEndTests().load(
+            server, token: read, ["releases=/releases?app=Prism"], in: h.dir.file("browser"),
+            artifacts: WebViewEndToEndTests.artifacts + "-releases")
+        let page = try #require(pages["releases"])
+        #expect(page.facts["inlineHandlers"] as? Int == 0)
+        #expect(!page.console.contains { $0.contains("Content Security Policy") }, "\(page.console)")
+        for release in releases {
+            let key = "Prism:\(release["version"] as? String ?? "")"
+            #expect(page.text("release-sessions:\(key)") == "\(release["sessions"] as? Int ?? -1)", "\(key)")
+            #expect(page.text("release-users:\(key)") == "\(release["users"] as? Int ?? -1)", "\(key)")
+            #expect(page.text("release-crashes:\(key)") == "\(release["crashes"] as? Int ?? -1)", "\(key)")
+            let crashFree = try #require(release["crashFreeSessions"] as? Double)
+            #expect(page.text("release-crash-free-sessions:\(key)") == String(format: "%.2f%%", crashFree * 100), "\(key)")
+        }
+
         // Scopes and bounds.
         #expect(try server.curl("GET", "/api/v1/releases", token: ingest).status == 403)
         #expect(try server.curl("GET", "/api/v1/releases").status == 401)

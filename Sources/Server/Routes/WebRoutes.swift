@@ -126,6 +126,14 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         }
     }
 
+    // Release health per version, as `GET /api/v1/releases` answers it.
+    pages.get("/releases") { request, _ -> Response in
+        let app = QueryParameters(request).string("app").flatMap { $0.utf8.count <= 256 ? $0 : nil }
+        return try await deps.blocking.run {
+            WebPage.html(ReleasesPage.render(try deps.queries.releaseHealth(app: app, namespace: nil).map(ReleaseHealthJSON.init), app: app))
+        }
+    }
+
     // The triage forms of a group's page (docs/triage.md): a `triage` or `admin` token, a
     // same-origin POST, and the session's CSRF token; then back to the page (303).
     pages.post("/groups/{fingerprint}/actions") { request, context -> Response in

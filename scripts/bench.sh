@@ -20,7 +20,7 @@
 # symbolic on the same addresses (scripts/bench/symbolic-lookup.py), and the CPU of a new
 # process answering 30 of them (scripts/bench/cold-cpu.py). No thresholds.
 # Afterwards: bench-parse, bench-queue (7-frame and 30-frame reports), bench-queue-store,
-# bench-serve, bench-remote and bench-symcache-build.
+# bench-serve, bench-remote, bench-symcache-build and bench-triage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -205,3 +205,9 @@ bash "$root/scripts/bench-remote.sh"
 echo
 echo "== scripts/bench-symcache-build.sh =="
 BENCH_TARGET="$TARGET" BENCH_SYMCACHE_LIBRARY="$library" bash "$root/scripts/bench-symcache-build.sh"
+
+# Triage at scale: appBoot launches per second through the SDK endpoint, and the release-health,
+# group and facet queries over a million launches and 100,000 reports.
+echo
+echo "== scripts/bench-triage.sh =="
+bash "$root/scripts/bench-triage.sh"

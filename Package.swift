@@ -101,6 +101,9 @@ let package = Package(
         .target(name: "ReportFormats", dependencies: ["ReportModel"]),
         // Every human and JSON view of a report: symbolicated (text, JSON, Apple) and parsed.
         .target(name: "ReportRendering", dependencies: ["JSONFormat", "ReportModel"]),
+        // The search language (`--where`, `?where=`): a parser from text to typed terms, pure; the
+        // database compiles the terms, binding every value (docs/search.md).
+        .target(name: "ReportQuery", dependencies: ["ReportModel"]),
         // Everything the service keeps in its database, one folder per family of tables: jobs and
         // their leases, groups and their ledger, tokens and namespaces, workers, alert state, retention.
         .target(
@@ -269,6 +272,7 @@ let package = Package(
         .testTarget(name: "CompressionTests", dependencies: ["StacklineZlib", "Compression", "TestSupport"]),
         .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportRendering", "ReportModel", "TestSupport"]),
         .testTarget(name: "ReportRenderingTests", dependencies: ["ReportRendering", "ReportModel", "TestSupport"]),
+        .testTarget(name: "ReportQueryTests", dependencies: ["ReportQuery", "ReportModel"]),
         .testTarget(name: "WorkerProtocolTests", dependencies: ["WorkerProtocol", "ReportModel", "TestSupport"]),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "WorkerProtocol", "ReportModel", "TestSupport"]),
         .testTarget(

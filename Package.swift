@@ -108,7 +108,10 @@ let package = Package(
         // their leases, groups and their ledger, tokens and namespaces, workers, alert state, retention.
         .target(
             name: "Storage",
-            dependencies: ["JSONFormat", "ReportModel", "Compression", "Hashing", "SystemCalls", "ServiceRuntime", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "JSONFormat", "ReportModel", "ReportQuery", "Compression", "Hashing", "SystemCalls", "ServiceRuntime",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         // The master↔worker wire format (job and reply frames, length-prefixed framing). A worker
         // links this and never Master: it must not reach Storage or GRDB (Tests/ModuleGraphTests).
@@ -197,6 +200,7 @@ let package = Package(
             dependencies: [
                 "WebView",
                 "Storage", "Intake", "IsolatedParsing", "Master", "APIModel", "Presentation", "JSONFormat", "ReportModel", "ReportFormats", "ReportRendering",
+                "ReportQuery",
                 "Compression", "Hashing", "StacklineLogging", "SymbolStore", "WorkerProtocol", "SDKProtocol", "DebugInfo", "SystemCalls",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -223,6 +227,7 @@ let package = Package(
                 "IsolatedParsing",
                 "Storage", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
                 "Intake", "APIModel", "Presentation", "JSONFormat", "Server", "SDKProtocol", "ServiceClient", "SymbolFetch", "Alerts", "ServiceRuntime",
+                "ReportQuery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -265,7 +270,7 @@ let package = Package(
         .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "Hashing", "ReportModel", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["Storage", "Hashing", "ReportModel", "ReportQuery", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "GroupingTests", dependencies: ["Hashing", "ReportFormats", "Grouping", "Symbolication", "SymbolStore", "ReportModel", "TestSupport"]),

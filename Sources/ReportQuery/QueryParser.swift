@@ -140,11 +140,8 @@ struct QueryParser {
             guard let kind = ReportKind(rawValue: value) else { throw invalid("crash or lag") }
             return .kind(kind)
         case .group:
-            let hex = value.lowercased()
-            guard (1...ReportQuery.Limits.maxFingerprintLength).contains(hex.utf8.count), hex.utf8.allSatisfy(Self.isHexDigit) else {
-                throw invalid("a fingerprint or a prefix of it (hex digits)")
-            }
-            return .fingerprintPrefix(hex)
+            guard ReportQuery.isFingerprintPrefix(value) else { throw invalid("a fingerprint or a prefix of it (hex digits)") }
+            return .fingerprintPrefix(value.lowercased())
         case .time:
             guard let time = QueryTimeParser.parse(value) else {
                 throw invalid("an age (30m, 24h, 7d, 2w), a date (2026-11-28) or an RFC 3339 time (2026-11-28T09:30:00Z)")
@@ -159,8 +156,6 @@ struct QueryParser {
     static func isNameScalar(_ c: Unicode.Scalar) -> Bool {
         c.isASCII && (Field.isAlphanumeric(c) || c == "_" || c == "." || c == "-")
     }
-
-    static func isHexDigit(_ b: UInt8) -> Bool { (b >= 0x30 && b <= 0x39) || (b >= 0x61 && b <= 0x66) }
 
     /// C0, DEL and C1: what a terminal or a log line would act on.
     static func isControl(_ c: Unicode.Scalar) -> Bool { c.value < 0x20 || (0x7f...0x9f).contains(c.value) }

@@ -18,6 +18,13 @@ public struct ReportQuery: Sendable, Equatable {
         return ReportQuery(terms: try parser.terms())
     }
 
+    /// Whether `text` names a group as `group=` and `/groups/{fingerprint}` take it: hex digits,
+    /// either case, no more than a fingerprint has.
+    public static func isFingerprintPrefix(_ text: String) -> Bool {
+        (1...Limits.maxFingerprintLength).contains(text.utf8.count)
+            && text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ((0x61...0x66).contains($0 | 0x20)) }
+    }
+
     /// The limits an expression is held to, checked before anything else is read.
     public enum Limits {
         public static let maxExpressionBytes = 2_000
@@ -86,7 +93,7 @@ public enum Field: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Whether `meta.KEY`'s key is one the grammar accepts: 1 to 64 of `[A-Za-z0-9_.-]`, so the
+    /// Whether `meta.KEY`'s key is one the grammar accepts: letters, digits, `_`, `.`, `-`, so the
     /// JSON path it becomes needs no escaping.
     public static func isMetaKey(_ key: Substring) -> Bool {
         (1...ReportQuery.Limits.maxMetaKeyLength).contains(key.unicodeScalars.count)

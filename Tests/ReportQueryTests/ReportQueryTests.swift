@@ -138,3 +138,18 @@ import Testing
         #expect(refusal("app=\"\u{1b}[31m\"")?.description == "where: column 6: control characters are not allowed")
     }
 }
+
+/// Facet keys: the attributes a report has one value of, aliases included.
+@Suite struct FacetKeyTests {
+    @Test func keys() throws {
+        #expect(try FacetKey("os").field == .osVersion)
+        #expect(try FacetKey("device_model").field == .deviceModel)
+        #expect(try FacetKey("meta.channel").field == .meta("channel"))
+        #expect(try FacetKey("kind").description == "kind")
+        for bad in ["time", "user", "group", "meta.", "meta.a b", "", "osversion"] {
+            #expect(throws: FacetKeyError.self, "\(bad)") { try FacetKey(bad) }
+        }
+        #expect(FacetKeyError(key: "x\u{1b}").description.hasPrefix("facet key is not one of os_version"))
+        #expect(FacetKeyError(key: "osversion").description.hasPrefix("facet key 'osversion' is not one of"))
+    }
+}

@@ -3,6 +3,7 @@ import Foundation
 import Intake
 import Presentation
 import ReportModel
+import ReportQuery
 import Storage
 import SymbolStore
 import SystemCalls
@@ -39,6 +40,10 @@ public protocol ServerQueries: Sendable {
     func sourceAnswers(buildIds: [BuildID]) throws -> [BuildID: [SymbolSourceAnswer]]
     /// Release health per app version (`stackline releases`).
     func releaseHealth(app: String?, namespace: String?) throws -> [ReleaseCounts]
+    /// A page of the reports a search matches (`stackline reports`).
+    func searchReports(_ query: ReportQuery, limit: Int, after cursor: Int64?) throws -> ReportSearchPage
+    /// The matched reports counted by `key` (`stackline facets`); nil when `fingerprint` names no group.
+    func facets(key: FacetKey, query: ReportQuery, fingerprint: String?, top: Int) throws -> FacetCounts?
 }
 
 extension ServerQueries {

@@ -3,6 +3,7 @@ import Foundation
 import Intake
 import Presentation
 import ReportModel
+import ReportQuery
 import Storage
 import SymbolStore
 import SystemCalls
@@ -42,6 +43,12 @@ public struct DatabaseQueries: ServerQueries {
     public func sourceAnswers(buildIds: [BuildID]) throws -> [BuildID: [SymbolSourceAnswer]] { try db.sourceAnswers(buildIds: buildIds) }
     public func releaseHealth(app: String?, namespace: String?) throws -> [ReleaseCounts] {
         try db.releaseHealth(app: app, namespace: namespace)
+    }
+    public func searchReports(_ query: ReportQuery, limit: Int, after cursor: Int64?) throws -> ReportSearchPage {
+        try db.searchReports(query, limit: limit, after: cursor)
+    }
+    public func facets(key: FacetKey, query: ReportQuery, fingerprint: String?, top: Int) throws -> FacetCounts? {
+        try db.facets(key: key, query: query, fingerprint: fingerprint, top: top)
     }
 }
 

@@ -13,14 +13,20 @@ enum QueryTimeParser {
             let (ms, overflow) = n.multipliedReportingOverflow(by: unit)
             return overflow ? nil : .ago(milliseconds: ms)
         }
-        if text.utf8.count == 10, let date = dateFormatter.date(from: text) { return .at(milliseconds: milliseconds(date)) }
+        if text.utf8.count == 10, let date = dateFormatter.date(from: text) { return milliseconds(date).map { .at(milliseconds: $0) } }
         for formatter in [instantFormatter, fractionalInstantFormatter] {
-            if let date = formatter.date(from: text) { return .at(milliseconds: milliseconds(date)) }
+            if let date = formatter.date(from: text) { return milliseconds(date).map { .at(milliseconds: $0) } }
         }
         return nil
     }
 
-    private static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+    /// A Double becomes an integer only within range: a formatter's idea of a far year must
+    /// not trap.
+    private static func milliseconds(_ date: Date) -> Int64? {
+        let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        guard ms.isFinite, abs(ms) < 0x1p62 else { return nil }
+        return Int64(ms)
+    }
 
     // Made per parse: a query holds a handful of times, and a formatter is not Sendable.
     private static var dateFormatter: ISO8601DateFormatter {

@@ -67,6 +67,8 @@ import Testing
         #expect(try parse("time<2026-11-28T01:00:00Z").first?.value == .time(.at(milliseconds: 1_795_827_600_000)))
         #expect(try parse("time<2026-11-28T01:00:00.250+01:00").first?.value == .time(.at(milliseconds: 1_795_824_000_250)))
         #expect(QueryTime.ago(milliseconds: 1000).milliseconds(now: 5000) == 4000)
+        #expect(QueryTime.ago(milliseconds: Int64.max).milliseconds(now: -5) == Int64.min)
+        #expect(try parse("time<9999-12-31").first?.value == .time(.at(milliseconds: 253_402_214_400_000)))
         for bad in ["yesterday", "7", "d", "-7d", "99999999999999999d", "2026-13-01", "2026-11-28T01:00:00"] {
             guard case .invalidValue(field: "time", value: bad, _)? = refusal("time>\(bad)")?.problem else {
                 Issue.record("time>\(bad): \(String(describing: refusal("time>\(bad)")))")

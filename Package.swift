@@ -101,11 +101,17 @@ let package = Package(
         .target(name: "ReportFormats", dependencies: ["ReportModel"]),
         // Every human and JSON view of a report: symbolicated (text, JSON, Apple) and parsed.
         .target(name: "ReportRendering", dependencies: ["JSONFormat", "ReportModel"]),
+        // The search language (`--where`, `?where=`): a parser from text to typed terms, pure; the
+        // database compiles the terms, binding every value (docs/search.md).
+        .target(name: "ReportQuery", dependencies: ["ReportModel"]),
         // Everything the service keeps in its database, one folder per family of tables: jobs and
         // their leases, groups and their ledger, tokens and namespaces, workers, alert state, retention.
         .target(
             name: "Storage",
-            dependencies: ["JSONFormat", "ReportModel", "Compression", "Hashing", "SystemCalls", "ServiceRuntime", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "JSONFormat", "ReportModel", "ReportQuery", "Compression", "Hashing", "SystemCalls", "ServiceRuntime",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         // The master↔worker wire format (job and reply frames, length-prefixed framing). A worker
         // links this and never Master: it must not reach Storage or GRDB (Tests/ModuleGraphTests).
@@ -194,6 +200,7 @@ let package = Package(
             dependencies: [
                 "WebView",
                 "Storage", "Intake", "IsolatedParsing", "Master", "APIModel", "Presentation", "JSONFormat", "ReportModel", "ReportFormats", "ReportRendering",
+                "ReportQuery",
                 "Compression", "Hashing", "StacklineLogging", "SymbolStore", "WorkerProtocol", "SDKProtocol", "DebugInfo", "SystemCalls",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -220,6 +227,7 @@ let package = Package(
                 "IsolatedParsing",
                 "Storage", "Master", "WorkerProtocol", "StacklineLogging", "Compression", "Grouping", "SystemCalls",
                 "Intake", "APIModel", "Presentation", "JSONFormat", "Server", "SDKProtocol", "ServiceClient", "SymbolFetch", "Alerts", "ServiceRuntime",
+                "ReportQuery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -262,13 +270,14 @@ let package = Package(
         .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "Hashing", "ReportModel", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["Storage", "Hashing", "ReportModel", "ReportQuery", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "GroupingTests", dependencies: ["Hashing", "ReportFormats", "Grouping", "Symbolication", "SymbolStore", "ReportModel", "TestSupport"]),
         .testTarget(name: "CompressionTests", dependencies: ["StacklineZlib", "Compression", "TestSupport"]),
         .testTarget(name: "ReportFormatsTests", dependencies: ["ReportFormats", "ReportRendering", "ReportModel", "TestSupport"]),
         .testTarget(name: "ReportRenderingTests", dependencies: ["ReportRendering", "ReportModel", "TestSupport"]),
+        .testTarget(name: "ReportQueryTests", dependencies: ["ReportQuery", "ReportModel"]),
         .testTarget(name: "WorkerProtocolTests", dependencies: ["WorkerProtocol", "ReportModel", "TestSupport"]),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "WorkerProtocol", "ReportModel", "TestSupport"]),
         .testTarget(

@@ -7,7 +7,7 @@ extension SessionIdentity {
     init(_ meta: SDKMeta) {
         self.init(
             app: meta.appName, version: meta.appVersion, sessionId: meta.string("session_id"), userId: meta.string("user_id"),
-            deviceId: meta.string("device_id"))
+            deviceId: meta.string("device_id"), osVersion: meta.string("os_version"), deviceModel: meta.string("device_model"))
     }
 }
 

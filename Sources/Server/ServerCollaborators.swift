@@ -3,6 +3,7 @@ import Foundation
 import Intake
 import Presentation
 import ReportModel
+import ReportQuery
 import Storage
 import SymbolStore
 import SystemCalls
@@ -47,6 +48,10 @@ public protocol ServerQueries: Sendable {
     func mergeGroup(_ source: String, into target: String, actor: String, note: String?) throws
     func unmergeGroup(_ source: String, actor: String, note: String?) throws
     func mergeTarget(of fingerprint: String) throws -> String?
+    /// A page of the reports a search matches (`stackline reports`).
+    func searchReports(_ query: ReportQuery, limit: Int, after cursor: Int64?) throws -> ReportSearchPage
+    /// The matched reports counted by `key` (`stackline facets`); nil when `fingerprint` names no group.
+    func facets(key: FacetKey, query: ReportQuery, fingerprint: String?, top: Int) throws -> FacetCounts?
 }
 
 extension ServerQueries {

@@ -40,6 +40,8 @@ struct Stackline: AsyncParsableCommand {
             GroupsCommand.self,
             GroupCommand.self,
             ReleasesCommand.self,
+            ReportsCommand.self,
+            FacetsCommand.self,
             ParseCommand.self,
             PruneCommand.self,
             ReprocessCommand.self,

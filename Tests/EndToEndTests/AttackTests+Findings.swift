@@ -263,6 +263,7 @@ extension AttackTests {
             "/api/v1/groups/{fingerprint}": "/api/v1/groups/\(fingerprint)", "/api/v1/reports/{id}": "/api/v1/reports/\(id)",
             "/buildid/{buildid}/debuginfo": "/buildid/\(buildId)/debuginfo", "/buildid/{buildid}/executable": "/buildid/\(buildId)/executable",
             "/buildid/{buildid}/section/{section}": "/buildid/\(buildId)/section/.text",
+            "/api/v1/facets": "/api/v1/facets?key=os_version", "/api/v1/groups/{fingerprint}/facets": "/api/v1/groups/\(fingerprint)/facets?key=kind",
         ]
         let api = try documented.map { path in try #require(filled[path] ?? (path.contains("{") ? nil : path), "no example for \(path)") }
         #expect(api.count >= 15, "\(documented)")

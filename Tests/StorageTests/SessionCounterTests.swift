@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReportQuery
 @testable import Storage
 import TestSupport
 import Testing
@@ -83,6 +84,20 @@ import Testing
         #expect(try sqliteInt(f.dir.file("queue.sqlite"), "SELECT COUNT(*) FROM session_record_ids") == 1)
     }
 
+    /// Crash reports 1, 2, … as SDK records with `metas` stored beside them, in an old schema.
+    static func storeSDKReports(_ db: Database, metas: [String]) throws {
+        for (n, meta) in metas.enumerated() {
+            try db.execute(
+                sql: "INSERT INTO reports (id, raw, raw_size, format, digest, kind, received_at) VALUES (?, x'', 0, 't', ?, 'crash', 5)",
+                arguments: [n + 1, "digest-\(n)"])
+            try db.execute(
+                sql: """
+                    INSERT INTO sdk_records (namespace, sdk_report_id, report_id, monitor_type, created_time, meta, received_at)
+                    VALUES ('prism', ?, ?, 'appCrash', ?, ?, 6)
+                    """, arguments: ["r-\(n)", n + 1, 1000 + n, meta])
+        }
+    }
+
     /// "v13: sessions" on a v12 database: the SDK reports stored before know their session, user
     /// and device from the meta kept beside them; a meta without them, or not an object, adds
     /// nothing. Checked with `sqlite3`.
@@ -100,16 +115,7 @@ import Testing
                     #"{"channel":"appstore"}"#,
                     #"[1, 2]"#,
                 ]
-                for (n, meta) in metas.enumerated() {
-                    try db.execute(
-                        sql: "INSERT INTO reports (id, raw, raw_size, format, digest, kind, received_at) VALUES (?, x'', 0, 't', ?, 'crash', 5)",
-                        arguments: [n + 1, "digest-\(n)"])
-                    try db.execute(
-                        sql: """
-                            INSERT INTO sdk_records (namespace, sdk_report_id, report_id, monitor_type, created_time, meta, received_at)
-                            VALUES ('prism', ?, ?, 'appCrash', ?, ?, 6)
-                            """, arguments: ["r-\(n)", n + 1, 1000 + n, meta])
-                }
+                try Self.storeSDKReports(db, metas: metas)
             }
             try queue.close()
         }
@@ -120,5 +126,48 @@ import Testing
         #expect(rows.map { $0["user_key"] as? String } == ["u:alice", "d:D-2", nil])
         #expect(rows.map { $0["version"] as? String } == ["3.2", nil, nil])
         #expect(rows.map { $0["created_time"] as? Int } == [1000, 1001, 1002])
+    }
+
+    /// "v14: report context" on a v13 database: each SDK report's row learns the OS version and
+    /// device model its kept meta named; a meta without them, with them as non-strings, or too
+    /// long leaves them null. A search and a facet then read them. Checked with `sqlite3`.
+    @Test func aV13DatabaseLearnsItsReportsOSAndModel() throws {
+        let dir = try TempDirectory("context-migration")
+        defer { dir.remove() }
+        let path = dir.file("v13.sqlite")
+        let metas = [
+            #"{"app_name":"Prism","app_version":"3.10","os_version":"17.2","device_model":"iPhone15,2","channel":"appstore"}"#,
+            #"{"app_name":"Prism","app_version":"3.4","device_model":"iPad13,4"}"#,
+            #"{"app_name":"Prism","os_version":17,"device_model":""}"#,
+            #"{"os_version":"\#(String(repeating: "9", count: 257))"}"#,
+        ]
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try Schema.migrator.migrate(queue, upTo: "v13: sessions")
+            try queue.write { db in
+                try Self.storeSDKReports(db, metas: metas)
+                // As v13 kept them: app and version, no OS or model.
+                for (n, version) in ["3.10", "3.4", nil, nil].enumerated() {
+                    try db.execute(
+                        sql: "INSERT INTO report_sessions (report_id, app, version, created_time) VALUES (?, 'Prism', ?, 1000)",
+                        arguments: [n + 1, version])
+                }
+            }
+            try queue.close()
+        }
+        let db = try ServiceDatabase(path: path)
+        let rows = try sqlite(path, "SELECT report_id, os_version, device_model FROM report_sessions ORDER BY report_id")
+        #expect(rows.map { $0["os_version"] as? String } == ["17.2", nil, nil, nil])
+        #expect(rows.map { $0["device_model"] as? String } == ["iPhone15,2", "iPad13,4", nil, nil])
+        let found = try db.searchReports(ReportQuery.parse("os=17.2 model~iphone version>=3.4 meta.channel=appstore"), limit: 10)
+        #expect(found.rows.map(\.id) == [1])
+        #expect(found.rows.first?.deviceModel == "iPhone15,2")
+        // In version order, 3.10 is after 3.4; as text it would not be.
+        #expect(try db.searchReports(ReportQuery.parse("version>=3.4"), limit: 10).rows.map(\.id) == [2, 1])
+        #expect(try db.searchReports(ReportQuery.parse("version>3.4"), limit: 10).rows.map(\.id) == [1])
+        let models = try #require(try db.facets(key: FacetKey("model")))
+        #expect(models.total == 4)
+        #expect(models.values == [FacetValue(value: nil, count: 2), FacetValue(value: "iPad13,4", count: 1), FacetValue(value: "iPhone15,2", count: 1)])
+        #expect(try db.facets(key: FacetKey("os"), top: 1)?.other == 1)
     }
 }

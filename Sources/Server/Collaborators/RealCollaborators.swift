@@ -3,6 +3,7 @@ import Foundation
 import Intake
 import Presentation
 import ReportModel
+import ReportQuery
 import Storage
 import SymbolStore
 import SystemCalls
@@ -60,6 +61,12 @@ public struct DatabaseQueries: ServerQueries {
     }
     public func unmergeGroup(_ source: String, actor: String, note: String?) throws { try db.unmergeGroup(source, actor: actor, note: note) }
     public func mergeTarget(of fingerprint: String) throws -> String? { try db.mergeTarget(of: fingerprint) }
+    public func searchReports(_ query: ReportQuery, limit: Int, after cursor: Int64?) throws -> ReportSearchPage {
+        try db.searchReports(query, limit: limit, after: cursor)
+    }
+    public func facets(key: FacetKey, query: ReportQuery, fingerprint: String?, top: Int) throws -> FacetCounts? {
+        try db.facets(key: key, query: query, fingerprint: fingerprint, top: top)
+    }
 }
 
 extension SymbolStoreDirectory: SymbolStoring {

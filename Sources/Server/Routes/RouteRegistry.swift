@@ -9,6 +9,7 @@ func registerRoutes(on router: Router<StacklineRequestContext>, deps: ServerDepe
     addQueryRoutes(to: router, deps: deps)
     addReleaseRoutes(to: router, deps: deps)
     addTriageRoutes(to: router, deps: deps)
+    addSearchRoutes(to: router, deps: deps)
     addSymbolicateRoutes(to: router, deps: deps)
     addIngestRoutes(to: router, deps: deps)
     addConfigRoutes(to: router, deps: deps)

@@ -199,6 +199,7 @@ enum Schema {
         registerSymbolSourceAnswers(&migrator)
         registerMissingSymbolStatus(&migrator)
         registerSessions(&migrator)
+        registerReportContext(&migrator)
         registerTriage(&migrator)
         return migrator
     }

@@ -32,6 +32,8 @@ public final class ServiceDatabase: Sendable {
         config.prepareDatabase { db in
             // WAL makes NORMAL durable against process crashes; only power loss can drop the last commits.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // Searches compare versions in `VersionOrder`, which SQL's text order is not.
+            db.add(function: QuerySQL.versionFunction())
         }
         // Opening is serialized across processes by a file lock: a master and a `submit` often
         // create the database together, and then (a) switching a new file to WAL can fail with

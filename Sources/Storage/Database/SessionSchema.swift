@@ -52,13 +52,23 @@ extension Schema {
                     );
                     """)
             // Reports stored before v13 from SDK records: their meta was kept, so they count too.
+            // The insert is this migration's own: `insertReportSession` writes columns that later
+            // migrations add ("v14: report context" fills those for these rows).
             let rows = try Row.fetchCursor(
                 db, sql: "SELECT report_id, meta, MIN(created_time) AS created_time, MIN(received_at) AS received_at FROM sdk_records GROUP BY report_id")
             while let row = try rows.next() {
                 let meta: String = row["meta"]
                 guard let identity = SessionIdentity(metaJSON: Data(meta.utf8)) else { continue }
-                try SessionCounters.insertReportSession(
-                    db, reportId: row["report_id"], identity, createdTime: row["created_time"], receivedAt: row["received_at"])
+                try db.cachedStatement(
+                    sql: """
+                        INSERT OR IGNORE INTO report_sessions (report_id, app, version, session_id, user_key, user_id, device_id, created_time)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """
+                ).execute(arguments: [
+                    row["report_id"] as Int64, identity.app, identity.version, identity.sessionId, identity.userKey, identity.userId,
+                    identity.deviceId,
+                    SessionCounters.countedTime(created: row["created_time"], received: row["received_at"]),
+                ])
             }
         }
     }

@@ -3,27 +3,33 @@ import GRDB
 import Hashing
 import JSONFormat
 
-/// Who an SDK record came from, as its meta says: the session, user and device, and the app
-/// and version its SDK ran. Values are bounded where the meta is parsed (`SDKMeta`).
+/// Who an SDK record came from, as its meta says: the session, user and device (its id, model
+/// and OS version), and the app and version its SDK ran. Values are bounded where the meta is
+/// parsed (`SDKMeta`).
 public struct SessionIdentity: Sendable, Equatable {
     public var app: String?
     public var version: String?
     public var sessionId: String?
     public var userId: String?
     public var deviceId: String?
+    public var osVersion: String?
+    public var deviceModel: String?
 
-    /// The meta keys, in the order of the stored properties.
-    static let metaKeys = ["app_name", "app_version", "session_id", "user_id", "device_id"]
     /// Longest value kept; `SDKMeta.maxIdentityBytes` refuses longer ones at the door, this only
     /// guards the migration of metas stored before that check.
     static let maxFieldBytes = 256
 
-    public init(app: String?, version: String?, sessionId: String?, userId: String?, deviceId: String?) {
+    public init(
+        app: String?, version: String?, sessionId: String?, userId: String?, deviceId: String?, osVersion: String? = nil,
+        deviceModel: String? = nil
+    ) {
         self.app = app
         self.version = version
         self.sessionId = sessionId
         self.userId = userId
         self.deviceId = deviceId
+        self.osVersion = osVersion
+        self.deviceModel = deviceModel
     }
 
     /// From a stored meta object (`sdk_records.meta`): string fields only, empty or over-long
@@ -36,7 +42,7 @@ public struct SessionIdentity: Sendable, Equatable {
         }
         self.init(
             app: field("app_name"), version: field("app_version"), sessionId: field("session_id"), userId: field("user_id"),
-            deviceId: field("device_id"))
+            deviceId: field("device_id"), osVersion: field("os_version"), deviceModel: field("device_model"))
     }
 
     /// What a distinct user is counted by: the user id when the app set one, else the device
@@ -102,12 +108,13 @@ public enum SessionCounters {
     ) throws {
         try db.cachedStatement(
             sql: """
-                INSERT OR IGNORE INTO report_sessions (report_id, app, version, session_id, user_key, user_id, device_id, created_time)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT OR IGNORE INTO report_sessions
+                    (report_id, app, version, session_id, user_key, user_id, device_id, created_time, os_version, device_model)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(arguments: [
             reportId, identity.app, identity.version, identity.sessionId, identity.userKey, identity.userId, identity.deviceId,
-            countedTime(created: createdTime, received: receivedAt),
+            countedTime(created: createdTime, received: receivedAt), identity.osVersion, identity.deviceModel,
         ])
     }
 

@@ -1,0 +1,125 @@
+import Foundation
+import GRDB
+import ReportModel
+import ReportQuery
+
+/// One report a search found (`stackline reports`, `GET /api/v1/reports`).
+public struct ReportSearchRow: Sendable, Equatable {
+    public var id: Int64
+    /// As its SDK meta named them, else as the report said (`QuerySQL.column`).
+    public var app: String?
+    public var version: String?
+    public var kind: ReportKind
+    /// ms since the epoch.
+    public var receivedAt: Int64
+    public var namespace: String?
+    /// Its group, once processed and grouped.
+    public var fingerprint: String?
+    public var title: String?
+    public var osVersion: String?
+    public var deviceModel: String?
+}
+
+/// A page of a search, newest report first; `nextCursor` continues it (nil on the last page).
+public struct ReportSearchPage: Sendable, Equatable {
+    public var rows: [ReportSearchRow]
+    public var nextCursor: Int64?
+}
+
+/// How the reports a search matched spread over one attribute's values.
+public struct FacetCounts: Sendable, Equatable {
+    public var key: String
+    /// Reports matched.
+    public var total: Int
+    /// The most frequent values, most reports first, then by value; a nil value counts the
+    /// reports without the attribute.
+    public var values: [FacetValue]
+    /// Reports with a value not among `values`.
+    public var other: Int
+}
+
+public struct FacetValue: Sendable, Equatable {
+    public var value: String?
+    public var count: Int
+
+    public init(value: String?, count: Int) {
+        self.value = value
+        self.count = count
+    }
+}
+
+/// The bounds a search and a facet are asked within (the CLI's and the API's alike).
+public enum SearchLimits {
+    public static let pageSizes = 1...1_000
+    public static let defaultPageSize = 50
+    public static let facetTops = 1...100
+    public static let defaultFacetTop = 10
+}
+
+extension ServiceDatabase {
+    /// The reports `query` matches, newest (highest id) first, at most `limit`, after the
+    /// report id `cursor` (a page's `nextCursor`). Pages by id, not offset, so reports arriving
+    /// between two pages neither repeat nor shift a row.
+    public func searchReports(_ query: ReportQuery, limit: Int, after cursor: Int64? = nil) throws -> ReportSearchPage {
+        let limit = min(max(limit, SearchLimits.pageSizes.lowerBound), SearchLimits.pageSizes.upperBound)
+        var filter = QuerySQL(query, now: clock())
+        if let cursor { filter.add("r.id < ?", [cursor]) }
+        return try pool.read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT r.id, \(QuerySQL.column(.app)!) AS app, \(QuerySQL.column(.version)!) AS version, r.kind, r.received_at,
+                           r.namespace, s.fingerprint, g.title, rs.os_version, rs.device_model
+                    \(QuerySQL.from) LEFT JOIN groups g ON g.fingerprint = s.fingerprint
+                    \(filter.whereClause) ORDER BY r.id DESC LIMIT ?
+                    """,
+                arguments: StatementArguments(filter.arguments + [limit + 1]))
+            let found = try rows.prefix(limit).map { row throws(StorageError) in
+                ReportSearchRow(
+                    id: row["id"], app: row["app"], version: row["version"], kind: try row.stored("kind"), receivedAt: row["received_at"],
+                    namespace: row["namespace"], fingerprint: row["fingerprint"], title: row["title"], osVersion: row["os_version"],
+                    deviceModel: row["device_model"])
+            }
+            return ReportSearchPage(rows: found, nextCursor: rows.count > limit ? found.last?.id : nil)
+        }
+    }
+
+    /// The reports `query` matches (within the group `fingerprint` names, by fingerprint or
+    /// unique prefix) counted by `key`'s values: the `top` most frequent and the rest as one
+    /// count. Nil when `fingerprint` names no group; `GroupQueryError` when it names several.
+    public func facets(key: FacetKey, query: ReportQuery = .all, fingerprint: String? = nil, top: Int = SearchLimits.defaultFacetTop)
+        throws -> FacetCounts?
+    {
+        let top = min(max(top, SearchLimits.facetTops.lowerBound), SearchLimits.facetTops.upperBound)
+        var filter = QuerySQL(query, now: clock())
+        if let fingerprint {
+            guard let group = try group(fingerprint: fingerprint, latest: 0) else { return nil }
+            filter.add("s.fingerprint = ?", [group.summary.fingerprint])
+        }
+        let value: String
+        var valueArguments: [any DatabaseValueConvertible] = []
+        if case .meta(let metaKey) = key.field {
+            // One value per report, should two SDK records have named the same report.
+            value = "(SELECT \(QuerySQL.metaValue) FROM sdk_records m WHERE m.report_id = r.id ORDER BY m.rowid LIMIT 1)"
+            valueArguments = [QuerySQL.jsonPath(metaKey)]
+        } else if let column = QuerySQL.column(key.field) {
+            value = column
+        } else {
+            // `FacetKey` admits only the fields that have a column or are meta keys.
+            return FacetCounts(key: key.description, total: 0, values: [], other: 0)
+        }
+        return try pool.read { db in
+            let total = try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) \(QuerySQL.from) \(filter.whereClause)", arguments: StatementArguments(filter.arguments)) ?? 0
+            let values = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT value, COUNT(*) AS n FROM (SELECT \(value) AS value \(QuerySQL.from) \(filter.whereClause))
+                    GROUP BY value ORDER BY n DESC, value IS NULL, value LIMIT ?
+                    """,
+                arguments: StatementArguments(valueArguments + filter.arguments + [top])
+            ).map { FacetValue(value: $0["value"], count: $0["n"]) }
+            return FacetCounts(key: key.description, total: total, values: values, other: total - values.reduce(0) { $0 + $1.count })
+        }
+    }
+}

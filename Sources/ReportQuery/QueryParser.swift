@@ -139,6 +139,9 @@ struct QueryParser {
         case .kind:
             guard let kind = ReportKind(rawValue: value) else { throw invalid("crash or lag") }
             return .kind(kind)
+        case .state:
+            guard ["open", "resolved", "ignored"].contains(value) else { throw invalid("open, resolved or ignored") }
+            return .text(value)
         case .group:
             guard ReportQuery.isFingerprintPrefix(value) else { throw invalid("a fingerprint or a prefix of it (hex digits)") }
             return .fingerprintPrefix(value.lowercased())

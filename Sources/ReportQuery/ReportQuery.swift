@@ -54,6 +54,8 @@ public struct Term: Sendable, Equatable {
 /// What a term compares: a stored attribute of a report.
 public enum Field: Sendable, Hashable, CustomStringConvertible {
     case app, version, osVersion, deviceModel, kind, group, namespace, user, time
+    /// The triage state of the report's group: open, resolved or ignored (docs/triage.md).
+    case state
     /// A key of the SDK meta the report arrived with (`sdk_records.meta`).
     case meta(String)
 
@@ -61,11 +63,13 @@ public enum Field: Sendable, Hashable, CustomStringConvertible {
     static let byName: [String: Field] = [
         "app": .app, "version": .version, "os_version": .osVersion, "os": .osVersion, "device_model": .deviceModel,
         "model": .deviceModel, "kind": .kind, "group": .group, "namespace": .namespace, "user": .user, "time": .time,
-        "received": .time,
+        "received": .time, "state": .state,
     ]
 
     /// The names an error lists, one per field, in the order docs/search.md gives them.
-    public static let names = ["app", "version", "os_version", "device_model", "kind", "group", "namespace", "user", "time", "meta.KEY"]
+    public static let names = [
+        "app", "version", "os_version", "device_model", "kind", "group", "state", "namespace", "user", "time", "meta.KEY",
+    ]
 
     public var description: String {
         switch self {
@@ -78,6 +82,7 @@ public enum Field: Sendable, Hashable, CustomStringConvertible {
         case .namespace: "namespace"
         case .user: "user"
         case .time: "time"
+        case .state: "state"
         case .meta(let key): "meta." + key
         }
     }
@@ -88,7 +93,7 @@ public enum Field: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .version, .osVersion: Operator.allCases
         case .app, .deviceModel, .namespace, .meta: [.equal, .notEqual, .contains, .notContains]
-        case .kind, .group, .user: [.equal, .notEqual]
+        case .kind, .group, .user, .state: [.equal, .notEqual]
         case .time: [.greater, .greaterOrEqual, .less, .lessOrEqual]
         }
     }

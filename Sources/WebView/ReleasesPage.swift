@@ -36,7 +36,7 @@ public enum ReleasesPage {
         return Layout.page(title: "Releases", section: .releases, body: body)
     }
 
-    /// `0.9875` as `98.75%`; a dash where there is nothing to divide.
+    /// A fraction as a percentage with two decimals; a dash where there is nothing to divide.
     static func percent(_ fraction: Double?) -> String {
         guard let fraction, fraction.isFinite else { return "–" }
         return String(format: "%.2f%%", fraction * 100)

@@ -143,6 +143,11 @@ import Testing
         #expect(resolved.json?["state"] as? String == "resolved")
         #expect(resolved.json?["resolvedVersion"] as? String == "1.1")
         #expect(try post(server, "/api/v1/groups/\(index)/state", #"{"state": "resolved", "untilUsers": 3}"#, token: triage).status == 400)
+        // Search by state: the resolved group's reports, and none of the open one's.
+        let found = try server.curl("GET", "/api/v1/reports?where=state%3Dresolved&limit=100", token: read)
+        #expect((found.json?["reports"] as? [[String: Any]])?.count == everything.filter { $0.mode == "index" }.count, "\(found)")
+        #expect((found.json?["reports"] as? [[String: Any]])?.allSatisfy { $0["fingerprint"] as? String == index } == true)
+        #expect(try server.curl("GET", "/api/v1/reports?where=state%3Dfixed", token: read).status == 400)
 
         // An older version and the resolved one itself reopen nothing.
         var sent = crashes.count

@@ -98,7 +98,7 @@ import Testing
     @Test func fieldErrorsNameTheColumnAndTheFields() throws {
         let error = try #require(refusal("kind=crash osversion=17.2"))
         #expect(error == ReportQueryError(column: 12, .unknownField("osversion")))
-        #expect(error.description == "where: column 12: unknown field 'osversion' (fields: app, version, os_version, device_model, kind, group, namespace, user, time, meta.KEY)")
+        #expect(error.description == "where: column 12: unknown field 'osversion' (fields: app, version, os_version, device_model, kind, group, state, namespace, user, time, meta.KEY)")
         #expect(refusal("=x") == ReportQueryError(column: 1, .expectedField))
         #expect(refusal("kind=crash \"app\"=x")?.problem == .expectedField)
         #expect(refusal("app") == ReportQueryError(column: 4, .expectedOperator(field: "app")))

@@ -39,6 +39,9 @@ struct QuerySQL {
         case .group: "s.fingerprint"
         case .namespace: "r.namespace"
         case .time: "r.received_at"
+        // A processed report's group's state as stored (no row: open); NULL before processing.
+        case .state:
+            "CASE WHEN s.fingerprint IS NULL THEN NULL ELSE coalesce((SELECT gs.state FROM group_states gs WHERE gs.fingerprint = s.fingerprint), 'open') END"
         case .user, .meta: nil
         }
     }

@@ -103,21 +103,6 @@ public struct GroupHistoryJSON: Codable, Sendable, Equatable {
     }
 }
 
-/// A group's reports, users and sessions in one version ("" when the reports had none).
-public struct VersionImpactJSON: Codable, Sendable, Equatable {
-    public var version: String
-    public var reports: Int
-    public var users: Int
-    public var sessions: Int
-
-    public init(version: String, reports: Int, users: Int, sessions: Int) {
-        self.version = version
-        self.reports = reports
-        self.users = users
-        self.sessions = sessions
-    }
-}
-
 /// `POST /api/v1/groups/{fingerprint}/state`: `{"state": "resolved", "inNextVersion": true}`,
 /// `{"state": "resolved", "inVersion": "3.5"}`, `{"state": "ignored", "untilUsers": 100}`,
 /// `{"state": "open"}`; `note` and `assignee` may come with any of them.
@@ -183,7 +168,7 @@ public struct GroupDetailJSON: Codable, Sendable {
     public var representative: SymbolicatedReport?
     public var triage: GroupTriageJSON?
     /// Newest version first.
-    public var byVersion: [VersionImpactJSON]?
+    public var byVersion: [VersionImpact]?
     /// Fingerprints of the groups merged into this one.
     public var mergedGroups: [String]?
     /// Newest first.
@@ -191,7 +176,7 @@ public struct GroupDetailJSON: Codable, Sendable {
 
     public init(
         group: GroupJSON, frames: [String], representativeReportId: Int64?, latestReportIds: [Int64],
-        representative: SymbolicatedReport?, triage: GroupTriageJSON? = nil, byVersion: [VersionImpactJSON]? = nil,
+        representative: SymbolicatedReport?, triage: GroupTriageJSON? = nil, byVersion: [VersionImpact]? = nil,
         mergedGroups: [String]? = nil, history: [GroupHistoryJSON]? = nil
     ) {
         self.group = group

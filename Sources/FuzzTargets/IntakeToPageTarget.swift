@@ -239,6 +239,8 @@ enum IntakeToPageTarget {
             "count": .integer(1), "firstSeen": .integer(0), "lastSeen": .integer(0),
             "versions": .object([facts.version ?? "": .integer(1)]), "rulesVersion": .integer(Int64(key.rulesVersion)),
             "representativeReportId": .integer(reportId), "frames": .array(key.frames.map(JSONValue.string)),
+            "users": .integer(1), "sessions": .integer(1),
+            "triage": .object(["state": .string("open"), "ignoreReportsSeen": .integer(0)]),
         ]
         if let app = facts.app { row["app"] = .string(app) }
         do {

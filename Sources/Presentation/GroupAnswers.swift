@@ -43,7 +43,7 @@ extension GroupDetailJSON {
             group: GroupJSON(detail.summary), frames: detail.summary.frames,
             representativeReportId: detail.summary.representativeReportId, latestReportIds: detail.latestReportIds,
             representative: representative, triage: GroupTriageJSON(detail.summary.triage),
-            byVersion: detail.byVersion.map { VersionImpactJSON(version: $0.version, reports: $0.reports, users: $0.users, sessions: $0.sessions) },
+            byVersion: detail.byVersion,
             mergedGroups: detail.mergedGroups, history: history.map(GroupHistoryJSON.init))
     }
 }

@@ -37,14 +37,18 @@ public struct GroupPageModel: Sendable {
     public var appVersions: [String]
     /// The team's side (docs/triage.md): state, who and when, users per version, merges.
     public var triage: GroupTriageJSON?
-    public var byVersion: [VersionImpactJSON] = []
+    public var byVersion: [VersionImpact] = []
     public var changes: [GroupHistoryJSON] = []
     public var mergedGroups: [String] = []
     /// The forms that change the group, for a `triage` or `admin` token: their CSRF token
     /// ("" when the page was asked for with a bearer header, which needs none).
     public var actions: GroupActions?
+    /// Where it happens: the group's reports by OS version, device model and app version.
+    public var facets: [FacetsJSON] = []
 
-    public init(detail: GroupDetailJSON, history: VersionHistory, appVersions: [String], actions: GroupActions? = nil) {
+    public init(
+        detail: GroupDetailJSON, history: VersionHistory, appVersions: [String], actions: GroupActions? = nil, facets: [FacetsJSON] = []
+    ) {
         self.init(
             group: detail.group, frames: detail.frames, latestReportIds: detail.latestReportIds,
             representativeReportId: detail.representativeReportId, representative: detail.representative, history: history,
@@ -54,6 +58,7 @@ public struct GroupPageModel: Sendable {
         changes = detail.history ?? []
         mergedGroups = detail.mergedGroups ?? []
         self.actions = actions
+        self.facets = facets
     }
 
     public init(group: GroupJSON, frames: [String], latestReportIds: [Int64], representativeReportId: Int64?,
@@ -114,6 +119,10 @@ public enum GroupPage {
                     "<tr data-k=\"impact:\(HTML.escape(v.version))\"><td>\(HTML.escape(v.version.isEmpty ? "(none)" : v.version))</td>"
                         + "<td>\(v.reports)</td><td>\(v.users)</td><td>\(v.sessions)</td></tr>"
                 }.joined() + "</table>"
+        }
+        if !m.facets.isEmpty {
+            body += "<h2>Where it happens</h2>" + Facets.render(m.facets)
+                + "<p><a href=\"/search" + HTML.query([("where", "group=" + g.fingerprint)]) + "\">Search its reports</a></p>"
         }
         if let actions = m.actions { body += GroupPage.forms(g.fingerprint, actions) }
         if !m.changes.isEmpty {

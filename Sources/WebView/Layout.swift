@@ -2,10 +2,11 @@
 public enum Layout {
     /// The sections of the top navigation.
     public enum Section: String, Sendable, CaseIterable {
-        case groups, releases, symbols, workers
+        case groups, search, releases, symbols, workers
         var title: String {
             switch self {
             case .groups: "Groups"
+            case .search: "Search"
             case .releases: "Releases"
             case .symbols: "Symbols"
             case .workers: "Workers"
@@ -14,6 +15,7 @@ public enum Layout {
         var path: String {
             switch self {
             case .groups: "/"
+            case .search: "/search"
             case .releases: "/releases"
             case .symbols: "/symbols"
             case .workers: "/workers"

@@ -49,6 +49,8 @@ public enum WebAssets {
         .badge.state-ignored { background: var(--muted); }
         .actions form { margin-bottom: 6px; }
         ol.history pre.note { margin: 2px 0 6px; white-space: pre-wrap; }
+        .facets { display: flex; flex-wrap: wrap; gap: 12px; margin-bottom: 12px; }
+        .facets table.facet { width: auto; min-width: 200px; }
         .status { font-size: 11px; padding: 1px 6px; border-radius: 4px; border: 1px solid var(--line); white-space: nowrap; }
         .status.symbolicated { color: var(--ok); border-color: #a9dfbf; }
         .status.noLineInfo, .status.deviceSymbol { color: var(--warn); border-color: #f5cba7; }

@@ -264,12 +264,13 @@ extension AttackTests {
             "/buildid/{buildid}/debuginfo": "/buildid/\(buildId)/debuginfo", "/buildid/{buildid}/executable": "/buildid/\(buildId)/executable",
             "/buildid/{buildid}/section/{section}": "/buildid/\(buildId)/section/.text",
             "/api/v1/facets": "/api/v1/facets?key=os_version", "/api/v1/groups/{fingerprint}/facets": "/api/v1/groups/\(fingerprint)/facets?key=kind",
+            "/api/v1/groups/{fingerprint}/history": "/api/v1/groups/\(fingerprint)/history",
         ]
         let api = try documented.map { path in try #require(filled[path] ?? (path.contains("{") ? nil : path), "no example for \(path)") }
         #expect(api.count >= 15, "\(documented)")
         let web = [
             "/", "/groups/\(fingerprint)", "/reports/\(id)", "/reports/\(id)/raw", "/reports/\(id)/apple.txt", "/reports/\(id)/text.txt",
-            "/symbols", "/workers",
+            "/symbols", "/workers", "/releases",
         ]
         let open = ["/healthz", "/login", "/static/web.css"]
 

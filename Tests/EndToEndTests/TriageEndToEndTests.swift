@@ -304,6 +304,22 @@ import Testing
             #expect(p.facts["inlineHandlers"] as? Int == 0, "\(p.name)")
             #expect(!p.console.contains { $0.contains("Content Security Policy") || $0.contains("Refused") }, "\(p.name): \(p.console)")
         }
+        // The search page and the group's facets, for a read token: numbers from the records sent.
+        let browsed = try web.load(
+            server, token: read,
+            ["search=/search?where=version%3D1.1", "faceted=/groups/\(index)", "bad-search=/search?where=%3Cscript%3E%3D1"],
+            in: h.dir.file("browser-search"), artifacts: artifacts)
+        let search = try #require(browsed["search"])
+        #expect(search.elements(prefix: "result:").count == crashes.filter { $0.version == "1.1" }.count)
+        #expect(search.text("facet:os_version:17.4")?.hasSuffix("\(crashes.filter { $0.version == "1.1" }.count)") == true,
+                "\(search.elements(prefix: "facet:"))")
+        let faceted = try #require(browsed["faceted"])
+        #expect(faceted.text("facet:device_model:iPhone15,2")?.hasSuffix("\(crashes.count)") == true, "\(faceted.elements(prefix: "facet:"))")
+        #expect(faceted.text("facet:version:1.1")?.hasSuffix("\(crashes.filter { $0.version == "1.1" }.count)") == true)
+        let bad = try #require(browsed["bad-search"])
+        #expect(bad.text("search-error")?.hasPrefix("where: column 1: expected a field") == true, "\(bad.elements)")
+        #expect(!bad.html.contains("<script>="), "the refused expression is escaped")
+
         // What the browser did, as the API tells it.
         let detail = try group(server, index, token: read)
         let t = try #require(detail["triage"] as? [String: Any])

@@ -77,6 +77,35 @@ import WebView
                 group: GroupJSON(summary), frames: [name], latestReportIds: [7], representativeReportId: 7, representative: report,
                 history: VersionHistory(firstVersion: name, regression: .init(version: name, previous: name, versionsWithout: [name])), appVersions: [name]))
             #expect(!group.contains(name), "raw name in the group page")
+
+            // The triage side of the page: history, notes, merges, facets, the forms' CSRF token.
+            let detail = GroupDetailJSON(
+                group: GroupJSON(summary), frames: [name], representativeReportId: 7, latestReportIds: [7], representative: nil,
+                triage: GroupTriageJSON(summary.triage), byVersion: [VersionImpact(version: name, reports: 3, users: 2, sessions: 2)],
+                mergedGroups: [name],
+                history: [GroupHistoryJSON(
+                    id: 1, at: Date(timeIntervalSince1970: 0), actor: name, action: name, detail: [name: name], note: name, reportId: 7)])
+            let triaged = GroupPage.render(GroupPageModel(
+                detail: detail, history: VersionHistory(firstVersion: nil, regression: nil), appVersions: [name],
+                actions: GroupActions(csrf: name), facets: [FacetsJSON(key: name, total: 3, values: [FacetValueJSON(value: name, count: 3)], other: 0)]))
+            #expect(!triaged.contains(name), "raw name in the group page's triage parts")
+            #expect(triaged.contains(HTML.escape(name)))
+
+            let releases = ReleasesPage.render(
+                [ReleaseHealthJSON(app: name, version: name, sessions: 3, crashedSessions: 1, users: 2, crashedUsers: 1, adoption: 0.5,
+                                   adoptionDay: name, crashes: 1, hangs: 0, firstSeen: nil, lastSeen: nil, trend: [])],
+                app: name)
+            #expect(!releases.contains(name), "raw name in the releases page")
+
+            let search = SearchPage.render(SearchPageModel(
+                expression: name, error: nil,
+                results: ReportSearchJSON(reports: [ReportSummaryJSON(
+                    id: 7, app: name, version: name, kind: .crash, received: Date(timeIntervalSince1970: 0), namespace: name,
+                    fingerprint: "ab12", title: name, osVersion: name, deviceModel: name)], nextCursor: "8"),
+                facets: [FacetsJSON(key: name, total: 1, values: [FacetValueJSON(value: name, count: 1)], other: 0)]))
+            #expect(!search.contains(name), "raw name in the search page")
+            let refused = SearchPage.render(SearchPageModel(expression: name, error: name, results: nil, facets: []))
+            #expect(!refused.contains(name), "raw name in the search page's refusal")
         }
     }
 

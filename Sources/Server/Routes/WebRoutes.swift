@@ -7,6 +7,7 @@ import Master
 import APIModel
 import Presentation
 import ReportModel
+import ReportQuery
 import WebView
 
 /// The web view (docs/web.md): server-rendered pages under `/` for people, behind a `read`
@@ -120,9 +121,31 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
                 groupVersions: detail.summary.versions, appVersions: appVersions,
                 firstVersion: try deps.queries.firstVersion(fingerprint: detail.summary.fingerprint))
             let changes = try deps.queries.groupHistory(fingerprint: detail.summary.fingerprint, limit: 50)
+            let facets = try WebSearch.facetKeys.compactMap {
+                try deps.queries.facets(key: $0, query: .all, fingerprint: detail.summary.fingerprint, top: WebSearch.facetTop).map(FacetsJSON.init)
+            }
             return WebPage.html(GroupPage.render(GroupPageModel(
                 detail: GroupDetailJSON(detail, representative: representative, history: changes), history: history,
-                appVersions: appVersions.keys.sorted(by: VersionOrder.less), actions: actions)))
+                appVersions: appVersions.keys.sorted(by: VersionOrder.less), actions: actions, facets: facets)))
+        }
+    }
+
+    // The search language over every report, with its facets (docs/search.md).
+    pages.get("/search") { request, _ -> Response in
+        let q = QueryParameters(request)
+        let expression = q.string("where") ?? ""
+        let cursor = q.string("cursor").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
+        let query: ReportQuery
+        do { query = try ReportQuery.parse(expression) } catch {
+            return WebPage.html(SearchPage.render(SearchPageModel(expression: expression, error: "\(error)", results: nil, facets: [])))
+        }
+        return try await deps.blocking.run {
+            let page = try deps.queries.searchReports(query, limit: WebSearch.pageSize, after: cursor)
+            let facets = try WebSearch.facetKeys.compactMap {
+                try deps.queries.facets(key: $0, query: query, fingerprint: nil, top: WebSearch.facetTop).map(FacetsJSON.init)
+            }
+            return WebPage.html(SearchPage.render(SearchPageModel(
+                expression: expression, error: nil, results: ReportSearchJSON(page), facets: facets)))
         }
     }
 
@@ -421,4 +444,11 @@ struct WebTriageForm: Sendable {
         default: throw APIError.badRequest("unknown action")
         }
     }
+}
+
+/// What the web view's search and group pages count by, and how many of each.
+enum WebSearch {
+    static let facetKeys: [FacetKey] = ["os_version", "device_model", "version"].compactMap { try? FacetKey($0) }
+    static let facetTop = 5
+    static let pageSize = 50
 }

@@ -140,8 +140,13 @@ enum GroupLedger {
             sql: "UPDATE groups SET count = count - ? WHERE fingerprint = ?",
             arguments: [versions.values.reduce(0, &+), fingerprint])
         try db.execute(sql: "DELETE FROM groups WHERE fingerprint = ? AND count <= 0", arguments: [fingerprint])
-        // First/last seen and the representative may have been among the leavers: recompute
-        // them from the members that remain.
+        // First/last seen and the representative may have been among the leavers.
+        try refreshFromMembers(db, fingerprint)
+    }
+
+    /// Recomputes a group's first and last seen and, if it is no longer a member, its
+    /// representative, from the members it has.
+    static func refreshFromMembers(_ db: Database, _ fingerprint: String) throws {
         try db.execute(
             sql: """
                 UPDATE groups SET

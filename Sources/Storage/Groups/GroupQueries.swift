@@ -69,20 +69,6 @@ public struct GroupDetail: Sendable {
     public var mergedGroups: [String]
 }
 
-/// A group's reports, users and sessions in one app version ("" is a report without one).
-public struct VersionImpact: Sendable, Codable, Equatable {
-    public var version: String
-    public var reports: Int
-    public var users: Int
-    public var sessions: Int
-
-    public init(version: String, reports: Int, users: Int, sessions: Int) {
-        self.version = version
-        self.reports = reports
-        self.users = users
-        self.sessions = sessions
-    }
-}
 
 /// A debug file reports needed and (as of their last processing) could not use, with how many
 /// reports and groups it blocks and when last. Its JSON is the file's fields beside the counts:

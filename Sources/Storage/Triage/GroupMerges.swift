@@ -102,21 +102,9 @@ enum GroupCounts {
                 """,
             arguments: [fingerprint])
         try db.execute(
-            sql: """
-                UPDATE groups SET
-                    count = (SELECT COUNT(*) FROM results WHERE fingerprint = groups.fingerprint),
-                    first_seen = COALESCE((SELECT MIN(r.received_at) FROM results s JOIN reports r ON r.id = s.report_id
-                                           WHERE s.fingerprint = groups.fingerprint), first_seen),
-                    last_seen = COALESCE((SELECT MAX(r.received_at) FROM results s JOIN reports r ON r.id = s.report_id
-                                          WHERE s.fingerprint = groups.fingerprint), last_seen),
-                    representative_report_id = CASE
-                        WHEN EXISTS (SELECT 1 FROM results WHERE report_id = groups.representative_report_id
-                                     AND fingerprint = groups.fingerprint)
-                        THEN representative_report_id
-                        ELSE (SELECT MIN(report_id) FROM results WHERE fingerprint = groups.fingerprint) END
-                WHERE fingerprint = ?
-                """,
+            sql: "UPDATE groups SET count = (SELECT COUNT(*) FROM results WHERE fingerprint = groups.fingerprint) WHERE fingerprint = ?",
             arguments: [fingerprint])
         try db.execute(sql: "DELETE FROM groups WHERE fingerprint = ? AND count <= 0", arguments: [fingerprint])
+        try GroupLedger.refreshFromMembers(db, fingerprint)
     }
 }

@@ -40,6 +40,8 @@ public protocol ServerQueries: Sendable {
     func sourceAnswers(buildIds: [BuildID]) throws -> [BuildID: [SymbolSourceAnswer]]
     /// Release health per app version (`stackline releases`).
     func releaseHealth(app: String?, namespace: String?) throws -> [ReleaseCounts]
+    /// The whole fingerprint a prefix names, without reading the group (`GroupQueryError` when several).
+    func groupFingerprint(prefix: String) throws -> String?
     /// Triage (docs/triage.md): whole fingerprints; each write records its history entry.
     func groupHistory(fingerprint: String, limit: Int) throws -> [GroupHistoryEntry]
     func changeGroupState(fingerprint: String, _ change: GroupStateChange, actor: String, note: String?) throws -> GroupTriage

@@ -101,17 +101,19 @@ struct GroupCommand: ParsableCommand {
             }
             return
         }
-        let detail = try find(db, fingerprint)
+        let group = try find(db, fingerprint)
         if let action {
-            try perform(action, on: detail.summary.fingerprint, db)
+            try perform(action, on: group, db)
             return
         }
+        guard let detail = try db.group(fingerprint: group) else { throw fail("stackline group: no group with fingerprint \(fingerprint)") }
         try show(detail, db)
     }
 
-    private func find(_ db: ServiceDatabase, _ prefix: String) throws -> GroupDetail {
+    /// The whole fingerprint `prefix` names; a change needs no more of the group than that.
+    private func find(_ db: ServiceDatabase, _ prefix: String) throws -> String {
         do {
-            guard let found = try db.group(fingerprint: prefix) else {
+            guard let found = try db.groupFingerprint(prefix: prefix) else {
                 throw fail("stackline group: no group with fingerprint \(prefix)")
             }
             return found
@@ -144,7 +146,7 @@ struct GroupCommand: ParsableCommand {
                 let entry = try db.commentOnGroup(fingerprint: group, text: value ?? "", actor: actor)
                 try printChange(GroupHistoryJSON(entry), "\(group): comment \(entry.id) added")
             case .merge:
-                let into = try find(db, value ?? "").summary.fingerprint
+                let into = try find(db, value ?? "")
                 try db.mergeGroup(group, into: into, actor: actor, note: note)
                 try printChange(GroupMergeAnswer(merged: group, into: into), "merged \(group) into \(into)")
             case .history:

@@ -34,10 +34,10 @@ struct ReprocessCommand: ParsableCommand {
         var fingerprint: String?
         if let group {
             do {
-                guard let found = try db.group(fingerprint: group, latest: 0) else {
+                guard let found = try db.groupFingerprint(prefix: group) else {
                     throw fail("stackline reprocess: no group with fingerprint \(group)")
                 }
-                fingerprint = found.summary.fingerprint
+                fingerprint = found
             } catch let error as GroupQueryError {
                 throw fail("stackline reprocess: \(error.description)")
             }

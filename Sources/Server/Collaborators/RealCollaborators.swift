@@ -44,6 +44,7 @@ public struct DatabaseQueries: ServerQueries {
     public func releaseHealth(app: String?, namespace: String?) throws -> [ReleaseCounts] {
         try db.releaseHealth(app: app, namespace: namespace)
     }
+    public func groupFingerprint(prefix: String) throws -> String? { try db.groupFingerprint(prefix: prefix) }
     public func groupHistory(fingerprint: String, limit: Int) throws -> [GroupHistoryEntry] {
         try db.groupHistory(fingerprint: fingerprint, limit: limit)
     }

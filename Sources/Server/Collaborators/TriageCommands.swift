@@ -13,8 +13,7 @@ extension ServerQueries {
     /// Makes `command` on the group `prefix` names, with the API's refusals (`TriageRequests`);
     /// answers the fingerprint of the group to show next (the target, after a merge).
     func perform(_ command: TriageCommand, on prefix: String, actor: String) throws -> String {
-        let find = { (p: String) in try self.group(fingerprint: p, latest: 0) }
-        let group = try TriageRequests.existingGroup(prefix, find)
+        let group = try TriageRequests.existingGroup(prefix, groupFingerprint)
         return try TriageRequests.answer {
             switch command {
             case .state(let change, let note):
@@ -27,7 +26,7 @@ extension ServerQueries {
                 _ = try commentOnGroup(fingerprint: group, text: text, actor: actor)
                 return group
             case .merge(let into, let note):
-                let target = try TriageRequests.existingGroup(into, find)
+                let target = try TriageRequests.existingGroup(into, groupFingerprint)
                 try mergeGroup(group, into: target, actor: actor, note: note)
                 return target
             }

@@ -16,7 +16,7 @@ func addTriageRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
         let limit = try QueryParameters(request).int("limit", in: 1...1_000) ?? 100
         let fingerprint = try context.parameters.require("fingerprint")
         return try await deps.blocking.run {
-            let group = try TriageRequests.existingGroup(fingerprint) { try deps.queries.group(fingerprint: $0, latest: 0) }
+            let group = try TriageRequests.existingGroup(fingerprint, deps.queries.groupFingerprint)
             return try JSONResponse.encode(try deps.queries.groupHistory(fingerprint: group, limit: limit).map(GroupHistoryJSON.init))
         }
     }
@@ -49,7 +49,7 @@ func addTriageRoutes(to router: Router<StacklineRequestContext>, deps: ServerDep
     triage.post("/groups/{fingerprint}/merge") { request, context in
         let (group, body, actor) = try await TriageRequests.prepare(GroupMergeRequest.self, request, context, deps)
         return try await deps.blocking.run {
-            let into = try TriageRequests.existingGroup(body.into) { try deps.queries.group(fingerprint: $0, latest: 0) }
+            let into = try TriageRequests.existingGroup(body.into, deps.queries.groupFingerprint)
             try TriageRequests.answer { try deps.queries.mergeGroup(group, into: into, actor: actor, note: body.note) }
             return try JSONResponse.encode(GroupMergeAnswer(merged: group, into: into))
         }
@@ -88,7 +88,7 @@ enum TriageRequests {
             do { decoded = try decoder.decode(T.self, from: body) } catch {
                 throw APIError.badRequest("expected a JSON object (docs/openapi.yaml): \(error)")
             }
-            return (try existingGroup(fingerprint) { try deps.queries.group(fingerprint: $0, latest: 0) }, decoded, actor)
+            return (try existingGroup(fingerprint, deps.queries.groupFingerprint), decoded, actor)
         }
     }
 
@@ -101,12 +101,12 @@ enum TriageRequests {
 
     /// The whole fingerprint of the group `prefix` names; 404 when none, 400 when several.
     /// `find` is the query, made by the caller inside its blocking closure.
-    static func existingGroup(_ prefix: String, _ find: (String) throws -> GroupDetail?) throws -> String {
+    static func existingGroup(_ prefix: String, _ find: (String) throws -> String?) throws -> String {
         do {
             guard let found = try find(prefix) else {
                 throw APIError.notFound("no group with fingerprint \(prefix)")
             }
-            return found.summary.fingerprint
+            return found
         } catch let error as GroupQueryError {
             throw APIError.badRequest(error.description)
         }

@@ -73,14 +73,7 @@ public struct AlertFacts {
     /// Distinct users (SDK `user_id`, else `device_id`) of group `fingerprint`'s reports of
     /// `version` received in `(after, upTo]`.
     public func groupUsers(_ fingerprint: String, version: String, after: Int64, upTo: Int64) throws -> Int {
-        try Int.fetchOne(
-            db,
-            sql: """
-                SELECT COUNT(DISTINCT rs.user_key) FROM results s JOIN reports r ON r.id = s.report_id
-                JOIN report_sessions rs ON rs.report_id = s.report_id
-                WHERE s.fingerprint = ? AND COALESCE(r.version, '') = ? AND r.received_at > ? AND r.received_at <= ?
-                """,
-            arguments: [fingerprint, version, after, upTo]) ?? 0
+        try StateTransitions.users(db, fingerprint: fingerprint, version: version, after: after, upTo: upTo)
     }
 
     /// Release health of every version of `app` (docs/releases.md), as `stackline releases` counts it.

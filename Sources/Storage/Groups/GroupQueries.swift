@@ -161,11 +161,7 @@ extension ServiceDatabase {
                 rows = try Row.fetchAll(
                     db,
                     sql: """
-                        SELECT g.*, g.count AS n, g.first_seen AS first, g.last_seen AS last,
-                            (SELECT COUNT(DISTINCT rs.user_key) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id
-                             WHERE s.fingerprint = g.fingerprint) AS users,
-                            (SELECT COUNT(DISTINCT rs.session_id) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id
-                             WHERE s.fingerprint = g.fingerprint) AS sessions
+                        SELECT g.*, g.count AS n, g.first_seen AS first, g.last_seen AS last, \(Self.usersAndSessions(of: "g"))
                         FROM groups g \(whereClause) ORDER BY \(order) LIMIT ?
                         """,
                     arguments: StatementArguments(arguments + [filter.limit]))
@@ -223,25 +219,43 @@ extension ServiceDatabase {
             users: row["users"], sessions: row["sessions"], triage: try triage(db, fingerprint))
     }
 
+    /// The whole fingerprint of the group `prefix` names (a fingerprint or a unique prefix of
+    /// it), without reading the group's members: what a change to a group or a facet needs.
+    public func groupFingerprint(prefix: String) throws -> String? {
+        try pool.read { db in try Self.fingerprint(db, prefix: prefix) }
+    }
+
+    static func fingerprint(_ db: Database, prefix: String) throws -> String? {
+        let escaped = prefix.lowercased().filter(\.isHexDigit)
+        guard !escaped.isEmpty else { return nil }
+        let matches = try String.fetchAll(db, sql: "SELECT fingerprint FROM groups WHERE fingerprint LIKE ? LIMIT 6", arguments: [escaped + "%"])
+        if matches.count > 1 { throw GroupQueryError.ambiguousFingerprint(prefix, matches) }
+        return matches.first
+    }
+
+    /// The `users` and `sessions` columns of a group summary: the distinct users and sessions of
+    /// the reports filed under the group row `alias` names, counted from its members.
+    private static func usersAndSessions(of alias: String) -> String {
+        """
+        (SELECT COUNT(DISTINCT rs.user_key) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id
+         WHERE s.fingerprint = \(alias).fingerprint) AS users,
+        (SELECT COUNT(DISTINCT rs.session_id) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id
+         WHERE s.fingerprint = \(alias).fingerprint) AS sessions
+        """
+    }
+
     /// One group by fingerprint or unique prefix, with its latest report ids (newest first).
     public func group(fingerprint prefix: String, latest: Int = 10) throws -> GroupDetail? {
         try pool.read { db in
-            let escaped = prefix.lowercased().filter(\.isHexDigit)
-            let matches = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT *, count AS n, first_seen AS first, last_seen AS last,
-                        (SELECT COUNT(DISTINCT rs.user_key) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id
-                         WHERE s.fingerprint = groups.fingerprint) AS users,
-                        (SELECT COUNT(DISTINCT rs.session_id) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id
-                         WHERE s.fingerprint = groups.fingerprint) AS sessions
-                    FROM groups WHERE fingerprint LIKE ? LIMIT 6
-                    """,
-                arguments: [escaped + "%"])
-            guard !escaped.isEmpty, let row = matches.first else { return nil }
-            if matches.count > 1 {
-                throw GroupQueryError.ambiguousFingerprint(prefix, matches.map { $0["fingerprint"] })
-            }
+            guard let fingerprint = try Self.fingerprint(db, prefix: prefix),
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT *, count AS n, first_seen AS first, last_seen AS last, \(Self.usersAndSessions(of: "groups"))
+                        FROM groups WHERE fingerprint = ?
+                        """,
+                    arguments: [fingerprint])
+            else { return nil }
             let summary = try Self.summary(db, row)
             let ids = try Int64.fetchAll(
                 db,

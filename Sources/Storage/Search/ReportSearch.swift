@@ -93,8 +93,8 @@ extension ServiceDatabase {
         let top = min(max(top, SearchLimits.facetTops.lowerBound), SearchLimits.facetTops.upperBound)
         var filter = QuerySQL(query, now: clock())
         if let fingerprint {
-            guard let group = try group(fingerprint: fingerprint, latest: 0) else { return nil }
-            filter.add("s.fingerprint = ?", [group.summary.fingerprint])
+            guard let group = try groupFingerprint(prefix: fingerprint) else { return nil }
+            filter.add("s.fingerprint = ?", [group])
         }
         let value: String
         var valueArguments: [any DatabaseValueConvertible] = []
@@ -109,17 +109,20 @@ extension ServiceDatabase {
             return FacetCounts(key: key.description, total: 0, values: [], other: 0)
         }
         return try pool.read { db in
-            let total = try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) \(QuerySQL.from) \(filter.whereClause)", arguments: StatementArguments(filter.arguments)) ?? 0
-            let values = try Row.fetchAll(
+            // One pass over the matches: the total is the sum over every value, taken before the limit.
+            let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT value, COUNT(*) AS n FROM (SELECT \(value) AS value \(QuerySQL.from) \(filter.whereClause))
-                    GROUP BY value ORDER BY n DESC, value IS NULL, value LIMIT ?
+                    SELECT value, n, SUM(n) OVER () AS total FROM (
+                        SELECT value, COUNT(*) AS n FROM (SELECT \(value) AS value \(QuerySQL.from) \(filter.whereClause)) GROUP BY value)
+                    ORDER BY n DESC, value IS NULL, value LIMIT ?
                     """,
-                arguments: StatementArguments(valueArguments + filter.arguments + [top])
-            ).map { FacetValue(value: $0["value"], count: $0["n"]) }
-            return FacetCounts(key: key.description, total: total, values: values, other: total - values.reduce(0) { $0 + $1.count })
+                arguments: StatementArguments(valueArguments + filter.arguments + [top]))
+            let values = rows.map { FacetValue(value: $0["value"], count: $0["n"]) }
+            let total: Int = rows.first?["total"] ?? 0
+            // The listed counts are disjoint parts of `total`; checked all the same, as every sum here is.
+            let listed = values.map(\.count).checkedSum() ?? total
+            return FacetCounts(key: key.description, total: total, values: values, other: max(0, total - listed))
         }
     }
 }

@@ -47,13 +47,13 @@ enum StateTransitions {
                 db, fingerprint: fingerprint, at: now, actor: GroupHistoryEntry.automatic, action: "regressed", detail: detail,
                 reportId: first.reportId)
         case .ignored:
-            let seen = triage.ignoreReportsSeen + fresh.count
+            let seen = triage.ignoreReportsSeen.saturatingAdding(fresh.count)
             var reason: String?
             if let until = triage.ignoreUntil, now >= until {
                 reason = "time"
             } else if let reports = triage.ignoreReports, seen >= reports {
                 reason = "reports"
-            } else if let users = triage.ignoreUsers, try usersSince(db, fingerprint: fingerprint, after: changedAt) >= users {
+            } else if let users = triage.ignoreUsers, try Self.users(db, fingerprint: fingerprint, after: changedAt) >= users {
                 reason = "users"
             }
             guard let reason else {
@@ -84,15 +84,17 @@ enum StateTransitions {
         return triage.resolution == .nextVersion ? order > 0 : order >= 0
     }
 
-    /// Distinct users (SDK `user_id`, else `device_id`) of the group's reports that arrived after `time`.
-    static func usersSince(_ db: Database, fingerprint: String, after time: Int64) throws -> Int {
+    /// Distinct users (SDK `user_id`, else `device_id`) of a group's reports received in
+    /// `(after, upTo]`, of one version when `version` is given: an ignore until N more users,
+    /// and the velocity alert, count the same way.
+    static func users(_ db: Database, fingerprint: String, version: String? = nil, after: Int64, upTo: Int64 = .max) throws -> Int {
         try Int.fetchOne(
             db.cachedStatement(sql: """
                 SELECT COUNT(DISTINCT rs.user_key) FROM results s
                 JOIN reports r ON r.id = s.report_id JOIN report_sessions rs ON rs.report_id = s.report_id
-                WHERE s.fingerprint = ? AND r.received_at > ?
+                WHERE s.fingerprint = ? AND (? IS NULL OR COALESCE(r.version, '') = ?) AND r.received_at > ? AND r.received_at <= ?
                 """),
-            arguments: [fingerprint, time]) ?? 0
+            arguments: [fingerprint, version, version, after, upTo]) ?? 0
     }
 }
 

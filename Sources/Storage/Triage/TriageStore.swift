@@ -15,23 +15,6 @@ extension ServiceDatabase {
         }
     }
 
-    /// The triage of every group among `fingerprints` that has a row (others are open).
-    public func triage(fingerprints: [String]) throws -> [String: GroupTriage] {
-        guard !fingerprints.isEmpty else { return [:] }
-        return try pool.read { db in
-            var found: [String: GroupTriage] = [:]
-            for chunk in stride(from: 0, to: fingerprints.count, by: 500).map({ Array(fingerprints[$0..<min($0 + 500, fingerprints.count)]) }) {
-                for row in try Row.fetchAll(
-                    db, sql: "SELECT * FROM group_states WHERE fingerprint IN (\(databaseQuestionMarks(count: chunk.count)))",
-                    arguments: StatementArguments(chunk))
-                {
-                    found[row["fingerprint"]] = try GroupTriage(row: row)
-                }
-            }
-            return found
-        }
-    }
-
     /// Sets a group's state. Resolving without a version resolves it in the newest version the
     /// group was seen in; `nextVersion` in the newest version its app was seen in (crashes and
     /// launches alike), so only a later one reopens it.
@@ -209,15 +192,6 @@ extension ServiceDatabase {
             try GroupCounts.recount(db, target)
             try GroupHistory.record(db, fingerprint: target, at: now, actor: actor, action: "unmerged", detail: ["fingerprint": source], note: note)
             try GroupHistory.record(db, fingerprint: source, at: now, actor: actor, action: "unmerged-from", detail: ["from": target], note: note)
-        }
-    }
-
-    /// The groups merged into `fingerprint`.
-    public func mergedGroups(into fingerprint: String) throws -> [String] {
-        try pool.read { db in
-            try String.fetchAll(
-                db, sql: "SELECT fingerprint FROM group_merges WHERE into_fingerprint = ? ORDER BY merged_at, fingerprint",
-                arguments: [fingerprint])
         }
     }
 

@@ -97,7 +97,7 @@ public struct ReportIntake: Sendable {
                 let new = NewReport(
                     raw: part.data ?? data, format: report.format, kind: report.kind,
                     app: report.app ?? defaults.app, version: report.version ?? defaults.version,
-                    namespace: defaults.namespace, buildIds: report.buildIds)
+                    namespace: defaults.namespace, buildIds: report.buildIds, device: report.device)
                 // The sender's gzip inflates to the whole input: it is this part's stored form
                 // only when the part is the input byte for byte (not a split, not trimmed).
                 return .report(StorableReport(new, alreadyCompressed: part.data == nil ? compressed : nil))

@@ -32,6 +32,6 @@ extension ParsedReportSummary {
     public init(_ report: RawReport) {
         self.init(
             format: report.format, kind: report.kind, app: report.app?.name, version: report.app?.version,
-            buildIds: report.referencedBuildIds)
+            buildIds: report.referencedBuildIds, device: report.device)
     }
 }

@@ -377,8 +377,12 @@ struct AppleCrashTextParser {
         for name in unknownImages {
             warnings.append("frames name image '\(name)', which \"Binary Images:\" does not list at their address")
         }
+        // macOS writes the per-device key as "Anonymous UUID" (the `.ips` twin's crashReporterKey).
+        let device = DeviceInfo(
+            model: header["Hardware Model"], osVersion: OSVersionNumber.of(header["OS Version"]),
+            id: header["CrashReporter Key"] ?? header["Anonymous UUID"])
         return RawReport(
-            format: format, kind: .crash, platform: platform, arch: arch, app: app, os: header["OS Version"],
+            format: format, kind: .crash, platform: platform, arch: arch, app: app, os: header["OS Version"], device: device,
             timestamp: header["Date/Time"], exception: exception, images: images, threads: rawThreads, warnings: warnings.all)
     }
 
@@ -537,6 +541,9 @@ public struct AppleLegacyIPSFormat: ReportFormat {
         app.build = app.build ?? known(header.buildVersion)
         report.app = app
         report.os = report.os ?? known(header.osVersion)
+        if report.device?.osVersion == nil, let number = OSVersionNumber.of(report.os) {
+            report.device = DeviceInfo(model: report.device?.model, osVersion: number, id: report.device?.id)
+        }
         report.platform = report.platform ?? report.os.flatMap(AppleCrashTextParser.platform(os:))
         report.timestamp = report.timestamp ?? known(header.timestamp)
         return report

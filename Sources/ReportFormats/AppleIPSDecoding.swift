@@ -86,6 +86,12 @@ extension IPSBody: JSONCursorDecodable {
             } else if c.key(key, is: "bundleInfo") {
                 try c.once(&seen, 1 << 12)
                 bundleInfo = c.null() ? nil : try BundleInfo(reading: &c)
+            } else if c.key(key, is: "modelCode") {
+                try c.once(&seen, 1 << 13)
+                modelCode = try c.stringIfPresent()
+            } else if c.key(key, equivalentTo: "crashReporterKey") {
+                try c.once(&seen, 1 << 14)
+                crashReporterKey = try c.stringIfPresent()
             } else {
                 try c.skipValue()
             }

@@ -89,9 +89,10 @@ public struct AppleIPSFormat: ReportFormat {
         let os = body.osVersion.flatMap { v in v.train.map { train in v.build.map { "\(train) (\($0))" } ?? train } } ?? header.osVersion
         // The process's CPU type (ARM-64 → arm64), not an image's (often arm64e).
         let cpu = known(body.cpuType).map { Arch($0) }
+        let device = DeviceInfo(model: body.modelCode, osVersion: OSVersionNumber.of(os), id: body.crashReporterKey)
         return RawReport(
             format: id, kind: .crash, platform: os.flatMap(AppleCrashTextParser.platform(os:)),
-            arch: cpu.map { $0.isKnown ? $0.canonical : $0 } ?? images.first?.arch, app: app, os: os,
+            arch: cpu.map { $0.isKnown ? $0.canonical : $0 } ?? images.first?.arch, app: app, os: os, device: device,
             timestamp: body.captureTime ?? header.timestamp, exception: exception, images: images, threads: threads,
             warnings: warnings.all)
     }
@@ -172,6 +173,10 @@ struct IPSBody: Decodable, Equatable {
     var osVersion: OSVersion?
     var captureTime: String?
     var bundleInfo: BundleInfo?
+    /// The hardware model, e.g. `iPhone15,2`.
+    var modelCode: String?
+    /// Apple's anonymous per-device key.
+    var crashReporterKey: String?
 }
 
 extension IPSBody {

@@ -108,6 +108,18 @@ struct JSONCursor {
         return memcmp(base + key.range.lowerBound, name.utf8Start, key.range.count) == 0
     }
 
+    /// True when `key` is `name` as JSONDecoder matches keys (canonical equivalence), for the
+    /// names `key(_:is:)` refuses: byte for byte when the key is ASCII, else as `String`s, so
+    /// `crashReporter\u{212A}ey` (a Kelvin sign) matches `crashReporterKey` here as it does there.
+    func key(_ key: Key, equivalentTo name: String) -> Bool {
+        guard let base = bytes.baseAddress else { return key.range.isEmpty && name.isEmpty }
+        let raw = UnsafeBufferPointer(start: base + key.range.lowerBound, count: key.range.count)
+        if raw.allSatisfy({ $0 < 0x80 }) {
+            return raw.count == name.utf8.count && raw.elementsEqual(name.utf8)
+        }
+        return String(decoding: raw, as: UTF8.self) == name
+    }
+
     /// The key's text (for maps whose keys are data, such as `.ips` `asi`).
     func text(of key: Key) -> String { String(decoding: UnsafeBufferPointer(rebasing: bytes[key.range]), as: UTF8.self) }
 

@@ -108,7 +108,9 @@ public struct KSCrashFormat: ReportFormat {
             app: AppInfo(
                 name: system?.bundleExecutable ?? report.report?.processName ?? handler?.report?.processName,
                 version: system?.bundleShortVersion, build: system?.bundleVersion),
-            os: Self.os(system), timestamp: (report.report?.timestamp ?? handler?.report?.timestamp)?.text,
+            os: Self.os(system),
+            device: DeviceInfo(model: system?.machine, osVersion: OSVersionNumber.of(system?.systemVersion), id: system?.deviceAppHash),
+            timestamp: (report.report?.timestamp ?? handler?.report?.timestamp)?.text,
             exception: error.map { error in
                 ExceptionInfo(
                     type: error.nsexception?.name ?? error.mach?.exceptionName ?? error.type, signal: error.signal?.name,
@@ -333,8 +335,13 @@ struct KSReport: Decodable {
         var bundleExecutable: String?
         var bundleShortVersion: String?
         var bundleVersion: String?
+        /// The hardware model, e.g. `iPhone15,2`.
+        var machine: String?
+        /// KSCrash's anonymous per-device key.
+        var deviceAppHash: String?
         enum CodingKeys: String, CodingKey {
             case systemName = "system_name", systemVersion = "system_version", osVersion = "os_version"
+            case machine, deviceAppHash = "device_app_hash"
             case cpuArch = "cpu_arch"
             case bundleExecutable = "CFBundleExecutable", bundleShortVersion = "CFBundleShortVersionString"
             case bundleVersion = "CFBundleVersion"

@@ -280,6 +280,7 @@ struct MetricKitReport {
         let os = known("osVersion")
         var report = RawReport(
             format: format, kind: .crash, platform: os.flatMap(AppleCrashTextParser.platform(os:)), arch: arch, app: app, os: os,
+            device: DeviceInfo(model: known("deviceType"), osVersion: OSVersionNumber.of(os), id: nil),
             timestamp: document.timeStampBegin ?? document.timeStampEnd, images: images)
 
         if diagnostic.kind == .crash {

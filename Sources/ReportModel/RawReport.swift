@@ -161,6 +161,9 @@ public struct RawReport: Codable, Sendable, Hashable {
     public var arch: Arch?
     public var app: AppInfo?
     public var os: String?
+    /// The device the report itself names (model, OS version number, device key); nil when it
+    /// names none. Not part of the fingerprint.
+    public var device: DeviceInfo?
     public var timestamp: String?
     public var exception: ExceptionInfo?
     public var images: [BinaryImage]
@@ -172,7 +175,7 @@ public struct RawReport: Codable, Sendable, Hashable {
 
     public init(
         format: String, kind: ReportKind, platform: String? = nil, arch: Arch? = nil,
-        app: AppInfo? = nil, os: String? = nil, timestamp: String? = nil,
+        app: AppInfo? = nil, os: String? = nil, device: DeviceInfo? = nil, timestamp: String? = nil,
         exception: ExceptionInfo? = nil, images: [BinaryImage] = [], threads: [RawThread] = [],
         lag: LagData? = nil, warnings: [String] = []
     ) {
@@ -182,6 +185,7 @@ public struct RawReport: Codable, Sendable, Hashable {
         self.arch = arch
         self.app = app
         self.os = os
+        self.device = device
         self.timestamp = timestamp
         self.exception = exception
         self.images = images

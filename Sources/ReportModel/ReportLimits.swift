@@ -35,4 +35,8 @@ public enum ReportLimits {
     public static let maxJSONValues = 4_000_000
     /// JSON nesting; real reports nest fewer than 20 levels, and the decoders recurse.
     public static let maxJSONDepth = 100
+    /// Bytes of one identity value: an SDK meta's app, version, user, device or session, and a
+    /// report's own device model, OS version and device key (`DeviceInfo`). Real ones are
+    /// under 64; longer ones are refused in the meta and dropped from a report.
+    public static let maxIdentityBytes = 256
 }

@@ -1,5 +1,6 @@
 import Foundation
 import JSONFormat
+import ReportModel
 
 /// A record's `meta`: the SDK's basic fields (its `PCTCommonModel`), kept whole for storage, with
 /// the ones the server reads checked to be strings.
@@ -21,7 +22,7 @@ public struct SDKMeta: Sendable, Equatable {
     /// session, user and device ids).
     public static let identityKeys = ["app_name", "app_version", "os_version", "device_model", "session_id", "user_id", "device_id"]
     /// Longest value of an identity key, in bytes.
-    public static let maxIdentityBytes = 256
+    public static let maxIdentityBytes = ReportLimits.maxIdentityBytes
 
     public init(_ fields: [String: JSONValue]) throws(SDKFieldError) {
         let reader = FieldReader(object: fields, prefix: "meta.")

@@ -23,13 +23,16 @@ public struct ParsedReportSummary: Sendable, Equatable {
     public var app: String?
     public var version: String?
     public var buildIds: [BuildID]
+    /// The device the report itself names (`RawReport.device`).
+    public var device: DeviceInfo?
 
-    public init(format: String, kind: ReportKind, app: String?, version: String?, buildIds: [BuildID]) {
+    public init(format: String, kind: ReportKind, app: String?, version: String?, buildIds: [BuildID], device: DeviceInfo? = nil) {
         self.format = format
         self.kind = kind
         self.app = app
         self.version = version
         self.buildIds = buildIds
+        self.device = device
     }
 }
 
@@ -81,6 +84,9 @@ extension ParseReply {
     private static let parsed: UInt8 = 2
     private static let hasApp: UInt8 = 1
     private static let hasVersion: UInt8 = 2
+    private static let hasModel: UInt8 = 4
+    private static let hasOSVersion: UInt8 = 8
+    private static let hasDeviceId: UInt8 = 16
 
     public func encodedFrame() throws(FrameError) -> Data {
         var header = HeaderWriter()
@@ -104,9 +110,16 @@ extension ParseReply {
                 switch part.outcome {
                 case .success(let summary):
                     header.u8(summary.kind == .lag ? 1 : 0)
-                    header.u8((summary.app == nil ? 0 : Self.hasApp) | (summary.version == nil ? 0 : Self.hasVersion))
+                    let device = summary.device
+                    header.u8(
+                        (summary.app == nil ? 0 : Self.hasApp) | (summary.version == nil ? 0 : Self.hasVersion)
+                            | (device?.model == nil ? 0 : Self.hasModel) | (device?.osVersion == nil ? 0 : Self.hasOSVersion)
+                            | (device?.id == nil ? 0 : Self.hasDeviceId))
                     if let app = summary.app { header.string(app) }
                     if let version = summary.version { header.string(version) }
+                    if let model = device?.model { header.string(model) }
+                    if let osVersion = device?.osVersion { header.string(osVersion) }
+                    if let id = device?.id { header.string(id) }
                     header.u32(summary.buildIds.count)
                     for id in summary.buildIds { header.string(id.hex) }
                 case .failure(let refusal):
@@ -153,6 +166,9 @@ extension ParseReply {
                     let presence = try header.u8("presence")
                     let app = presence & Self.hasApp != 0 ? try header.string("app") : nil
                     let version = presence & Self.hasVersion != 0 ? try header.string("version") : nil
+                    let model = presence & Self.hasModel != 0 ? try header.string("device model") : nil
+                    let osVersion = presence & Self.hasOSVersion != 0 ? try header.string("OS version") : nil
+                    let deviceId = presence & Self.hasDeviceId != 0 ? try header.string("device id") : nil
                     let ids = try header.elements("build ids", smallest: 4)
                     var buildIds: [BuildID] = []
                     buildIds.reserveCapacity(ids)
@@ -164,7 +180,10 @@ extension ParseReply {
                     }
                     parts.append(ParsedPartSummary(
                         data: data, format: format,
-                        outcome: .success(ParsedReportSummary(format: format, kind: kind, app: app, version: version, buildIds: buildIds))))
+                        outcome: .success(ParsedReportSummary(
+                            format: format, kind: kind, app: app, version: version, buildIds: buildIds,
+                            // Bounded again here: the reply comes from a parse child.
+                            device: DeviceInfo(model: model, osVersion: osVersion, id: deviceId)))))
                 } else {
                     parts.append(ParsedPartSummary(data: data, format: format, outcome: .failure(ParseRefusal(try header.string("reason")))))
                 }

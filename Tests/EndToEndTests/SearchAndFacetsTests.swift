@@ -254,4 +254,127 @@ import Testing
         let overHTTP = try #require(try search("kind=crash").json?["reports"] as? [[String: Any]])
         #expect(overHTTP.first { ($0["id"] as? Int).map(Int64.init) == target }?["deviceModel"] as? String == hostile)
     }
+
+    /// Reports uploaded by hand, without SDK meta (issue 32 §1: "from the report itself where it
+    /// carries them"): `.ips` files from a public sample with their `modelCode`, `osVersion` and
+    /// `crashReporterKey` set by the test, and `.crash` text with its `Hardware Model`, `OS
+    /// Version` and `CrashReporter Key` lines set. Searches, facets and a group's users equal
+    /// what the test wrote; an SDK record's meta wins over its payload's own values.
+    @Test func reportsWithoutSDKMetaAreSearchedAndCountedByTheirOwnDevice() throws {
+        let h = try Harness()
+        #expect(try h.stackline(["namespaces", "set-key", "prism"]).status == 0)
+        let ingest = try h.token("ingest")
+        let read = try h.token("read")
+        let server = try h.startServer(["--workers", "1"])
+
+        struct Hand {
+            var model: String?
+            var os: String
+            var key: String
+            var ips: Bool
+            var id: Int64 = 0
+        }
+        let models = ["Mac13,1", "Mac14,2", "MacBookPro18,3"]
+        let oses = ["13.0", "13.4", "14.1"]
+        let keys = (0..<5).map { String(format: "5C0FFEE%d-DBB1-4134-1FDE-68346F18AAA2", $0) }
+        var hands: [Hand] = []
+        for n in 0..<17 {
+            // The last .ips leaves its model out: counted as absent, never guessed.
+            hands.append(Hand(model: n == 11 ? nil : models[n % 3], os: oses[(n / 2) % 3], key: keys[(n * 7) % 5], ips: n < 12))
+        }
+        let ipsSample = String(decoding: try Data(contentsOf: URL(fileURLWithPath: TestPaths.packageRoot + "/Tests/Fixtures/wild/ips/asi.ips")), as: UTF8.self)
+        let crashSample = String(decoding: try Data(contentsOf: URL(fileURLWithPath: TestPaths.packageRoot + "/Tests/Fixtures/wild/apple-crash/handcrafted.txt")), as: UTF8.self)
+        func replacing(_ text: String, _ old: String, _ new: String) throws -> String {
+            guard text.contains(old) else { throw TestSupportError("the sample no longer holds \(old)") }
+            return text.replacingOccurrences(of: old, with: new)
+        }
+        func ips(_ hand: Hand, number: Int) throws -> String {
+            var text = try replacing(ipsSample, #""train" : "macOS 13.0""#, #""train" : "macOS \#(hand.os)""#)
+            text = try replacing(text, #""crashReporterKey" : "533C17C1-DBB1-4134-1FDE-68346F18AAA2""#, #""crashReporterKey" : "\#(hand.key)""#)
+            text = try replacing(text, #""incident" : "E62DF457-8BBC-4E92-AECA-11D1B55246E3""#, #""incident" : "\#(number)""#)
+            return try replacing(text, #""modelCode" : "Mac13,1","#, hand.model.map { #""modelCode" : "\#($0)","# } ?? "")
+        }
+        for n in hands.indices {
+            let hand = hands[n]
+            let body: String
+            if hand.ips {
+                body = try ips(hand, number: n)
+            } else {
+                var text = try replacing(crashSample, "Hardware Model:      MacBookPro14,3", "Hardware Model:      \(hand.model!)")
+                text = try replacing(text, "OS Version:      Mac OS X 10.14.0 (18A391)", "OS Version:      Mac OS X \(hand.os) (18A391)")
+                text = try replacing(text, "CrashReporter Key:   TODO", "CrashReporter Key:   \(hand.key)")
+                body = try replacing(text, "Incident Identifier: 5C32DF84-31A0-43E7-87D0-239F7F594940", "Incident Identifier: \(n)")
+            }
+            let posted = try server.curl("POST", "/api/v1/reports", token: ingest, body: Data(body.utf8))
+            #expect(posted.status == 202, "\(posted)")
+            let id = posted.json?["id"] as? Int
+            hands[n].id = Int64(try #require(id, "\(posted)"))
+        }
+        // One SDK record whose payload names Mac13,1 and macOS 13.0 itself: the meta's values count.
+        let sdkPayloadText = try ips(Hand(model: "Mac13,1", os: "13.0", key: keys[0], ips: true), number: 99)
+        let record = sdkRecord(
+            "sdk-1", type: "appCrash", namespace: "prism", payload: try sdkPayload(Data(sdkPayloadText.utf8)),
+            meta: ["app_name": "asi", "app_version": "1.0", "os_version": "99.1", "device_model": "SDK-Model", "device_id": "SDK-DEV"])
+        let batch = try server.curl("POST", "/api/v1/ingest", token: ingest, body: try sdkBatch([record]))
+        let sdkId = try #require(((batch.json?["records"] as? [[String: Any]])?.first?["ids"] as? [Int])?.first.map(Int64.init), "\(batch)")
+
+        func search(_ expression: String) throws -> [Int64] {
+            let answer = try server.curl(
+                "GET", "/api/v1/reports?limit=1000&where=" + expression.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!, token: read)
+            #expect(answer.status == 200, "\(expression): \(answer)")
+            return ((answer.json?["reports"] as? [[String: Any]]) ?? []).compactMap { ($0["id"] as? Int).map(Int64.init) }
+        }
+        func ids(_ matches: (Hand) -> Bool) -> [Int64] { hands.filter(matches).map(\.id).sorted(by: >) }
+        #expect(try search("device_model=Mac13,1") == ids { $0.model == "Mac13,1" })
+        #expect(try search("model~macbook") == ids { $0.model == "MacBookPro18,3" })
+        #expect(try search("os_version=13.4") == ids { $0.os == "13.4" })
+        #expect(try search("os>=14") == [sdkId] + ids { $0.os == "14.1" })
+        #expect(try search("user=\(keys[2])") == ids { $0.key == keys[2] })
+        #expect(try search("device_model=SDK-Model os_version=99.1 user=SDK-DEV") == [sdkId])
+        let rows = try #require(
+            try server.curl("GET", "/api/v1/reports?limit=1000&where=os%3D13.0", token: read).json?["reports"] as? [[String: Any]])
+        for row in rows {
+            let hand = try #require(hands.first { $0.id == (row["id"] as? Int).map(Int64.init) }, "\(row)")
+            #expect(row["deviceModel"] as? String == hand.model && row["osVersion"] as? String == hand.os, "\(row)")
+        }
+
+        let everything: [String?] = hands.map(\.os) + ["99.1"]
+        try expectFacet(try server.curl("GET", "/api/v1/facets?key=os_version", token: read), everything, top: 10, key: "os_version", "os")
+        try expectFacet(
+            try server.curl("GET", "/api/v1/facets?key=device_model&where=app%3Dasi", token: read),
+            hands.filter(\.ips).map(\.model) + [String?.some("SDK-Model")], top: 10, key: "device_model", "models of the .ips reports")
+
+        // Users affected: the distinct device keys of a group's reports (the SDK record's device
+        // counts once more), in the groups list and on the group.
+        let total = hands.count + 1
+        try poll("\(total) reports processed") {
+            try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM jobs WHERE state IN ('done', 'failed')") >= total
+                && sqliteInt(h.dbPath, "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running')") == 0
+        }
+        let groups = try #require(
+            try JSONSerialization.jsonObject(with: try server.curl("GET", "/api/v1/groups?sort=users", token: read).body) as? [[String: Any]])
+        let stored = try #require(try server.curl("GET", "/api/v1/reports?limit=1000", token: read).json?["reports"] as? [[String: Any]])
+        for (ipsGroup, members) in [(true, hands.filter(\.ips)), (false, hands.filter { !$0.ips })] {
+            let someId = try #require(members.first?.id)
+            let fingerprint = try #require(stored.first { ($0["id"] as? Int).map(Int64.init) == someId }?["fingerprint"] as? String)
+            let grouped = stored.filter { $0["fingerprint"] as? String == fingerprint }.compactMap { ($0["id"] as? Int).map(Int64.init) }
+            #expect(Set(grouped) == Set(members.map(\.id) + (ipsGroup ? [sdkId] : [])), "one group per sample")
+            let expected = Set(members.map(\.key)).count + (ipsGroup ? 1 : 0)
+            let listed = try #require(groups.first { $0["fingerprint"] as? String == fingerprint }, "\(groups)")
+            #expect(listed["users"] as? Int == expected, "\(listed)")
+            #expect(listed["count"] as? Int == members.count + (ipsGroup ? 1 : 0), "\(listed)")
+            let detail = try #require(try server.curl("GET", "/api/v1/groups/\(fingerprint)", token: read).json)
+            #expect((detail["group"] as? [String: Any])?["users"] as? Int == expected, "\(detail)")
+            let byVersion = (detail["byVersion"] as? [[String: Any]]) ?? []
+            #expect(byVersion.reduce(0) { $0 + ($1["users"] as? Int ?? 0) } == expected, "\(byVersion)")
+        }
+    }
+
+    func poll(_ what: String, timeout: Double = 240, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while try !condition() {
+            guard Date() < deadline else { throw TestSupportError("timed out waiting for \(what)") }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+    }
 }

@@ -39,6 +39,9 @@ import Testing
         ("cut short", nil, { String($0.dropLast(40)) }),
         ("base as a hex string", .fastPath, { replaceFirstImageBase($0, "\"0x1000\"") }),
         ("base as a bad string", .fallback, { replaceFirstImageBase($0, "\"zz\"") }),
+        // JSONDecoder matches keys by canonical equivalence: U+212A KELVIN SIGN is a `K`.
+        ("crashReporterKey with a Kelvin sign", .fastPath, { replaceFirst($0, "\"crashReporterKey\"", "\"crashReporter\u{212A}ey\"") }),
+        ("crashReporterKey twice, once with a Kelvin sign", nil, { replaceFirst($0, "\"procName\"", "\"crashReporter\u{212A}ey\":\"x\",\"procName\"") }),
         ("asi as one string", .fastPath, { replaceFirst(replaceFirst($0, "\"asi\" :", "\"asiWas\" :"), "\"procName\"", "\"asi\":{\"libsystem_c.dylib\":\"abort() called\"},\"procName\"") }),
     ]
 
@@ -47,7 +50,8 @@ import Testing
         let original = String(decoding: try wildSample(name), as: UTF8.self)
         for edit in Self.edits {
             let edited = edit.edit(original)
-            #expect(edited != original, "\(edit.name): the edit found nothing to change in \(name)")
+            // Bytes, not `String`s: a Kelvin sign and a `K` are equal as `String`s.
+            #expect(!edited.utf8.elementsEqual(original.utf8), "\(edit.name): the edit found nothing to change in \(name)")
             let agreement = AppleIPSFormat.compareDecoders(Data(edited.utf8))
             if case .disagreement(let what) = agreement { Issue.record("\(edit.name) in \(name): \(what)") }
             if let expected = edit.expected { #expect(agreement == expected, "\(edit.name) in \(name)") }

@@ -35,6 +35,29 @@ import WorkerProtocol
         #expect(try JobRequest(frame: expected) == request)
     }
 
+    /// A parse child's reply naming the report's device: presence bits 4, 8 and 16 after app and
+    /// version, each value a counted string. A value the child should never have sent (a control
+    /// character) is dropped on reading, as a parser would have dropped it.
+    @Test func parseReplyCarriesTheReportsDevice() throws {
+        let device = try #require(DeviceInfo(model: "iPhone15,2", osVersion: "17.2", id: "K"))
+        let reply = ParseReply.parts([ParsedPartSummary(
+            data: nil, format: "ips",
+            outcome: .success(ParsedReportSummary(format: "ips", kind: .crash, app: "A", version: nil, buildIds: [], device: device)))])
+        let header: [UInt8] = Self.u32(0) + [0] + Self.u32(1) + [3] + Self.u32(0) + Self.str("ips") + [0, 1 | 4 | 8 | 16]
+            + Self.str("A") + Self.str("iPhone15,2") + Self.str("17.2") + Self.str("K") + Self.u32(0)
+        let expected = Self.frame(tag: 0x41, header: header, attachment: [])
+        #expect(try reply.encodedFrame() == expected)
+        #expect(try ParseReply(frame: expected) == reply)
+
+        let hostileHeader: [UInt8] = Self.u32(0) + [0] + Self.u32(1) + [3] + Self.u32(0) + Self.str("ips") + [0, 4 | 16]
+            + Self.str("iPhone\u{1b}[2J") + Self.str("K") + Self.u32(0)
+        guard case .parts(let parts) = try ParseReply(frame: Self.frame(tag: 0x41, header: hostileHeader, attachment: [])),
+            case .success(let summary) = parts.first?.outcome
+        else { Issue.record("not a parsed part"); return }
+        #expect(summary.device?.model == nil)
+        #expect(summary.device?.id == "K")
+    }
+
     @Test func resultReplyBytesFollowTheLayout() throws {
         let reply = JobReply(
             kind: .result, jobId: 7,

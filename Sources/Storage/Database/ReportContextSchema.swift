@@ -32,4 +32,20 @@ extension Schema {
             }
         }
     }
+
+    /// "v16: report device": what a report itself says about its device (`RawReport.device`),
+    /// for reports without SDK meta (a hand-uploaded `.ips`, `.crash`, KSCrash or MetricKit
+    /// file). A search, a facet and a group's users read the SDK meta's value first, then these
+    /// (`ReportIdentitySQL`). Reports stored before this migration keep NULL: their raw bytes
+    /// would have to be parsed again, which `stackline reprocess` does not do for intake facts.
+    static func registerReportDevice(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v16: report device") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE reports ADD COLUMN os_version TEXT;     -- the report's own OS version number
+                    ALTER TABLE reports ADD COLUMN device_model TEXT;   -- the report's own hardware model
+                    ALTER TABLE reports ADD COLUMN device_id TEXT;      -- the report's own per-device key
+                    """)
+        }
+    }
 }

@@ -201,6 +201,7 @@ enum Schema {
         registerSessions(&migrator)
         registerReportContext(&migrator)
         registerTriage(&migrator)
+        registerReportDevice(&migrator)
         return migrator
     }
 }

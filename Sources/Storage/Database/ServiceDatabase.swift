@@ -115,12 +115,14 @@ public final class ServiceDatabase: Sendable {
         let now = clock()
         try db.cachedStatement(
             sql: """
-                INSERT INTO reports (raw, raw_size, format, digest, app, version, kind, received_at, namespace, build_ids)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO reports (raw, raw_size, format, digest, app, version, kind, received_at, namespace, build_ids,
+                                     os_version, device_model, device_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(
             arguments: [storable.compressed, report.raw.count, report.format, storable.digest, report.app, report.version,
-                        report.kind.rawValue, now, report.namespace, report.buildIds?.map(\.hex).joined(separator: " ")])
+                        report.kind.rawValue, now, report.namespace, report.buildIds?.map(\.hex).joined(separator: " "),
+                        report.device?.osVersion, report.device?.model, report.device?.id])
         let reportId = db.lastInsertedRowID
         let state: JobState = report.rejectedBecause == nil ? .queued : .failed
         try db.cachedStatement(

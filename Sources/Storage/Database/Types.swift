@@ -38,10 +38,14 @@ public struct NewReport: Sendable {
     /// Lowercase hex build ids of the images the report's frames fall in
     /// (`RawReport.referencedBuildIds`), for symbol affinity; nil when unknown (not parsed).
     public var buildIds: [BuildID]?
+    /// The device the report itself names (`RawReport.device`): its model, OS version and
+    /// device key, searched and counted when no SDK meta names them.
+    public var device: DeviceInfo?
 
     public init(
         raw: Data, format: String, kind: ReportKind, app: String? = nil, version: String? = nil,
-        namespace: String? = nil, priority: Int? = nil, rejectedBecause: String? = nil, buildIds: [BuildID]? = nil
+        namespace: String? = nil, priority: Int? = nil, rejectedBecause: String? = nil, buildIds: [BuildID]? = nil,
+        device: DeviceInfo? = nil
     ) {
         self.raw = raw
         self.format = format
@@ -52,6 +56,7 @@ public struct NewReport: Sendable {
         self.priority = priority ?? JobPriority.fresh(kind)
         self.rejectedBecause = rejectedBecause
         self.buildIds = buildIds
+        self.device = device
     }
 }
 

@@ -189,7 +189,7 @@ extension ServiceDatabase {
                     db,
                     sql: """
                         SELECT g.*, COUNT(*) AS n, MIN(r.received_at) AS first, MAX(r.received_at) AS last,
-                            COUNT(DISTINCT rs.user_key) AS users, COUNT(DISTINCT rs.session_id) AS sessions
+                            COUNT(DISTINCT \(ReportIdentitySQL.userKey)) AS users, COUNT(DISTINCT rs.session_id) AS sessions
                         FROM results s JOIN reports r ON r.id = s.report_id JOIN groups g ON g.fingerprint = s.fingerprint
                         LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
                         \(whereClause)
@@ -237,7 +237,8 @@ extension ServiceDatabase {
     /// the reports filed under the group row `alias` names, counted from its members.
     private static func usersAndSessions(of alias: String) -> String {
         """
-        (SELECT COUNT(DISTINCT rs.user_key) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id
+        (SELECT COUNT(DISTINCT \(ReportIdentitySQL.userKey))
+         FROM results s JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
          WHERE s.fingerprint = \(alias).fingerprint) AS users,
         (SELECT COUNT(DISTINCT rs.session_id) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id
          WHERE s.fingerprint = \(alias).fingerprint) AS sessions
@@ -267,7 +268,8 @@ extension ServiceDatabase {
             let impact = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT COALESCE(r.version, '') AS v, COUNT(*) AS n, COUNT(DISTINCT rs.user_key) AS u, COUNT(DISTINCT rs.session_id) AS se
+                    SELECT COALESCE(r.version, '') AS v, COUNT(*) AS n, COUNT(DISTINCT \(ReportIdentitySQL.userKey)) AS u,
+                        COUNT(DISTINCT rs.session_id) AS se
                     FROM results s JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
                     WHERE s.fingerprint = ? GROUP BY v
                     """,

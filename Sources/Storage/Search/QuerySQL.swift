@@ -33,8 +33,8 @@ struct QuerySQL {
         switch field {
         case .app: "coalesce(rs.app, r.app)"
         case .version: "coalesce(rs.version, r.version)"
-        case .osVersion: "rs.os_version"
-        case .deviceModel: "rs.device_model"
+        case .osVersion: ReportIdentitySQL.osVersion
+        case .deviceModel: ReportIdentitySQL.deviceModel
         case .kind: "r.kind"
         case .group: "s.fingerprint"
         case .namespace: "r.namespace"
@@ -71,7 +71,8 @@ struct QuerySQL {
             let (negated, match) = Self.textMatch(Self.metaValue, term.op)
             add("\(negated ? "NOT EXISTS" : "EXISTS") (SELECT 1 FROM sdk_records m WHERE m.report_id = r.id AND \(match))", [Self.jsonPath(key), value])
         case (.user, .text(let value)):
-            add(term.op == .equal ? "(rs.user_id = ? OR rs.device_id = ?)" : "(rs.user_id IS NOT ? AND rs.device_id IS NOT ?)", [value, value])
+            let device = ReportIdentitySQL.deviceId
+            add(term.op == .equal ? "(rs.user_id = ? OR \(device) = ?)" : "(rs.user_id IS NOT ? AND \(device) IS NOT ?)", [value, value])
         case (.group, .fingerprintPrefix(let prefix)):
             let match = "substr(s.fingerprint, 1, ?) = ?"
             add(term.op == .equal ? match : "coalesce(\(match), 0) = 0", [prefix.utf8.count, prefix])

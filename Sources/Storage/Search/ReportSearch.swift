@@ -69,7 +69,8 @@ extension ServiceDatabase {
                 db,
                 sql: """
                     SELECT r.id, \(QuerySQL.column(.app)!) AS app, \(QuerySQL.column(.version)!) AS version, r.kind, r.received_at,
-                           r.namespace, s.fingerprint, g.title, rs.os_version, rs.device_model
+                           r.namespace, s.fingerprint, g.title, \(ReportIdentitySQL.osVersion) AS os_version,
+                           \(ReportIdentitySQL.deviceModel) AS device_model
                     \(QuerySQL.from) LEFT JOIN groups g ON g.fingerprint = s.fingerprint
                     \(filter.whereClause) ORDER BY r.id DESC LIMIT ?
                     """,

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Hashing
 import JSONFormat
+import ReportModel
 
 /// Who an SDK record came from, as its meta says: the session, user and device (its id, model
 /// and OS version), and the app and version its SDK ran. Values are bounded where the meta is
@@ -17,7 +18,7 @@ public struct SessionIdentity: Sendable, Equatable {
 
     /// Longest value kept; `SDKMeta.maxIdentityBytes` refuses longer ones at the door, this only
     /// guards the migration of metas stored before that check.
-    static let maxFieldBytes = 256
+    static let maxFieldBytes = ReportLimits.maxIdentityBytes
 
     public init(
         app: String?, version: String?, sessionId: String?, userId: String?, deviceId: String?, osVersion: String? = nil,
@@ -49,9 +50,13 @@ public struct SessionIdentity: Sendable, Equatable {
     /// id (the prefixes keep a user id equal to some device id apart); nil when neither.
     public var userKey: String? {
         if let userId { return "u:" + userId }
-        if let deviceId { return "d:" + deviceId }
+        if let deviceId { return Self.devicePrefix + deviceId }
         return nil
     }
+
+    /// The user key prefix of a device id (also a report's own device key: `ReportIdentitySQL`).
+    static let devicePrefix = "d:"
+
 }
 
 /// One launch (`appBoot` record) to count.

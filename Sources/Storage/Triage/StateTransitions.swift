@@ -84,14 +84,14 @@ enum StateTransitions {
         return triage.resolution == .nextVersion ? order > 0 : order >= 0
     }
 
-    /// Distinct users (SDK `user_id`, else `device_id`) of a group's reports received in
+    /// Distinct users (SDK `user_id`, else `device_id`, else the report's own device key) of a group's reports received in
     /// `(after, upTo]`, of one version when `version` is given: an ignore until N more users,
     /// and the velocity alert, count the same way.
     static func users(_ db: Database, fingerprint: String, version: String? = nil, after: Int64, upTo: Int64 = .max) throws -> Int {
         try Int.fetchOne(
             db.cachedStatement(sql: """
-                SELECT COUNT(DISTINCT rs.user_key) FROM results s
-                JOIN reports r ON r.id = s.report_id JOIN report_sessions rs ON rs.report_id = s.report_id
+                SELECT COUNT(DISTINCT \(ReportIdentitySQL.userKey)) FROM results s
+                JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
                 WHERE s.fingerprint = ? AND (? IS NULL OR COALESCE(r.version, '') = ?) AND r.received_at > ? AND r.received_at <= ?
                 """),
             arguments: [fingerprint, version, version, after, upTo]) ?? 0

@@ -250,6 +250,8 @@ let package = Package(
                 "APIModel", "JSONFormat", "ReportFormats", "ReportModel", "DebugInfo", "SymbolCache", "SymbolStore", "WorkerProtocol", "SystemCalls", "Compression",
                 // intake-to-page: the server's intake, a worker's processing and the pages of its result.
                 "SDKProtocol", "IsolatedParsing", "Symbolication", "Grouping", "Storage", "Presentation", "ReportRendering", "WebView",
+                // search-query: a --where expression through the parser and the database.
+                "ReportQuery",
             ]),
         // libFuzzer's driver entry point, declared for the -sanitize=fuzzer build only.
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),

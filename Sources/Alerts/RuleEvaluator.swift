@@ -95,13 +95,12 @@ public struct RuleEvaluator: Sendable {
                 }
             case .velocity(let percent, let minUsers, let minutes):
                 let windowMs = Int64(minutes) * 60_000
-                var versionUsers: [String: [String: Int]] = [:]
+                var versionUsers: [ReleaseName: Int] = [:]
                 for key in firsts(mine, by: { "\($0.fingerprint)\u{0}\($0.version)" }) where !key.version.isEmpty {
                     guard let app = key.app else { continue }
-                    if versionUsers[app] == nil {
-                        versionUsers[app] = Dictionary(try facts.releases(app: app).map { ($0.version, $0.users) }, uniquingKeysWith: max)
-                    }
-                    let launched = versionUsers[app]?[key.version] ?? 0
+                    let name = ReleaseName(app: app, version: key.version)
+                    if versionUsers[name] == nil { versionUsers[name] = try facts.release(app: app, version: key.version)?.users ?? 0 }
+                    let launched = versionUsers[name] ?? 0
                     guard launched > 0 else { continue }
                     // Each arrival ends a window; the first that crosses the threshold raises the one event.
                     let ends = Set(mine.filter { $0.fingerprint == key.fingerprint && $0.version == key.version }.map(\.receivedAt)).sorted()
@@ -123,13 +122,10 @@ public struct RuleEvaluator: Sendable {
                     }
                 }
             case .releaseHealth(let sessionsTarget, let usersTarget, let minSessions):
-                var releases: [String: [String: ReleaseCounts]] = [:]
+                // `firsts` gives each app and version once: one read of that version's health each.
                 for c in firsts(mine.filter { $0.groupKind == .crash }, by: { "\($0.app ?? "")\u{0}\($0.version)" }) {
                     guard let app = c.app else { continue }
-                    if releases[app] == nil {
-                        releases[app] = Dictionary(try facts.releases(app: app).map { ($0.version, $0) }, uniquingKeysWith: { a, _ in a })
-                    }
-                    guard let r = releases[app]?[c.version], r.sessions >= minSessions else { continue }
+                    guard let r = try facts.release(app: app, version: c.version), r.sessions >= minSessions else { continue }
                     let watched: [(String, Double?, Int, Int)] = [
                         ("sessions", sessionsTarget, r.crashedSessions, r.sessions), ("users", usersTarget, r.crashedUsers, r.users),
                     ]
@@ -191,4 +187,10 @@ public struct RuleEvaluator: Sendable {
     private func formatted(_ x: Double) -> String { x == x.rounded() ? String(Int(x)) : String(format: "%.1f", x) }
 
     private func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+}
+
+/// An app and one of its versions, as the velocity rule caches their users.
+private struct ReleaseName: Hashable {
+    var app: String
+    var version: String
 }

@@ -86,6 +86,9 @@ public struct FuzzTarget: Sendable {
             FuzzTarget(name: "intake-to-page", summary: "a request body as serve takes it (gzip, detect, split, parse, validate; an SDK batch's payloads), a worker's result without debug files, and every page, rendering and JSON answer of it") { data throws(FuzzFailure) in
                 try IntakeToPageTarget.run(data)
             },
+            FuzzTarget(name: "search-query", summary: "a --where expression parsed (ReportQuery), and every accepted one run as a search and as facets on a real database") { data throws(FuzzFailure) in
+                try SearchQueryTarget.run(data)
+            },
             FuzzTarget(name: "frame", summary: "FrameReader and Framing.unbundle on the input, each frame decoded as a JobRequest (and parsed) or a JobReply, and encoded again") { data throws(FuzzFailure) in
                 try FrameTarget.decode(data)
             },

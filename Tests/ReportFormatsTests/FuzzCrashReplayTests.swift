@@ -61,6 +61,13 @@ func replay(_ input: FuzzInput) throws -> ProcessOutput {
             // Jobs whose reports parse, or replies a worker wrote for such jobs (and for bad ones).
             #expect(outcome.contains("job ") && !outcome.contains("refused") && !outcome.contains("not a")
                 && !outcome.contains("not intact") && outcome.hasSuffix("end of stream"), "\(outcome)")
+        } else if input.target == "search-query" {
+            // Expressions a search takes, and a facet key; the two seeds named for a refusal
+            // must be refused at a column.
+            let name = (input.path as NSString).lastPathComponent
+            let expected = ["unterminated.txt", "unknown-field.txt"].contains(name) ? "refused: where: column"
+                : name.hasPrefix("facet-key") ? "counted by " : "searched: "
+            #expect(outcome.contains(expected), "\(outcome)")
         } else if input.target == "intake-to-page" {
             // Bodies the server takes (a gzip body, an SDK batch, a profile, a MetricKit hang): every
             // report in them is parsed and shown, not merely refused.

@@ -55,6 +55,12 @@ import Testing
         #expect(byVersion["1.1"]?.adoption == 0.75)
         #expect(try f.db.releaseHealth(app: "Other").isEmpty)
         #expect(try f.db.releaseHealth(app: "Prism", namespace: "elsewhere").isEmpty)
+        // One version at a time (the alert rules' read) is that version's row, adoption included.
+        for (version, whole) in byVersion {
+            #expect(try f.db.releaseHealth(app: "Prism", version: version) == whole, "\(version)")
+        }
+        #expect(try f.db.releaseHealth(app: "Prism", version: "9.9") == nil)
+        #expect(try f.db.releaseHealth(app: "Prism", version: "1.0", namespace: "elsewhere") == nil)
     }
 
     /// A device clock far ahead (or behind what the SDK keeps) counts the launch on the day it

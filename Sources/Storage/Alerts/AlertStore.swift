@@ -70,15 +70,16 @@ public struct AlertFacts {
         return found
     }
 
-    /// Distinct users (SDK `user_id`, else `device_id`) of group `fingerprint`'s reports of
+    /// Distinct users (`ReportIdentitySQL.userKey`) of group `fingerprint`'s reports of
     /// `version` received in `(after, upTo]`.
     public func groupUsers(_ fingerprint: String, version: String, after: Int64, upTo: Int64) throws -> Int {
         try StateTransitions.users(db, fingerprint: fingerprint, version: version, after: after, upTo: upTo)
     }
 
-    /// Release health of every version of `app` (docs/releases.md), as `stackline releases` counts it.
-    public func releases(app: String) throws -> [ReleaseCounts] {
-        try ServiceDatabase.releaseHealth(db, app: app, namespace: nil)
+    /// Release health of one version of `app` (docs/releases.md), as `stackline releases`
+    /// counts it; nil when the version has neither launches nor reports.
+    public func release(app: String, version: String) throws -> ReleaseCounts? {
+        try ServiceDatabase.releaseHealth(db, app: app, version: version, namespace: nil).first { $0.version == version }
     }
 
     /// The position of the last stored result (0 when there is none).

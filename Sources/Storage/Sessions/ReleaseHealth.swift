@@ -61,8 +61,19 @@ extension ServiceDatabase {
         try pool.read { db in try Self.releaseHealth(db, app: app, namespace: namespace) }
     }
 
-    /// The same, inside a read the caller holds (the alert rules' snapshot).
-    static func releaseHealth(_ db: Database, app: String?, namespace: String?) throws -> [ReleaseCounts] {
+    /// One version of `app`, as `releaseHealth(app:)` counts it (adoption included); nil when
+    /// the version has neither launches nor reports.
+    public func releaseHealth(app: String, version: String, namespace: String? = nil) throws -> ReleaseCounts? {
+        try pool.read { db in
+            try Self.releaseHealth(db, app: app, version: version, namespace: namespace).first { $0.version == version }
+        }
+    }
+
+    /// The same, inside a read the caller holds (the alert rules' snapshot). `version` narrows
+    /// it to one version of `app` (the velocity and release-health rules ask for one at a time):
+    /// only that version's counters and reports are read, and the app's last day for adoption
+    /// is summed without reading any other version's user sketches.
+    static func releaseHealth(_ db: Database, app: String?, version: String? = nil, namespace: String?) throws -> [ReleaseCounts] {
         var releases: [ReleaseKey: ReleaseCounts] = [:]
         var days: [ReleaseKey: [Int64: ReleaseCounts.Day]] = [:]
         // The app's launches per day, for adoption.
@@ -77,6 +88,23 @@ extension ServiceDatabase {
         if let namespace {
             counterConditions.append("namespace = ?")
             counterArguments.append(namespace)
+        }
+        if let app, version != nil {
+            // Adoption's denominator: every version's launches on the app's last day.
+            let appConditions = counterConditions.joined(separator: " AND ")
+            if let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT day, SUM(sessions) AS n FROM session_counters
+                    WHERE \(appConditions) AND day = (SELECT MAX(day) FROM session_counters WHERE \(appConditions))
+                    """,
+                arguments: StatementArguments(counterArguments + counterArguments)),
+                let day = row["day"] as Int64?
+            {
+                appDays[app] = [day: row["n"]]
+            }
+            counterConditions.append("version = ?")
+            counterArguments.append(version)
         }
         let counterWhere = counterConditions.isEmpty ? "" : "WHERE " + counterConditions.joined(separator: " AND ")
         // In release and day order, so one version's sketch and one day's are merged at a time.
@@ -116,11 +144,11 @@ extension ServiceDatabase {
             releases[key]!.sessions += sessions
             releases[key]!.seen(row["first_seen"], row["last_seen"])
             days[key, default: [:]][day, default: .init(day: day)].sessions += sessions
-            appDays[key.app, default: [:]][day, default: 0] += sessions
+            if version == nil { appDays[key.app, default: [:]][day, default: 0] += sessions }
         }
         finishRelease()
 
-        try addReports(db, app: app, namespace: namespace, releases: &releases, days: &days)
+        try addReports(db, app: app, version: app == nil ? nil : version, namespace: namespace, releases: &releases, days: &days)
 
         for (key, var release) in releases {
             release.days = (days[key] ?? [:]).values.sorted { $0.day < $1.day }
@@ -137,7 +165,7 @@ extension ServiceDatabase {
 
     /// Adds the reports' counts (exact), per release and per day.
     private static func addReports(
-        _ db: Database, app: String?, namespace: String?, releases: inout [ReleaseKey: ReleaseCounts],
+        _ db: Database, app: String?, version: String?, namespace: String?, releases: inout [ReleaseKey: ReleaseCounts],
         days: inout [ReleaseKey: [Int64: ReleaseCounts.Day]]
     ) throws {
         var conditions = ["coalesce(s.app, r.app) IS NOT NULL"]
@@ -145,6 +173,10 @@ extension ServiceDatabase {
         if let app {
             conditions.append("coalesce(s.app, r.app) = ?")
             arguments.append(app)
+        }
+        if let version {
+            conditions.append("coalesce(s.version, r.version, '') = ?")
+            arguments.append(version)
         }
         if let namespace {
             conditions.append("r.namespace = ?")

@@ -44,6 +44,7 @@ struct PruneCommand: ParsableCommand {
         print("groups emptied and deleted\t\(outcome.groupsDeleted)")
         print("groups that lost reports\t\(outcome.groupsUpdated)")
         print("alert events\t\(outcome.alertEventsDeleted)")
+        print("launch counter rows (whole days)\t\(outcome.sessionCounterRowsDeleted)")
         if outcome.keptActive > 0 {
             print("kept (job queued or running)\t\(outcome.keptActive)")
         }
@@ -76,6 +77,7 @@ struct PruneJSON: Encodable {
     var keptActive: Int
     var keptRepresentatives: Int
     var alertEventsDeleted: Int
+    var sessionCounterRowsDeleted: Int
     var vacuum: String
     var bytesBefore: Int64
     var bytesAfter: Int64
@@ -91,6 +93,7 @@ struct PruneJSON: Encodable {
         keptActive = o.keptActive
         keptRepresentatives = o.keptRepresentatives
         alertEventsDeleted = o.alertEventsDeleted
+        sessionCounterRowsDeleted = o.sessionCounterRowsDeleted
         vacuum = o.vacuum.rawValue
         bytesBefore = o.bytesBefore
         bytesAfter = o.bytesAfter

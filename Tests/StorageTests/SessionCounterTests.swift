@@ -63,6 +63,27 @@ import Testing
         #expect(try f.db.releaseHealth(app: "Prism", version: "1.0", namespace: "elsewhere") == nil)
     }
 
+    /// Retention drops the counters of whole days that ended before the cutoff, never part of
+    /// a day: a cutoff inside day 20,002 keeps that day and the ones after it.
+    @Test func pruneDropsTheCountersOfDaysBeforeTheCutoff() throws {
+        let f = try fixture()
+        var launches: [SessionLaunch] = []
+        for day in Int64(20_000)...20_003 {
+            for n in 0..<3 { launches.append(launch("b-\(day)-\(n)", day: day, os: n == 0 ? "17.4" : "18.0", user: "u:\(n)")) }
+        }
+        // The server's clock on day 20,004, so no launch is ahead of it (`countedTime`).
+        f.clock.advance(milliseconds: 4 * SessionCounters.dayMs)
+        _ = try f.db.recordLaunches(launches)
+        let cutoff = 20_002 * SessionCounters.dayMs + 3_600_000
+        let outcome = try f.db.prune(PruneRequest(receivedBefore: cutoff))
+        // Two rows a day (two OS versions), days 20,000 and 20,001 gone.
+        #expect(outcome.sessionCounterRowsDeleted == 4)
+        let days = try sqlite(f.dir.file("queue.sqlite"), "SELECT DISTINCT day FROM session_counters ORDER BY day").compactMap { $0["day"] as? Int }
+        #expect(days == [20_002, 20_003])
+        #expect(try f.db.releaseHealth(app: "Prism").first?.sessions == 6)
+        #expect(try f.db.prune(PruneRequest(receivedBefore: cutoff)).sessionCounterRowsDeleted == 0)
+    }
+
     /// A device clock far ahead (or behind what the SDK keeps) counts the launch on the day it
     /// arrived: it must not become the app's last day, which adoption is measured on.
     @Test func aLaunchFromAWrongClockCountsWhenItArrived() throws {

@@ -57,6 +57,9 @@ public struct PruneOutcome: Sendable, Codable, Equatable {
     public var keptRepresentatives = 0
     /// Alert events raised before the cutoff, with their deliveries (none still pending).
     public var alertEventsDeleted = 0
+    /// Session counter rows of UTC days that ended before the cutoff (release health keeps the
+    /// days it has reports for; docs/releases.md).
+    public var sessionCounterRowsDeleted = 0
     public var vacuum = VacuumMethod.none
     /// `page_count × page_size` before deleting and after reclaiming.
     public var bytesBefore: Int64 = 0
@@ -65,7 +68,8 @@ public struct PruneOutcome: Sendable, Codable, Equatable {
 
 extension ServiceDatabase {
     /// Deletes reports received before `request.receivedBefore` with their jobs, results and
-    /// `missing_symbols` rows (and alert events raised before then), moving them out of their groups through `GroupLedger` in the same
+    /// `missing_symbols` rows (and alert events raised before then, and the launch counters of
+    /// the days that ended before then), moving them out of their groups through `GroupLedger` in the same
     /// transaction, so every group's count, versions, first/last seen and representative stay
     /// exact at every commit. A report with a queued or running job is never deleted. Then
     /// reclaims the freed pages.
@@ -115,6 +119,13 @@ extension ServiceDatabase {
                 """
             try db.execute(sql: "DELETE FROM alert_deliveries WHERE event_id IN (\(stale))", arguments: [request.receivedBefore])
             try db.execute(sql: "DELETE FROM alert_events WHERE id IN (\(stale))", arguments: [request.receivedBefore])
+            return db.changesCount
+        }
+        // Launch counters go by whole UTC days: a day is dropped once it ended before the cutoff,
+        // so the oldest day kept is never counted in part.
+        let firstKeptDay = max(0, request.receivedBefore) / SessionCounters.dayMs
+        outcome.sessionCounterRowsDeleted = try immediate { db in
+            try db.execute(sql: "DELETE FROM session_counters WHERE day < ?", arguments: [firstKeptDay])
             return db.changesCount
         }
         // A source's answer is shown only beside a report that lacks the file.

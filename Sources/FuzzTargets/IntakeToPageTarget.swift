@@ -209,7 +209,9 @@ enum IntakeToPageTarget {
         // Pages: /reports/ID, /groups/FP (this report as the representative), / (the groups list).
         try views.html("report page", ReportPage.render(ReportPageModel(
             id: reportId, report: report, groupFingerprint: key.fingerprint, groupTitle: key.title, keyFrames: key.frames,
-            missing: missing, serverURL: "http://127.0.0.1:8080")))
+            missing: missing, serverURL: "http://127.0.0.1:8080",
+            // What intake stored from the report itself, as the page reads it back.
+            origin: ReportOrigin(deviceModel: raw.device?.model, osVersion: raw.device?.osVersion, user: raw.device?.id))))
         let appVersions = summary.versions
         let history = VersionHistory.analyse(groupVersions: summary.versions, appVersions: appVersions, firstVersion: facts.version ?? "")
         try views.html("group page", GroupPage.render(GroupPageModel(

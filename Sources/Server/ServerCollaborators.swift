@@ -23,6 +23,8 @@ public protocol ServerQueries: Sendable {
     func states(reportIds: [Int64]) throws -> [Int64: JobState]
     func result(reportId: Int64) throws -> StoredResult?
     func report(id: Int64) throws -> StoredReport?
+    /// Who report `id` came from: its SDK meta's device, OS, user and session, else its own.
+    func reportOrigin(id: Int64) throws -> ReportOrigin?
     func groups(_ filter: GroupFilter) throws -> [GroupSummary]
     /// A group by fingerprint or unique prefix, with its `latest` reports.
     func group(fingerprint prefix: String, latest: Int) throws -> GroupDetail?

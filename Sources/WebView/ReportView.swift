@@ -14,10 +14,14 @@ public struct ReportPageModel: Sendable {
     public var serverURL: String
     /// What each symbol source last said about the build ids not found (joined when read).
     public var sources: [BuildID: [SymbolSourceAnswer]]
+    /// Who the report came from (device, OS version, user, session), when known.
+    public var origin: ReportOrigin?
 
     public init(id: Int64, report: SymbolicatedReport, groupFingerprint: String?, groupTitle: String?, keyFrames: [String],
-                missing: [MissingDebugFile], serverURL: String, sources: [BuildID: [SymbolSourceAnswer]] = [:]) {
+                missing: [MissingDebugFile], serverURL: String, sources: [BuildID: [SymbolSourceAnswer]] = [:],
+                origin: ReportOrigin? = nil) {
         self.sources = sources
+        self.origin = origin
         self.id = id
         self.report = report
         self.groupFingerprint = groupFingerprint
@@ -35,7 +39,7 @@ public enum ReportPage {
         let kindWord = r.kind == .lag ? "Hang" : "Crash"
         let title = "\(kindWord) report \(m.id)"
         var body = "<h1 data-k=\"report-title\">\(title)</h1>"
-        body += ReportView.facts(r, groupFingerprint: m.groupFingerprint, groupTitle: m.groupTitle)
+        body += ReportView.facts(r, groupFingerprint: m.groupFingerprint, groupTitle: m.groupTitle, origin: m.origin)
         body += "<p><a href=\"/reports/\(m.id)/raw\" data-k=\"download-raw\" download>Download the raw report</a> · "
             + "<a href=\"/reports/\(m.id)/apple.txt\" data-k=\"download-apple\" download>Apple-format text</a> · "
             + "<a href=\"/reports/\(m.id)/text.txt\" download>Plain text</a></p>"
@@ -119,7 +123,7 @@ public enum ReportView {
         return out
     }
 
-    static func facts(_ r: SymbolicatedReport, groupFingerprint: String?, groupTitle: String?) -> String {
+    static func facts(_ r: SymbolicatedReport, groupFingerprint: String?, groupTitle: String?, origin: ReportOrigin? = nil) -> String {
         var rows: [(String, String)] = []
         if let fp = groupFingerprint {
             rows.append(("Group", "<a href=\"/groups/\(HTML.pathSegment(fp))\" data-k=\"report-group\">\(HTML.escape(groupTitle ?? fp))</a>"))
@@ -128,6 +132,13 @@ public enum ReportView {
             + (r.app?.version.map { " <span data-k=\"report-version\">\(HTML.escape($0))</span>" } ?? "")
             + (r.app?.build.map { " (\(HTML.escape($0)))" } ?? "")))
         if let os = r.os { rows.append(("OS", HTML.escape(os))) }
+        if let origin, !origin.isEmpty {
+            if let model = origin.deviceModel { rows.append(("Device", "<span data-k=\"report-device\">\(HTML.escape(model))</span>")) }
+            // The OS line above is the report's own words; this is the version searches and facets count by.
+            if let os = origin.osVersion { rows.append(("OS version", "<span data-k=\"report-os-version\">\(HTML.escape(os))</span>")) }
+            if let user = origin.user { rows.append(("User", "<span class=\"mono\" data-k=\"report-user\">\(HTML.escape(user))</span>")) }
+            if let session = origin.session { rows.append(("Session", "<span class=\"mono\" data-k=\"report-session\">\(HTML.escape(session))</span>")) }
+        }
         if let arch = r.arch { rows.append(("Arch", HTML.escape("\(arch)"))) }
         if let t = r.timestamp { rows.append(("Time", HTML.escape(t))) }
         if let e = r.exception {

@@ -368,6 +368,19 @@ import Testing
             let byVersion = (detail["byVersion"] as? [[String: Any]]) ?? []
             #expect(byVersion.reduce(0) { $0 + ($1["users"] as? Int ?? 0) } == expected, "\(byVersion)")
         }
+
+        // The report page names the device, OS version and device key; a hostile stored value
+        // (written past the parser, as a damaged row could be) is escaped.
+        let shown = hands[0]
+        let page = String(decoding: try server.curl("GET", "/reports/\(shown.id)", token: read).body, as: UTF8.self)
+        #expect(page.contains(#"data-k="report-device">\#(shown.model!)</span>"#), "\(page)")
+        #expect(page.contains(#"data-k="report-os-version">\#(shown.os)</span>"#))
+        #expect(page.contains(#"data-k="report-user">\#(shown.key)</span>"#))
+        let sdkPage = String(decoding: try server.curl("GET", "/reports/\(sdkId)", token: read).body, as: UTF8.self)
+        #expect(sdkPage.contains(#"data-k="report-device">SDK-Model</span>"#) && sdkPage.contains(#"data-k="report-user">SDK-DEV</span>"#))
+        _ = try sqlite(h.dbPath, "UPDATE reports SET device_model = '<img src=x onerror=alert(1)>' WHERE id = \(hands[1].id)")
+        let hostile = String(decoding: try server.curl("GET", "/reports/\(hands[1].id)", token: read).body, as: UTF8.self)
+        #expect(hostile.contains("&lt;img src=x onerror=alert(1)&gt;") && !hostile.contains("<img src=x"), "\(hostile)")
     }
 
     func poll(_ what: String, timeout: Double = 240, _ condition: () throws -> Bool) throws {

@@ -62,6 +62,7 @@ public struct DatabaseQueries: ServerQueries {
     }
     public func unmergeGroup(_ source: String, actor: String, note: String?) throws { try db.unmergeGroup(source, actor: actor, note: note) }
     public func mergeTarget(of fingerprint: String) throws -> String? { try db.mergeTarget(of: fingerprint) }
+    public func reportOrigin(id: Int64) throws -> ReportOrigin? { try db.reportOrigin(id: id) }
     public func searchReports(_ query: ReportQuery, limit: Int, after cursor: Int64?) throws -> ReportSearchPage {
         try db.searchReports(query, limit: limit, after: cursor)
     }

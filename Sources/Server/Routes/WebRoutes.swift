@@ -198,7 +198,8 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
             let model = ReportPageModel(
                 id: id, report: report, groupFingerprint: group?.fingerprint, groupTitle: group?.title,
                 keyFrames: group?.frames ?? [], missing: result.missingImages,
-                serverURL: serverURL, sources: try deps.queries.sourceAnswers(buildIds: ReportPrinter.notFoundIds(report)))
+                serverURL: serverURL, sources: try deps.queries.sourceAnswers(buildIds: ReportPrinter.notFoundIds(report)),
+                origin: try deps.queries.reportOrigin(id: id))
             return WebPage.html(ReportPage.render(model))
         }
     }

@@ -1,3 +1,6 @@
+import GRDB
+import ReportModel
+
 /// Who and what device a report came from, as SQL over `reports r LEFT JOIN report_sessions rs`:
 /// what its SDK meta said first (`report_sessions`), else what the report itself says
 /// (`reports.os_version`, `device_model`, `device_id`: a hand-uploaded `.ips`, `.crash`, KSCrash
@@ -11,4 +14,22 @@ enum ReportIdentitySQL {
     static let deviceId = "coalesce(rs.device_id, r.device_id)"
     static let osVersion = "coalesce(rs.os_version, r.os_version)"
     static let deviceModel = "coalesce(rs.device_model, r.device_model)"
+}
+
+extension ServiceDatabase {
+    /// Who report `id` came from (`ReportIdentitySQL`); nil when there is no such report.
+    public func reportOrigin(id: Int64) throws -> ReportOrigin? {
+        try pool.read { db in
+            guard let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT \(ReportIdentitySQL.deviceModel) AS model, \(ReportIdentitySQL.osVersion) AS os,
+                           coalesce(rs.user_id, \(ReportIdentitySQL.deviceId)) AS user, rs.session_id AS session
+                    FROM reports r LEFT JOIN report_sessions rs ON rs.report_id = r.id WHERE r.id = ?
+                    """,
+                arguments: [id])
+            else { return nil }
+            return ReportOrigin(deviceModel: row["model"], osVersion: row["os"], user: row["user"], session: row["session"])
+        }
+    }
 }

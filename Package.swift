@@ -93,9 +93,11 @@ let package = Package(
         // The symcache: a debug file's answers precomputed into one memory-mapped, checked index.
         .target(name: "SymbolCache", dependencies: ["Compression", "DebugInfo", "Demangling", "ReportModel", "SystemCalls", "StacklineDeflate"]),
         .target(name: "SymbolStore", dependencies: ["JSONFormat", "ReportModel", "DebugInfo", "SymbolCache", "SystemCalls", .product(name: "ZIPFoundation", package: "ZIPFoundation")]),
+        // Where a native crash's stacks are walked: libdwfl over a minidump's registers and memory.
+        .target(name: "Unwinding", dependencies: ["CElfUtils", "ReportModel"]),
         .target(
             name: "Symbolication",
-            dependencies: ["JSONFormat", "DebugInfo", "SymbolCache", "SymbolStore", "ReportModel", "Demangling", "SystemCalls"]
+            dependencies: ["JSONFormat", "DebugInfo", "SymbolCache", "SymbolStore", "ReportModel", "Demangling", "SystemCalls", "Unwinding"]
         ),
         // Parsers only: raw report bytes in, RawReport out.
         .target(name: "ReportFormats", dependencies: ["ReportModel"]),
@@ -252,6 +254,8 @@ let package = Package(
                 "SDKProtocol", "IsolatedParsing", "Symbolication", "Grouping", "Storage", "Presentation", "ReportRendering", "WebView",
                 // search-query: a --where expression through the parser and the database.
                 "ReportQuery",
+                // minidump-unwind: the unwinder's memory callbacks.
+                "Unwinding",
             ]),
         // libFuzzer's driver entry point, declared for the -sanitize=fuzzer build only.
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),

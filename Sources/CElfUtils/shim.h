@@ -4,6 +4,7 @@
 #include <libelf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
 #include <elfutils/version.h>
 #include <dwarf.h>
 #endif

@@ -55,6 +55,8 @@ public struct FormatRegistry: Sendable {
     /// JSON formats first (each sniffs its own top-level keys), then the text formats, whose
     /// markers (`*** Program crashed:`, `backtrace:` + `#00 pc`, Apple's header fields) exclude each other.
     public static let standard = FormatRegistry([
+        // Binary, known by its magic: first, so no text format's sniff reads it.
+        MinidumpFormat(),
         SwiftBacktraceJSONFormat(),
         KSCrashFormat(),
         AppleIPSFormat(),

@@ -121,10 +121,13 @@ public struct RawFrame: Codable, Sendable, Hashable {
     public var symbol: String?
     /// Distance from `symbol`'s start, when the report gives one.
     public var symbolOffset: UInt64?
+    /// How the server's unwinder found the frame (native crashes); nil when the report listed it.
+    public var trust: FrameTrust?
     public init(
         address: Address, kind: FrameKind, imageIndex: Int? = nil, malformed: Bool? = nil,
-        symbol: String? = nil, symbolOffset: UInt64? = nil
+        symbol: String? = nil, symbolOffset: UInt64? = nil, trust: FrameTrust? = nil
     ) {
+        self.trust = trust
         self.address = address
         self.kind = kind
         self.imageIndex = imageIndex
@@ -170,6 +173,10 @@ public struct RawReport: Codable, Sendable, Hashable {
     public var threads: [RawThread]
     /// Lag reports: the SDK's samples and thread-profile tree. Nil for crashes.
     public var lag: LagData?
+    /// A native crash's registers and memory, for the worker to unwind (`RawReport.threads`
+    /// then hold each thread's context frame alone until it does). Nil for reports that
+    /// arrive unwound.
+    public var native: NativeCapture?
     /// Things the parser noticed but could work around.
     public var warnings: [String]
 
@@ -177,8 +184,9 @@ public struct RawReport: Codable, Sendable, Hashable {
         format: String, kind: ReportKind, platform: String? = nil, arch: Arch? = nil,
         app: AppInfo? = nil, os: String? = nil, device: DeviceInfo? = nil, timestamp: String? = nil,
         exception: ExceptionInfo? = nil, images: [BinaryImage] = [], threads: [RawThread] = [],
-        lag: LagData? = nil, warnings: [String] = []
+        lag: LagData? = nil, native: NativeCapture? = nil, warnings: [String] = []
     ) {
+        self.native = native
         self.format = format
         self.kind = kind
         self.platform = platform

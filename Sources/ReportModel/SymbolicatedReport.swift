@@ -48,6 +48,8 @@ public struct SymbolicatedFrame: Codable, Sendable, Hashable {
     /// True for every level but the outermost.
     public var inlined: Bool
     public var inApp: Bool?
+    /// How the server's unwinder found the frame (native crashes; `RawFrame.trust`).
+    public var trust: FrameTrust?
 
     public init(
         index: Int, address: Address, kind: FrameKind, image: String? = nil,

@@ -126,6 +126,7 @@ public enum SymbolicatedReportJSON {
         if let offset = f.offset { out.raw(#","offset":"#); out.integer(offset) }
         out.raw(#","status":"#); out.string(f.status.rawValue)
         if let symbol = f.symbol { out.raw(#","symbol":"#); out.string(symbol) }
+        if let trust = f.trust { out.raw(#","trust":"#); out.string(trust.rawValue) }
         out.raw("}")
     }
 

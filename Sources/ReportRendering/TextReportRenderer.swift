@@ -134,6 +134,8 @@ public enum TextReportRenderer {
                 if let column = f.column, column > 0 { text += ":\(column)" }
             }
         }
+        // How the server's unwinder found an unwound frame, as Breakpad's stackwalker says it.
+        if let trust = f.trust, !f.inlined { text += " (found by \(trust.rawValue))" }
         return text
     }
 

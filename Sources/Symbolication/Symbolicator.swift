@@ -2,6 +2,8 @@ import DebugInfo
 import Demangling
 import ReportModel
 import SymbolStore
+import Unwinding
+import Foundation
 
 /// Turns a `RawReport` into a `SymbolicatedReport` using the debug files in a list of stores
 /// (the first holding a build-id's debug file answers; see `OpenDebugFiles`).
@@ -40,6 +42,8 @@ public final class Symbolicator {
     }
 
     public func symbolicate(_ report: RawReport) -> SymbolicatedReport {
+        var report = report
+        if report.native != nil { unwind(&report) }
         var warnings = report.warnings
         var context = FrameContext(
             report: report, debugFiles: debugFiles, locator: ImageLocator(images: report.images), names: names)
@@ -254,6 +258,10 @@ public final class Symbolicator {
                     }
                 }
             }
+            // How an unwound frame was found stays with each of its levels.
+            if raws.contains(where: { $0.trust != nil }) {
+                for i in frames.indices { frames[i].trust = raws[frames[i].index].trust }
+            }
             return frames
         }
 
@@ -275,5 +283,30 @@ public final class Symbolicator {
             named.offset = raw.symbolOffset
             return named
         }
+    }
+}
+
+extension Symbolicator {
+    /// A native crash's threads walked with the stored files of its modules (`NativeUnwinder`):
+    /// each module's executable, whose `.eh_frame` the walk needs, else its debug file. The
+    /// capture is dropped once used: it is not part of the result.
+    func unwind(_ report: inout RawReport) {
+        guard let native = report.native else { return }
+        var files: [NativeUnwinder.ModuleFile] = []
+        for (index, image) in report.images.enumerated() {
+            guard let id = image.id, !id.isUnknown else { continue }
+            search: for store in stores {
+                for role in [SymbolStoreDirectory.Role.executable, .debugInfo] {
+                    guard let file = try? store.open(id, role: role) else { continue }
+                    let descriptor = dup(file.descriptor)
+                    if descriptor >= 0 { files.append(NativeUnwinder.ModuleFile(imageIndex: index, descriptor: descriptor)) }
+                    break search
+                }
+            }
+        }
+        let (threads, warnings) = NativeUnwinder().unwind(native, images: report.images, files: files)
+        for (i, frames) in zip(report.threads.indices, threads) { report.threads[i].frames = frames }
+        report.warnings += warnings
+        report.native = nil
     }
 }

@@ -188,7 +188,10 @@ public enum ReportView {
                 + "<td class=\"fn mono\" data-k=\"\(key):\(n):function\">\(HTML.escape(function))</td>"
                 + "<td class=\"mono\"><span data-k=\"\(key):\(n):location\">\(HTML.escape(location))</span>"
                 + "<span class=\"muted\">\(HTML.escape(offset))</span></td>"
-                + "<td><span class=\"status \(f.status.rawValue)\" data-k=\"\(key):\(n):status\">\(statusText(f.status))</span></td></tr>"
+                + "<td><span class=\"status \(f.status.rawValue)\" data-k=\"\(key):\(n):status\">\(statusText(f.status))</span>"
+                // How the server's unwinder found it (native crashes): fixed words, no input.
+                + (f.trust.map { " <span class=\"muted\" data-k=\"\(key):\(n):trust\">\($0.rawValue)</span>" } ?? "")
+                + "</td></tr>"
         }
         return out + "</tbody></table>"
     }

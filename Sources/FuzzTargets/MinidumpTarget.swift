@@ -1,0 +1,42 @@
+import Foundation
+import ReportFormats
+import ReportModel
+import Unwinding
+
+/// A minidump read, then every thread walked by `NativeUnwinder` with libdwfl's callbacks
+/// reading the dump's registers and memory: the harness's own executable stands in as the
+/// first module's file, so hostile registers and stacks meet real CFI.
+enum MinidumpTarget {
+    static func unwind(_ data: Data) throws(FuzzFailure) -> String {
+        let report: RawReport
+        do { report = try MinidumpFormat().parse(data) } catch {
+            if error.description.isEmpty { throw FuzzFailure("a refusal without a message") }
+            return "refused: \(error)"
+        }
+        guard let native = report.native else { throw FuzzFailure("a parsed minidump carries no capture") }
+        guard native.threads.count == report.threads.count else {
+            throw FuzzFailure("\(native.threads.count) captured threads for \(report.threads.count) threads")
+        }
+        for (a, b) in zip(native.memory, native.memory.dropFirst()) {
+            guard let end = a.end, end <= b.start else { throw FuzzFailure("memory ranges out of order or overlapping") }
+        }
+        var files: [NativeUnwinder.ModuleFile] = []
+        if !report.images.isEmpty {
+            let fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)
+            if fd >= 0 { files.append(NativeUnwinder.ModuleFile(imageIndex: 0, descriptor: fd)) }
+        }
+        let (threads, _) = NativeUnwinder().unwind(native, images: report.images, files: files)
+        guard threads.count == native.threads.count else { throw FuzzFailure("\(threads.count) walks for \(native.threads.count) threads") }
+        var total = 0
+        for (i, frames) in threads.enumerated() {
+            guard frames.first?.trust == .context, frames.first?.address.value == native.threads[i].pc else {
+                throw FuzzFailure("thread \(i): the walk does not start at its context")
+            }
+            guard frames.count <= NativeUnwinder.maxFrames + NativeUnwinder.maxScanFrames else {
+                throw FuzzFailure("thread \(i): \(frames.count) frames, past the bounds")
+            }
+            total += frames.count
+        }
+        return "parsed as minidump: \(threads.count) threads unwound, \(total) frames"
+    }
+}

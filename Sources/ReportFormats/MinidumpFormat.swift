@@ -1,0 +1,357 @@
+import Foundation
+import ReportModel
+
+/// A minidump (`MDMP`), as Breakpad, Crashpad and LLDB write them: the system info, the module
+/// list with each module's build id (CodeView `BpEL` or `RSDS`), every thread's context and
+/// stack memory, the exception, and the memory list. The threads are not unwound here: the
+/// report carries each thread's context frame and the captured registers and memory
+/// (`RawReport.native`), and the worker unwinds them with the stored debug files' CFI
+/// (docs/native.md).
+public struct MinidumpFormat: ReportFormat {
+    public let id = "minidump"
+
+    public init() {}
+
+    static let signature: UInt32 = 0x504d_444d  // "MDMP"
+
+    public func matches(_ data: Data) -> Bool {
+        data.count >= 4 && data.prefix(4).elementsEqual([0x4d, 0x44, 0x4d, 0x50])
+    }
+
+    public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
+        do {
+            return try MinidumpReader(data).report(format: id)
+        } catch let problem as MinidumpProblem {
+            throw .invalidReport(format: id, reason: problem.description)
+        } catch let error as ReportParseError {
+            throw error
+        } catch {
+            throw .invalidReport(format: id, reason: "\(error)")
+        }
+    }
+}
+
+/// Why a minidump cannot be read; says which stream and what is wrong with it.
+struct MinidumpProblem: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Reads a minidump's streams with every offset and count checked against the file: nothing
+/// here trusts a size it read.
+struct MinidumpReader {
+    let data: Data
+
+    /// More streams than any writer makes (Crashpad writes about 15); bounds the directory walk.
+    static let maxStreams = 1_000
+    /// Memory ranges (Crashpad writes a few hundred with indirectly referenced memory).
+    static let maxMemoryRanges = 100_000
+    /// A module path, in bytes of UTF-16.
+    static let maxNameBytes = 8_192
+    /// The smallest contexts that hold what the unwinder reads (rip at 248, pc at 264).
+    static let amd64ContextBytes = 256
+    static let arm64ContextBytes = 272
+
+    enum StreamType: UInt32 {
+        case threadList = 3, moduleList = 4, memoryList = 5, exception = 6, systemInfo = 7, memory64List = 9
+        /// Breakpad's copy of `/proc/PID/maps` (Crashpad and LLDB write it too).
+        case linuxMaps = 0x4767_0009
+    }
+    /// The largest `/proc/PID/maps` copy read (a process with thousands of mappings is well under).
+    static let maxMapsBytes = 4 << 20
+
+    init(_ data: Data) { self.data = data }
+
+    // MARK: Bytes
+
+    func u16(_ offset: Int) throws -> UInt16 { UInt16(truncatingIfNeeded: try integer(offset, 2)) }
+    func u32(_ offset: Int) throws -> UInt32 { UInt32(truncatingIfNeeded: try integer(offset, 4)) }
+    func u64(_ offset: Int) throws -> UInt64 { try integer(offset, 8) }
+
+    private func integer(_ offset: Int, _ width: Int) throws -> UInt64 {
+        guard offset >= 0, offset <= data.count - width else {
+            throw MinidumpProblem("a \(width)-byte field at offset \(offset) runs past the end of the \(data.count)-byte file")
+        }
+        var value: UInt64 = 0
+        let start = data.startIndex + offset
+        for i in 0..<width { value |= UInt64(data[start + i]) << (8 * UInt64(i)) }
+        return value
+    }
+
+    /// The bytes a location (size, offset) names, checked to lie inside the file.
+    func bytes(at rva: UInt64, count: UInt64, _ what: String) throws -> Data {
+        guard rva <= UInt64(data.count), count <= UInt64(data.count) - rva else {
+            throw MinidumpProblem("\(what): \(count) bytes at offset \(rva) run past the end of the \(data.count)-byte file")
+        }
+        let start = data.startIndex + Int(rva)
+        return data[start..<start + Int(count)]
+    }
+
+    /// An element count read from the file, checked against the bytes its elements would take.
+    func count(_ n: UInt64, each: Int, from offset: Int, limit: Int, _ what: String) throws -> Int {
+        guard n <= UInt64(limit) else { throw MinidumpProblem("\(what): \(n) entries, more than the \(limit) allowed") }
+        let room = UInt64(max(0, data.count - offset))
+        guard n * UInt64(each) <= room else {
+            throw MinidumpProblem("\(what): \(n) entries of \(each) bytes run past the end of the file")
+        }
+        return Int(n)
+    }
+
+    /// A MINIDUMP_STRING: a byte length, then UTF-16LE.
+    func string(at rva: UInt32, _ what: String) throws -> String {
+        let length = try u32(Int(rva))
+        guard length <= Self.maxNameBytes else { throw MinidumpProblem("\(what): a \(length)-byte name, more than \(Self.maxNameBytes)") }
+        let raw = try bytes(at: UInt64(rva) + 4, count: UInt64(length & ~1), what)
+        var units: [UInt16] = []
+        units.reserveCapacity(raw.count / 2)
+        var i = raw.startIndex
+        while i + 1 < raw.endIndex {
+            units.append(UInt16(raw[i]) | UInt16(raw[i + 1]) << 8)
+            i += 2
+        }
+        return String(decoding: units, as: UTF16.self)
+    }
+
+    // MARK: Streams
+
+    /// The directory: each stream type's first (size, offset). A type listed twice keeps its first.
+    func streams() throws -> [UInt32: (size: UInt32, rva: UInt32)] {
+        guard try u32(0) == MinidumpFormat.signature else { throw MinidumpProblem("no MDMP signature") }
+        let version = try u32(4) & 0xffff
+        guard version == 0xa793 else { throw MinidumpProblem(String(format: "version 0x%04x is not a minidump's (0xa793)", version)) }
+        let directory = Int(try u32(12))
+        let n = try count(UInt64(try u32(8)), each: 12, from: directory, limit: Self.maxStreams, "stream directory")
+        var found: [UInt32: (UInt32, UInt32)] = [:]
+        for i in 0..<n {
+            let entry = directory + 12 * i
+            let type = try u32(entry)
+            if found[type] == nil { found[type] = (try u32(entry + 4), try u32(entry + 8)) }
+        }
+        return found
+    }
+
+    struct Module {
+        var base: UInt64
+        var size: UInt32
+        var path: String
+        var buildID: BuildID?
+    }
+
+    func modules(_ stream: (size: UInt32, rva: UInt32)) throws -> [Module] {
+        let start = Int(stream.rva)
+        let n = try count(UInt64(try u32(start)), each: 108, from: start + 4, limit: ReportLimits.maxImages, "module list")
+        return try (0..<n).map { i in
+            let m = start + 4 + 108 * i
+            let path = try string(at: try u32(m + 20), "module \(i) name")
+            let cvSize = try u32(m + 24 + 52)
+            let cvRVA = try u32(m + 24 + 52 + 4)
+            return Module(
+                base: try u64(m), size: try u32(m + 8), path: path,
+                buildID: cvSize == 0 ? nil : try codeViewID(bytes(at: UInt64(cvRVA), count: UInt64(cvSize), "module \(i) CodeView record")))
+        }
+    }
+
+    /// `BpEL` + the ELF build id (Breakpad, Crashpad, LLDB); `RSDS` + GUID + age (PE, and
+    /// Crashpad's Mach-O UUIDs in the GUID): the GUID's bytes as the UUID.
+    func codeViewID(_ record: Data) throws -> BuildID? {
+        guard record.count >= 4 else { return nil }
+        let signature = record.prefix(4)
+        if signature.elementsEqual("BpEL".utf8.reversed()) || signature.elementsEqual("BpEL".utf8) {
+            let id = record.dropFirst(4)
+            return id.isEmpty || id.count > 64 ? nil : BuildID(bytes: id)
+        }
+        if signature.elementsEqual("RSDS".utf8), record.count >= 24 {
+            let guid = Array(record[record.startIndex + 4..<record.startIndex + 20])
+            // The GUID's first three fields are little-endian; a UUID's bytes are in order.
+            let uuid = [guid[3], guid[2], guid[1], guid[0], guid[5], guid[4], guid[7], guid[6]] + guid[8...]
+            return BuildID(bytes: uuid)
+        }
+        return nil
+    }
+
+    struct Thread {
+        var id: UInt32
+        var stack: (start: UInt64, size: UInt32, rva: UInt32)
+        var context: Data
+    }
+
+    func threads(_ stream: (size: UInt32, rva: UInt32)) throws -> [Thread] {
+        let start = Int(stream.rva)
+        let n = try count(UInt64(try u32(start)), each: 48, from: start + 4, limit: ReportLimits.maxThreads, "thread list")
+        return try (0..<n).map { i in
+            let t = start + 4 + 48 * i
+            let contextSize = try u32(t + 40)
+            return Thread(
+                id: try u32(t), stack: (try u64(t + 24), try u32(t + 32), try u32(t + 36)),
+                context: try bytes(at: UInt64(try u32(t + 44)), count: UInt64(contextSize), "thread \(i) context"))
+        }
+    }
+
+    /// The threads' stacks, the memory list and the Memory64 list, sorted and disjoint. A range
+    /// listed again alike is one; a range that overlaps one listed before it otherwise is left
+    /// out with a warning (one of them lies, and a thread's own stack copy is believed first).
+    func memory(_ streams: [UInt32: (size: UInt32, rva: UInt32)], threads: [Thread], warnings: inout WarningLog) throws -> [MemoryRegion] {
+        // (region, rank): thread stacks rank 0, listed memory 1, so the sort puts a stack first.
+        var regions: [(region: MemoryRegion, rank: Int)] = []
+        for (i, thread) in threads.enumerated() where thread.stack.size > 0 {
+            regions.append((MemoryRegion(
+                start: thread.stack.start,
+                bytes: try bytes(at: UInt64(thread.stack.rva), count: UInt64(thread.stack.size), "thread \(i) stack")), 0))
+        }
+        if let list = streams[StreamType.memoryList.rawValue] {
+            let start = Int(list.rva)
+            let n = try count(UInt64(try u32(start)), each: 16, from: start + 4, limit: Self.maxMemoryRanges, "memory list")
+            for i in 0..<n {
+                let d = start + 4 + 16 * i
+                regions.append((MemoryRegion(
+                    start: try u64(d), bytes: try bytes(at: UInt64(try u32(d + 12)), count: UInt64(try u32(d + 8)), "memory range \(i)")), 1))
+            }
+        }
+        if let list = streams[StreamType.memory64List.rawValue] {
+            let start = Int(list.rva)
+            let n = try count(try u64(start), each: 16, from: start + 16, limit: Self.maxMemoryRanges, "memory64 list")
+            var rva = try u64(start + 8)
+            for i in 0..<n {
+                let d = start + 16 + 16 * i
+                let size = try u64(d + 8)
+                regions.append((MemoryRegion(start: try u64(d), bytes: try bytes(at: rva, count: size, "memory64 range \(i)")), 1))
+                let (next, overflow) = rva.addingReportingOverflow(size)
+                guard !overflow else { throw MinidumpProblem("memory64 range \(i): its offset passes 2^64") }
+                rva = next
+            }
+        }
+        regions.sort { ($0.region.start, $0.rank, $0.region.bytes.count) < ($1.region.start, $1.rank, $1.region.bytes.count) }
+        var kept: [MemoryRegion] = []
+        for (region, _) in regions where !region.bytes.isEmpty {
+            guard let end = region.end else {
+                warnings.append(String(format: "memory at 0x%llx runs past the end of the address space; left out", region.start))
+                continue
+            }
+            if let last = kept.last, let lastEnd = last.end, region.start < lastEnd {
+                if region.start == last.start, region.bytes == last.bytes { continue }
+                warnings.append(String(
+                    format: "memory 0x%llx–0x%llx overlaps 0x%llx–0x%llx with other contents; left out", region.start, end, last.start, lastEnd))
+                continue
+            }
+            kept.append(region)
+        }
+        return kept
+    }
+
+    /// Per file path in `/proc/PID/maps`, the lowest start and highest end of its mappings.
+    func mappedExtents(_ stream: (size: UInt32, rva: UInt32)) throws -> [String: (start: UInt64, end: UInt64)] {
+        guard Int(stream.size) <= Self.maxMapsBytes else { return [:] }
+        let text = String(decoding: try bytes(at: UInt64(stream.rva), count: UInt64(stream.size), "Linux maps"), as: UTF8.self)
+        var extents: [String: (start: UInt64, end: UInt64)] = [:]
+        for line in text.split(separator: "\n") {
+            // start-end perms offset dev inode path
+            let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
+            guard fields.count == 6, let dash = fields[0].firstIndex(of: "-"),
+                let start = UInt64(fields[0][..<dash], radix: 16), let end = UInt64(fields[0][fields[0].index(after: dash)...], radix: 16),
+                start < end
+            else { continue }
+            let path = String(fields[5]).trimmingWhitespace()
+            guard path.hasPrefix("/") else { continue }
+            let known = extents[path]
+            extents[path] = (min(known?.start ?? start, start), max(known?.end ?? end, end))
+        }
+        return extents
+    }
+
+    // MARK: The report
+
+    func report(format: String) throws -> RawReport {
+        let streams = try streams()
+        guard let systemInfo = streams[StreamType.systemInfo.rawValue] else { throw MinidumpProblem("no system info stream") }
+        let architecture = try u16(Int(systemInfo.rva))
+        // MINIDUMP_SYSTEM_INFO: PlatformId at 20, CSDVersionRva (the OS version) at 24.
+        let platform = try u32(Int(systemInfo.rva) + 20)
+        let arch: Arch
+        switch architecture {
+        case 9: arch = Arch(.x86_64)
+        case 12, 0x8003: arch = Arch(.arm64)
+        default: throw MinidumpProblem("processor architecture \(architecture) is not x86-64 (9) or arm64 (12): not supported")
+        }
+        let osVersion = (try? string(at: try u32(Int(systemInfo.rva) + 24), "OS version")).flatMap { $0.isEmpty ? nil : $0 }
+
+        var warnings = WarningLog()
+        let modules = try streams[StreamType.moduleList.rawValue].map(modules) ?? []
+        let extents = try streams[StreamType.linuxMaps.rawValue].map(mappedExtents) ?? [:]
+        let images = modules.map { module in
+            // The process's own map says how far a module reaches; LLDB's module sizes do not.
+            let mapped = extents[module.path].flatMap { $0.start == module.base ? $0.end - $0.start : nil }
+            return BinaryImage(
+                name: ReportText.basename(module.path), path: module.path, id: module.buildID, arch: arch,
+                loadAddress: Address(module.base), size: mapped ?? (module.size == 0 ? nil : UInt64(module.size)))
+        }
+        for (module, image) in zip(modules, images) where module.buildID == nil {
+            warnings.append("module \(image.name) has no build id in its CodeView record: its frames cannot be symbolicated")
+        }
+        guard let threadList = streams[StreamType.threadList.rawValue] else { throw MinidumpProblem("no thread list stream") }
+        let threads = try threads(threadList)
+        let memory = try memory(streams, threads: threads, warnings: &warnings)
+
+        var crashedThread: UInt32?
+        var exception: ExceptionInfo?
+        if let stream = streams[StreamType.exception.rawValue] {
+            let e = Int(stream.rva)
+            crashedThread = try u32(e)
+            let code = try u32(e + 8)
+            let flags = try u32(e + 12)
+            let address = try u64(e + 24)
+            let linux = platform == 0x8201 || platform == 0x8203
+            let signal = linux ? Self.linuxSignals[code] : nil
+            exception = ExceptionInfo(
+                type: signal ?? String(format: "0x%08x", code), signal: signal,
+                code: linux ? "si_code \(Int32(bitPattern: flags))" : String(format: "0x%08x", flags), faultAddress: Address(address))
+        }
+
+        var rawThreads: [RawThread] = []
+        var states: [NativeThreadState] = []
+        for (i, thread) in threads.enumerated() {
+            guard let state = Self.state(thread.context, arch: arch) else {
+                warnings.append("thread \(thread.id): its \(thread.context.count)-byte context is too short for \(arch.name); left out")
+                continue
+            }
+            let frames = state.pc == 0 ? [] : [RawFrame(address: Address(state.pc), kind: .pc, trust: .context)]
+            rawThreads.append(RawThread(index: i, name: "thread \(thread.id)", crashed: thread.id == crashedThread, frames: frames))
+            states.append(state)
+        }
+        guard !rawThreads.isEmpty else { throw MinidumpProblem("no thread has a usable context") }
+        return RawReport(
+            format: format, kind: .crash, platform: Self.platforms[platform], arch: arch,
+            app: modules.first.map { AppInfo(name: ReportText.basename($0.path)) }, os: osVersion,
+            exception: exception, images: images, threads: rawThreads,
+            native: NativeCapture(arch: arch, memory: memory, threads: states), warnings: warnings.all)
+    }
+
+    /// Registers in DWARF order from a context (`NativeThreadState`); nil when it is too short.
+    static func state(_ context: Data, arch: Arch) -> NativeThreadState? {
+        func word(_ offset: Int) -> UInt64 {
+            var value: UInt64 = 0
+            for i in 0..<8 { value |= UInt64(context[context.startIndex + offset + i]) << (8 * UInt64(i)) }
+            return value
+        }
+        switch arch.cpu {
+        case .x86_64?:
+            guard context.count >= amd64ContextBytes else { return nil }
+            // MINIDUMP_CONTEXT_AMD64: rax 120, rcx 128, rdx 136, rbx 144, rsp 152, rbp 160, rsi 168, rdi 176, r8–r15 184…, rip 248.
+            let dwarf = [120, 136, 128, 144, 168, 176, 160, 152] + (0..<8).map { 184 + 8 * $0 }
+            return NativeThreadState(pc: word(248), registers: dwarf.map(word))
+        case .arm64?:
+            guard context.count >= arm64ContextBytes else { return nil }
+            // x0–x30 from 8, sp 256, pc 264 (Windows' CONTEXT_ARM64 and Breakpad's old layout alike).
+            return NativeThreadState(pc: word(264), registers: (0..<31).map { word(8 + 8 * $0) } + [word(256)])
+        default:
+            return nil
+        }
+    }
+
+    static let platforms: [UInt32: String] = [0x8201: "Linux", 0x8203: "Android", 0x8101: "macOS", 0x8102: "iOS", 2: "Windows"]
+
+    /// Linux's signal numbers (not Darwin's: SIGBUS is 7 here).
+    static let linuxSignals: [UInt32: String] = [
+        1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL",
+        10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM", 31: "SIGSYS",
+    ]
+}

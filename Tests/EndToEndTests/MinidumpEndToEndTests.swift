@@ -1,0 +1,190 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Minidumps made here of real crashes (issue 34 §1): C programs built at -O2 with and without
+/// frame pointers, crashed under Debian's LLDB 14, which saves the minidump. `stackline serve`
+/// takes the dump, a worker unwinds every thread with the stored files' CFI, and the frames of
+/// every thread must equal LLDB's own `bt all` of the same dump: the independent unwinder.
+@Suite(.serialized) struct MinidumpEndToEndTests {
+    static let source = """
+        #include <pthread.h>
+        #include <unistd.h>
+        __attribute__((noinline)) void leaf(int *p) { *p = 42; }
+        __attribute__((noinline)) void middle(int *p) { leaf(p); __asm__ volatile(""); }
+        __attribute__((noinline)) void top(int *p) { middle(p); __asm__ volatile(""); }
+        static void *parked(void *arg) { for (;;) pause(); return arg; }
+        int main(int argc, char **argv) {
+          pthread_t t;
+          pthread_create(&t, 0, parked, 0);
+          usleep(20000);
+          top(argc > 5 ? (int *)argv : 0);
+          return 0;
+        }
+        """
+
+    struct Dump {
+        var program: String
+        var path: String
+    }
+
+    /// Builds the program with `flags` and lets LLDB save a stack-style minidump of its crash.
+    static func make(in dir: TempDirectory, name: String, flags: [String]) throws -> Dump {
+        let source = dir.file("\(name).c")
+        try Self.source.write(toFile: source, atomically: true, encoding: .utf8)
+        let program = dir.file(name)
+        let cc = try runProcess("gcc", flags + ["-g", "-pthread", source, "-o", program])
+        guard cc.succeeded else { throw TestSupportError("gcc: \(cc.stderr)") }
+        let dump = dir.file("\(name).dmp")
+        let lldb = try runProcess(
+            "lldb-14", ["--batch", "-o", "run", "-k", "process save-core --plugin-name=minidump --style=stack \(dump)", program],
+            timeout: 120)
+        guard FileManager.default.fileExists(atPath: dump) else { throw TestSupportError("lldb saved no minidump: \(lldb.stdout)\(lldb.stderr)") }
+        return Dump(program: program, path: dump)
+    }
+
+    /// LLDB's `bt all` of the dump: each thread's frame addresses, in its thread order.
+    static func lldbFrames(_ dump: Dump) throws -> [[UInt64]] {
+        let out = try runProcess("lldb-14", ["--batch", "-c", dump.path, dump.program, "-o", "bt all"], timeout: 120)
+        var threads: [[UInt64]] = []
+        for line in out.stdout.split(separator: "\n") {
+            let text = line.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "* ", with: "")
+            if text.hasPrefix("thread #") {
+                threads.append([])
+            } else if text.hasPrefix("frame #"), let colon = text.range(of: ": 0x") {
+                let hex = text[colon.upperBound...].prefix { $0.isHexDigit }
+                if let address = UInt64(hex, radix: 16), !threads.isEmpty { threads[threads.count - 1].append(address) }
+            }
+        }
+        guard !threads.isEmpty else { throw TestSupportError("lldb printed no threads: \(out.stdout)") }
+        return threads
+    }
+
+    /// The shared libraries the program ran with, as LLDB's dump lists them (libc, the loader).
+    static let libraries = ["/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"]
+
+    /// The processed report's threads: the outermost level of each frame (address, trust).
+    static func frames(_ report: [String: Any]) -> [[(address: UInt64, trust: String?, function: String?)]] {
+        ((report["threads"] as? [[String: Any]]) ?? []).map { thread in
+            ((thread["frames"] as? [[String: Any]]) ?? []).filter { ($0["inlined"] as? Bool) != true }.compactMap { frame in
+                guard let text = frame["address"] as? String, let address = UInt64(text.dropFirst(2), radix: 16) else { return nil }
+                return (address, frame["trust"] as? String, frame["function"] as? String)
+            }
+        }
+    }
+
+    /// A dump as a crash reporter uploads one: gzip-compressed (LLDB copies whole 8 MiB thread
+    /// stacks, mostly zeros; the request body limit is 16 MiB, the inflated report's 64 MiB).
+    static func post(_ server: ServerProcess, _ dump: Data, token: String) throws -> HTTPAnswer {
+        try server.curl("POST", "/api/v1/reports", token: token, body: try gzipped(dump), headers: ["Content-Encoding: gzip"])
+    }
+
+    func processed(_ server: ServerProcess, _ id: Int, token: String, where condition: ([String: Any]) -> Bool = { _ in true }) throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(240)
+        while Date() < deadline {
+            let answer = try server.curl("GET", "/api/v1/reports/\(id)", token: token)
+            if answer.status == 200, let json = answer.json, json["status"] as? String != nil, condition(json) { return json }
+            Thread.sleep(forTimeInterval: 0.3)
+        }
+        throw TestSupportError("report \(id) was not processed")
+    }
+
+    @Test(arguments: [("omit-fp", ["-O2", "-fomit-frame-pointer"]), ("keep-fp", ["-O2", "-fno-omit-frame-pointer"])])
+    func everyThreadUnwindsAsLLDBUnwindsIt(_ variant: (name: String, flags: [String])) throws {
+        let h = try Harness()
+        let dump = try Self.make(in: h.dir, name: variant.name, flags: variant.flags)
+        let expected = try Self.lldbFrames(dump)
+        #expect(expected.count == 2 && expected[0].count >= 5, "\(expected)")
+        for file in [dump.program] + Self.libraries {
+            let added = try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, file])
+            #expect(added.status == 0, "\(file): \(added.stderr)")
+        }
+        let ingest = try h.token("ingest")
+        let read = try h.token("read")
+        let server = try h.startServer(["--workers", "1"])
+        let posted = try Self.post(server, try Data(contentsOf: URL(fileURLWithPath: dump.path)), token: ingest)
+        #expect(posted.status == 202, "\(posted)")
+        let id = try #require(posted.json?["id"] as? Int, "\(posted)")
+        let report = try processed(server, id, token: read)
+        #expect(report["format"] as? String == "minidump")
+        let threads = Self.frames(report)
+        #expect(threads.map { $0.map(\.address) } == expected, "ours: \(threads.map { $0.map { String($0.address, radix: 16) } })")
+        // How each frame was found: the context, then CFI (every module here has .eh_frame).
+        for thread in threads {
+            #expect(thread.first?.trust == "context")
+            #expect(thread.dropFirst().allSatisfy { $0.trust == "cfi" }, "\(thread.map(\.trust))")
+        }
+        // The crashed thread is LLDB's first, stopped by SIGSEGV in leaf, called by middle, top, main.
+        let crashed = (report["threads"] as? [[String: Any]])?.firstIndex { $0["crashed"] as? Bool == true }
+        #expect(crashed == 0)
+        #expect((report["exception"] as? [String: Any])?["signal"] as? String == "SIGSEGV")
+        #expect(threads[0].prefix(4).map(\.function) == ["leaf", "middle", "top", "main"], "\(threads[0].map(\.function))")
+        let text = try server.curl("GET", "/api/v1/reports/\(id)?format=text", token: read)
+        #expect(String(decoding: text.body, as: UTF8.self).contains("(found by cfi)"))
+    }
+
+    /// The program's file is uploaded after the dump: the report first lists it missing, and
+    /// once it is stored the report is processed again and unwinds as LLDB does.
+    @Test func aModuleWhoseFileArrivesLaterIsUnwoundThen() throws {
+        let h = try Harness()
+        let dump = try Self.make(in: h.dir, name: "later", flags: ["-O2", "-fomit-frame-pointer"])
+        let expected = try Self.lldbFrames(dump)
+        for file in Self.libraries {
+            #expect(try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, file]).status == 0)
+        }
+        let ingest = try h.token("ingest")
+        let read = try h.token("read")
+        let symbols = try h.token("symbols")
+        let server = try h.startServer(["--workers", "1"])
+        let posted = try Self.post(server, try Data(contentsOf: URL(fileURLWithPath: dump.path)), token: ingest)
+        let id = try #require(posted.json?["id"] as? Int, "\(posted)")
+        let first = try processed(server, id, token: read)
+        let buildId = try #require(try readelfBuildID(dump.program))
+        #expect((first["missingBuildIds"] as? [String])?.contains(buildId) == true, "\(first["missingBuildIds"] ?? "none")")
+        #expect(Self.frames(first)[0].first?.address == expected[0][0])
+        #expect(Self.frames(first)[0].map(\.address) != expected[0], "without the program's CFI the walk cannot match yet")
+
+        let upload = try server.curl(
+            "POST", "/api/v1/symbols?name=later", token: symbols, body: try Data(contentsOf: URL(fileURLWithPath: dump.program)))
+        #expect(upload.status == 200, "\(upload)")
+        let again = try processed(server, id, token: read) { Self.frames($0).map { $0.map(\.address) } == expected }
+        #expect(Self.frames(again)[0].prefix(4).map(\.function) == ["leaf", "middle", "top", "main"])
+    }
+
+    /// A dump whose stack memory is zeroed still gives each thread its context frame, and the
+    /// walk says where it stopped; a dump cut short is refused with the reason.
+    @Test func aDamagedDumpGivesAPartialStackAndACutOneIsRefused() throws {
+        let h = try Harness()
+        let dump = try Self.make(in: h.dir, name: "damaged", flags: ["-O2", "-fomit-frame-pointer"])
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dump.path)))
+        // The thread list (stream type 3) and its first thread's stack: MINIDUMP_THREAD's stack
+        // descriptor is at 24 (start, size at +8, offset at +12), read here from the layout.
+        func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
+        let streams = u32(8), directory = u32(12)
+        let list = try #require((0..<streams).map { directory + 12 * $0 }.first { u32($0) == 3 }.map { u32($0 + 8) })
+        let stackSize = u32(list + 4 + 32), stackOffset = u32(list + 4 + 36)
+        #expect(stackSize > 4096)
+        for i in stackOffset..<stackOffset + stackSize { bytes[i] = 0xff }
+        for file in [dump.program] + Self.libraries {
+            #expect(try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, file]).status == 0)
+        }
+        let ingest = try h.token("ingest")
+        let read = try h.token("read")
+        let server = try h.startServer(["--workers", "1"])
+        let posted = try Self.post(server, Data(bytes), token: ingest)
+        let id = try #require(posted.json?["id"] as? Int, "\(posted)")
+        let report = try processed(server, id, token: read)
+        let threads = Self.frames(report)
+        #expect(threads.count == 2)
+        let lldb = try Self.lldbFrames(dump)
+        #expect(threads[0].first?.address == lldb[0][0])
+        #expect(threads[0].first?.trust == "context")
+        #expect(((report["warnings"] as? [String]) ?? []).contains { $0.contains("thread 0: the walk stopped") }, "\(report["warnings"] ?? "none")")
+
+        // Cut short by its last streams (LLDB writes the thread list and memory after the stacks).
+        let cut = Data(bytes.prefix(bytes.count - 4096))
+        let refused = try Self.post(server, cut, token: ingest)
+        #expect(refused.status == 400 || refused.status == 422, "\(refused)")
+        #expect((refused.json?["error"] as? String)?.contains("malformed minidump report") == true, "\(refused)")
+    }
+}

@@ -23,18 +23,74 @@ import Testing
         }
         """
 
+    /// C++: an exception nobody catches, through libstdc++'s and libgcc's unwinder into abort().
+    static let cppSource = """
+        #include <chrono>
+        #include <stdexcept>
+        #include <thread>
+        #include <unistd.h>
+        struct Parser {
+          __attribute__((noinline)) int parse(int depth) { if (depth == 0) throw std::runtime_error("bad input"); return parse(depth - 1) + 1; }
+        };
+        __attribute__((noinline)) int run(Parser &p) noexcept { return p.parse(3); }
+        int main() {
+          std::thread t([] { for (;;) pause(); });
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          Parser p;
+          return run(p);
+        }
+        """
+
+    /// Swift: a failed precondition (a trap), with a Foundation thread asleep.
+    static let swiftSource = """
+        import Foundation
+        struct Account { var balance: Int }
+        @inline(never) func withdraw(_ amount: Int, from account: inout Account) {
+          precondition(account.balance >= amount, "overdrawn")
+          account.balance -= amount
+        }
+        @inline(never) func settle(_ accounts: inout [Account]) { for i in accounts.indices { withdraw(100, from: &accounts[i]) } }
+        let t = Thread { while true { sleep(1) } }
+        t.start()
+        usleep(20000)
+        var accounts = [Account(balance: 500), Account(balance: 50)]
+        settle(&accounts)
+        print(accounts)
+        """
+
+    struct Variant: CustomTestStringConvertible, Sendable {
+        var name: String
+        var compiler: String
+        var source: String
+        var fileExtension: String
+        var flags: [String]
+        var testDescription: String { name }
+    }
+
+    static let variants = [
+        Variant(name: "c-omit-fp", compiler: "gcc", source: source, fileExtension: "c", flags: ["-O2", "-fomit-frame-pointer", "-pthread"]),
+        Variant(name: "c-keep-fp", compiler: "gcc", source: source, fileExtension: "c", flags: ["-O2", "-fno-omit-frame-pointer", "-pthread"]),
+        Variant(name: "cpp-omit-fp", compiler: "g++", source: cppSource, fileExtension: "cpp", flags: ["-O2", "-fomit-frame-pointer", "-pthread"]),
+        Variant(name: "swift", compiler: "swiftc", source: swiftSource, fileExtension: "swift", flags: ["-O"]),
+    ]
+
     struct Dump {
         var program: String
         var path: String
     }
 
-    /// Builds the program with `flags` and lets LLDB save a stack-style minidump of its crash.
+    /// Builds a C program with `flags` and lets LLDB save a stack-style minidump of its crash.
     static func make(in dir: TempDirectory, name: String, flags: [String]) throws -> Dump {
-        let source = dir.file("\(name).c")
-        try Self.source.write(toFile: source, atomically: true, encoding: .utf8)
+        try make(in: dir, Variant(name: name, compiler: "gcc", source: source, fileExtension: "c", flags: flags + ["-pthread"]))
+    }
+
+    static func make(in dir: TempDirectory, _ variant: Variant) throws -> Dump {
+        let name = variant.name
+        let source = dir.file("\(name).\(variant.fileExtension)")
+        try variant.source.write(toFile: source, atomically: true, encoding: .utf8)
         let program = dir.file(name)
-        let cc = try runProcess("gcc", flags + ["-g", "-pthread", source, "-o", program])
-        guard cc.succeeded else { throw TestSupportError("gcc: \(cc.stderr)") }
+        let cc = try runProcess(variant.compiler, variant.flags + ["-g", source, "-o", program], timeout: 300)
+        guard cc.succeeded else { throw TestSupportError("\(variant.compiler): \(cc.stderr)") }
         let dump = dir.file("\(name).dmp")
         let lldb = try runProcess(
             "lldb-14", ["--batch", "-o", "run", "-k", "process save-core --plugin-name=minidump --style=stack \(dump)", program],
@@ -47,21 +103,48 @@ import Testing
     static func lldbFrames(_ dump: Dump) throws -> [[UInt64]] {
         let out = try runProcess("lldb-14", ["--batch", "-c", dump.path, dump.program, "-o", "bt all"], timeout: 120)
         var threads: [[UInt64]] = []
+        // LLDB lists each inlined call as a frame of its own (`[inlined]`); the first of a chain
+        // shows the machine frame's address, which the concrete frame ending the chain does not.
+        var chain: UInt64?
         for line in out.stdout.split(separator: "\n") {
             let text = line.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "* ", with: "")
             if text.hasPrefix("thread #") {
                 threads.append([])
+                chain = nil
             } else if text.hasPrefix("frame #"), let colon = text.range(of: ": 0x") {
                 let hex = text[colon.upperBound...].prefix { $0.isHexDigit }
-                if let address = UInt64(hex, radix: 16), !threads.isEmpty { threads[threads.count - 1].append(address) }
+                guard let address = UInt64(hex, radix: 16), !threads.isEmpty else { continue }
+                if text.contains(" [inlined]") {
+                    if chain == nil { chain = address }
+                    continue
+                }
+                threads[threads.count - 1].append(chain ?? address)
+                chain = nil
             }
         }
         guard !threads.isEmpty else { throw TestSupportError("lldb printed no threads: \(out.stdout)") }
         return threads
     }
 
-    /// The shared libraries the program ran with, as LLDB's dump lists them (libc, the loader).
+    /// The shared libraries the C program ran with, as LLDB's dump lists them (libc, the loader).
     static let libraries = ["/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"]
+
+    /// The files of every module LLDB's frames fall in (`image list` names their paths).
+    static func modulesInFrames(_ dump: Dump) throws -> [String] {
+        let images = try runProcess("lldb-14", ["--batch", "-c", dump.path, dump.program, "-o", "image list"], timeout: 120)
+        var paths: [String: String] = [:]
+        for line in images.stdout.split(separator: "\n") where line.hasPrefix("[") {
+            guard let path = line.split(separator: " ").last.map(String.init), path.hasPrefix("/") else { continue }
+            paths[(path as NSString).lastPathComponent] = path
+        }
+        let bt = try runProcess("lldb-14", ["--batch", "-c", dump.path, dump.program, "-o", "bt all"], timeout: 120)
+        var used: Set<String> = []
+        for line in bt.stdout.split(separator: "\n") where line.contains("frame #") {
+            guard let tick = line.firstIndex(of: "`"), let space = line[..<tick].lastIndex(of: " ") else { continue }
+            if let path = paths[String(line[line.index(after: space)..<tick])] { used.insert(path) }
+        }
+        return used.sorted()
+    }
 
     /// The processed report's threads: the outermost level of each frame (address, trust).
     static func frames(_ report: [String: Any]) -> [[(address: UInt64, trust: String?, function: String?)]] {
@@ -89,13 +172,15 @@ import Testing
         throw TestSupportError("report \(id) was not processed")
     }
 
-    @Test(arguments: [("omit-fp", ["-O2", "-fomit-frame-pointer"]), ("keep-fp", ["-O2", "-fno-omit-frame-pointer"])])
-    func everyThreadUnwindsAsLLDBUnwindsIt(_ variant: (name: String, flags: [String])) throws {
+    @Test(arguments: variants)
+    func everyThreadUnwindsAsLLDBUnwindsIt(_ variant: Variant) throws {
         let h = try Harness()
-        let dump = try Self.make(in: h.dir, name: variant.name, flags: variant.flags)
+        let dump = try Self.make(in: h.dir, variant)
         let expected = try Self.lldbFrames(dump)
         #expect(expected.count == 2 && expected[0].count >= 5, "\(expected)")
-        for file in [dump.program] + Self.libraries {
+        let modules = try Self.modulesInFrames(dump)
+        #expect(modules.contains(dump.program), "\(modules)")
+        for file in modules {
             let added = try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, file])
             #expect(added.status == 0, "\(file): \(added.stderr)")
         }
@@ -114,11 +199,22 @@ import Testing
             #expect(thread.first?.trust == "context")
             #expect(thread.dropFirst().allSatisfy { $0.trust == "cfi" }, "\(thread.map(\.trust))")
         }
-        // The crashed thread is LLDB's first, stopped by SIGSEGV in leaf, called by middle, top, main.
+        // The crashed thread is LLDB's first: the C program's stopped by SIGSEGV in leaf, called
+        // by middle, top, main; the C++ one's by abort (SIGABRT); the Swift one's by its trap.
         let crashed = (report["threads"] as? [[String: Any]])?.firstIndex { $0["crashed"] as? Bool == true }
         #expect(crashed == 0)
-        #expect((report["exception"] as? [String: Any])?["signal"] as? String == "SIGSEGV")
-        #expect(threads[0].prefix(4).map(\.function) == ["leaf", "middle", "top", "main"], "\(threads[0].map(\.function))")
+        let signal = (report["exception"] as? [String: Any])?["signal"] as? String
+        switch variant.compiler {
+        case "gcc":
+            #expect(signal == "SIGSEGV")
+            #expect(threads[0].prefix(4).map(\.function) == ["leaf", "middle", "top", "main"], "\(threads[0].map(\.function))")
+        case "g++":
+            #expect(signal == "SIGABRT")
+            #expect(threads[0].contains { $0.function == "run(Parser&)" }, "\(threads[0].map(\.function))")
+        default:
+            #expect(signal == "SIGILL" || signal == "SIGTRAP", "\(signal ?? "none")")
+            #expect(threads[0].first?.function?.contains("withdraw") == true, "\(threads[0].map(\.function))")
+        }
         let text = try server.curl("GET", "/api/v1/reports/\(id)?format=text", token: read)
         #expect(String(decoding: text.body, as: UTF8.self).contains("(found by cfi)"))
     }

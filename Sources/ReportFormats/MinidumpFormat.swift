@@ -276,10 +276,14 @@ struct MinidumpReader {
 
         var warnings = WarningLog()
         let modules = try streams[StreamType.moduleList.rawValue].map(modules) ?? []
-        let extents = try streams[StreamType.linuxMaps.rawValue].map(mappedExtents) ?? [:]
+        // Each mapped file's extent by its lowest address: a module is known by where it starts,
+        // since its listed path may be another name of the file (/lib → /usr/lib).
+        let extents = Dictionary(
+            (try streams[StreamType.linuxMaps.rawValue].map(mappedExtents) ?? [:]).values.map { ($0.start, $0.end) },
+            uniquingKeysWith: max)
         let images = modules.map { module in
             // The process's own map says how far a module reaches; LLDB's module sizes do not.
-            let mapped = extents[module.path].flatMap { $0.start == module.base ? $0.end - $0.start : nil }
+            let mapped = extents[module.base].map { $0 - module.base }
             return BinaryImage(
                 name: ReportText.basename(module.path), path: module.path, id: module.buildID, arch: arch,
                 loadAddress: Address(module.base), size: mapped ?? (module.size == 0 ? nil : UInt64(module.size)))

@@ -220,6 +220,15 @@ import Testing
         }
         let text = try server.curl("GET", "/api/v1/reports/\(id)?format=text", token: read)
         #expect(String(decoding: text.body, as: UTF8.self).contains("(found by cfi)"))
+
+        // The same dump as an SDK record's payload (gzip, base64) unwinds the same.
+        guard variant.name == "c-omit-fp" else { return }
+        #expect(try h.stackline(["namespaces", "set-key", "native"]).status == 0)
+        let record = sdkRecord(
+            "dump-1", type: "appCrash", namespace: "native", payload: try sdkPayload(try Data(contentsOf: URL(fileURLWithPath: dump.path))))
+        let batch = try server.curl("POST", "/api/v1/ingest", token: ingest, body: try sdkBatch([record]))
+        let sdkId = try #require(((batch.json?["records"] as? [[String: Any]])?.first?["ids"] as? [Int])?.first, "\(batch)")
+        #expect(Self.frames(try processed(server, sdkId, token: read)).map { $0.map(\.address) } == expected)
     }
 
     /// The program's file is uploaded after the dump: the report first lists it missing, and

@@ -79,8 +79,8 @@ fi
 seeds_for() {
   local f=Tests/Fixtures
   case "$1" in
-    swift-backtrace-json | swift-backtrace-text | sdk-lag | frame | search-query | minidump) echo "$f/fuzz-seeds/$1" ;;
-    minidump-unwind) echo "$f/fuzz-seeds/minidump" ;;
+    swift-backtrace-json | swift-backtrace-text | sdk-lag | frame | search-query | minidump | elf-core) echo "$f/fuzz-seeds/$1" ;;
+    native-unwind) echo "$f/fuzz-seeds/minidump $f/fuzz-seeds/elf-core" ;;
     swift-backtrace-decoders) echo "$f/fuzz-seeds/swift-backtrace-json $f/wild/swift-backtrace" ;;
     android-tombstone) echo "$f/fuzz-seeds/android-tombstone $f/wild/android" ;;
     sanitizer) echo "$f/wild/asan" ;;

@@ -86,8 +86,8 @@ public struct FuzzTarget: Sendable {
             FuzzTarget(name: "intake-to-page", summary: "a request body as serve takes it (gzip, detect, split, parse, validate; an SDK batch's payloads), a worker's result without debug files, and every page, rendering and JSON answer of it") { data throws(FuzzFailure) in
                 try IntakeToPageTarget.run(data)
             },
-            FuzzTarget(name: "minidump-unwind", summary: "a minidump read, then every thread walked by NativeUnwinder (libdwfl reading the dump's registers and memory through the callbacks) with the harness's own executable as the first module") { data throws(FuzzFailure) in
-                try MinidumpTarget.unwind(data)
+            FuzzTarget(name: "native-unwind", summary: "a minidump or core file read, then every thread walked by NativeUnwinder (libdwfl reading the capture's registers and memory through the callbacks) with the harness's own executable as the first module") { data throws(FuzzFailure) in
+                try NativeUnwindTarget.unwind(data)
             },
             FuzzTarget(name: "search-query", summary: "a --where expression parsed (ReportQuery), and every accepted one run as a search and as facets on a real database") { data throws(FuzzFailure) in
                 try SearchQueryTarget.run(data)

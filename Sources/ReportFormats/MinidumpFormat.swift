@@ -21,7 +21,7 @@ public struct MinidumpFormat: ReportFormat {
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
         do {
             return try MinidumpReader(data).report(format: id)
-        } catch let problem as MinidumpProblem {
+        } catch let problem as NativeProblem {
             throw .invalidReport(format: id, reason: problem.description)
         } catch let error as ReportParseError {
             throw error
@@ -29,12 +29,6 @@ public struct MinidumpFormat: ReportFormat {
             throw .invalidReport(format: id, reason: "\(error)")
         }
     }
-}
-
-/// Why a minidump cannot be read; says which stream and what is wrong with it.
-struct MinidumpProblem: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// Reads a minidump's streams with every offset and count checked against the file: nothing
@@ -64,43 +58,19 @@ struct MinidumpReader {
 
     // MARK: Bytes
 
-    func u16(_ offset: Int) throws -> UInt16 { UInt16(truncatingIfNeeded: try integer(offset, 2)) }
-    func u32(_ offset: Int) throws -> UInt32 { UInt32(truncatingIfNeeded: try integer(offset, 4)) }
-    func u64(_ offset: Int) throws -> UInt64 { try integer(offset, 8) }
-
-    private func integer(_ offset: Int, _ width: Int) throws -> UInt64 {
-        guard offset >= 0, offset <= data.count - width else {
-            throw MinidumpProblem("a \(width)-byte field at offset \(offset) runs past the end of the \(data.count)-byte file")
-        }
-        var value: UInt64 = 0
-        let start = data.startIndex + offset
-        for i in 0..<width { value |= UInt64(data[start + i]) << (8 * UInt64(i)) }
-        return value
-    }
-
-    /// The bytes a location (size, offset) names, checked to lie inside the file.
-    func bytes(at rva: UInt64, count: UInt64, _ what: String) throws -> Data {
-        guard rva <= UInt64(data.count), count <= UInt64(data.count) - rva else {
-            throw MinidumpProblem("\(what): \(count) bytes at offset \(rva) run past the end of the \(data.count)-byte file")
-        }
-        let start = data.startIndex + Int(rva)
-        return data[start..<start + Int(count)]
-    }
-
-    /// An element count read from the file, checked against the bytes its elements would take.
+    private var input: NativeBytes { NativeBytes(data) }
+    func u16(_ offset: Int) throws -> UInt16 { try input.u16(offset) }
+    func u32(_ offset: Int) throws -> UInt32 { try input.u32(offset) }
+    func u64(_ offset: Int) throws -> UInt64 { try input.u64(offset) }
+    func bytes(at rva: UInt64, count: UInt64, _ what: String) throws -> Data { try input.bytes(at: rva, count: count, what) }
     func count(_ n: UInt64, each: Int, from offset: Int, limit: Int, _ what: String) throws -> Int {
-        guard n <= UInt64(limit) else { throw MinidumpProblem("\(what): \(n) entries, more than the \(limit) allowed") }
-        let room = UInt64(max(0, data.count - offset))
-        guard n * UInt64(each) <= room else {
-            throw MinidumpProblem("\(what): \(n) entries of \(each) bytes run past the end of the file")
-        }
-        return Int(n)
+        try input.count(n, each: each, from: offset, limit: limit, what)
     }
 
     /// A MINIDUMP_STRING: a byte length, then UTF-16LE.
     func string(at rva: UInt32, _ what: String) throws -> String {
         let length = try u32(Int(rva))
-        guard length <= Self.maxNameBytes else { throw MinidumpProblem("\(what): a \(length)-byte name, more than \(Self.maxNameBytes)") }
+        guard length <= Self.maxNameBytes else { throw NativeProblem("\(what): a \(length)-byte name, more than \(Self.maxNameBytes)") }
         let raw = try bytes(at: UInt64(rva) + 4, count: UInt64(length & ~1), what)
         var units: [UInt16] = []
         units.reserveCapacity(raw.count / 2)
@@ -116,9 +86,9 @@ struct MinidumpReader {
 
     /// The directory: each stream type's first (size, offset). A type listed twice keeps its first.
     func streams() throws -> [UInt32: (size: UInt32, rva: UInt32)] {
-        guard try u32(0) == MinidumpFormat.signature else { throw MinidumpProblem("no MDMP signature") }
+        guard try u32(0) == MinidumpFormat.signature else { throw NativeProblem("no MDMP signature") }
         let version = try u32(4) & 0xffff
-        guard version == 0xa793 else { throw MinidumpProblem(String(format: "version 0x%04x is not a minidump's (0xa793)", version)) }
+        guard version == 0xa793 else { throw NativeProblem(String(format: "version 0x%04x is not a minidump's (0xa793)", version)) }
         let directory = Int(try u32(12))
         let n = try count(UInt64(try u32(8)), each: 12, from: directory, limit: Self.maxStreams, "stream directory")
         var found: [UInt32: (UInt32, UInt32)] = [:]
@@ -216,7 +186,7 @@ struct MinidumpReader {
                 let size = try u64(d + 8)
                 regions.append((MemoryRegion(start: try u64(d), bytes: try bytes(at: rva, count: size, "memory64 range \(i)")), 1))
                 let (next, overflow) = rva.addingReportingOverflow(size)
-                guard !overflow else { throw MinidumpProblem("memory64 range \(i): its offset passes 2^64") }
+                guard !overflow else { throw NativeProblem("memory64 range \(i): its offset passes 2^64") }
                 rva = next
             }
         }
@@ -262,7 +232,7 @@ struct MinidumpReader {
 
     func report(format: String) throws -> RawReport {
         let streams = try streams()
-        guard let systemInfo = streams[StreamType.systemInfo.rawValue] else { throw MinidumpProblem("no system info stream") }
+        guard let systemInfo = streams[StreamType.systemInfo.rawValue] else { throw NativeProblem("no system info stream") }
         let architecture = try u16(Int(systemInfo.rva))
         // MINIDUMP_SYSTEM_INFO: PlatformId at 20, CSDVersionRva (the OS version) at 24.
         let platform = try u32(Int(systemInfo.rva) + 20)
@@ -270,7 +240,7 @@ struct MinidumpReader {
         switch architecture {
         case 9: arch = Arch(.x86_64)
         case 12, 0x8003: arch = Arch(.arm64)
-        default: throw MinidumpProblem("processor architecture \(architecture) is not x86-64 (9) or arm64 (12): not supported")
+        default: throw NativeProblem("processor architecture \(architecture) is not x86-64 (9) or arm64 (12): not supported")
         }
         let osVersion = (try? string(at: try u32(Int(systemInfo.rva) + 24), "OS version")).flatMap { $0.isEmpty ? nil : $0 }
 
@@ -291,7 +261,7 @@ struct MinidumpReader {
         for (module, image) in zip(modules, images) where module.buildID == nil {
             warnings.append("module \(image.name) has no build id in its CodeView record: its frames cannot be symbolicated")
         }
-        guard let threadList = streams[StreamType.threadList.rawValue] else { throw MinidumpProblem("no thread list stream") }
+        guard let threadList = streams[StreamType.threadList.rawValue] else { throw NativeProblem("no thread list stream") }
         let threads = try threads(threadList)
         let memory = try memory(streams, threads: threads, warnings: &warnings)
 
@@ -304,7 +274,7 @@ struct MinidumpReader {
             let flags = try u32(e + 12)
             let address = try u64(e + 24)
             let linux = platform == 0x8201 || platform == 0x8203
-            let signal = linux ? Self.linuxSignals[code] : nil
+            let signal = linux ? LinuxSignal.names[code] : nil
             exception = ExceptionInfo(
                 type: signal ?? String(format: "0x%08x", code), signal: signal,
                 code: linux ? "si_code \(Int32(bitPattern: flags))" : String(format: "0x%08x", flags), faultAddress: Address(address))
@@ -321,7 +291,7 @@ struct MinidumpReader {
             rawThreads.append(RawThread(index: i, name: "thread \(thread.id)", crashed: thread.id == crashedThread, frames: frames))
             states.append(state)
         }
-        guard !rawThreads.isEmpty else { throw MinidumpProblem("no thread has a usable context") }
+        guard !rawThreads.isEmpty else { throw NativeProblem("no thread has a usable context") }
         return RawReport(
             format: format, kind: .crash, platform: Self.platforms[platform], arch: arch,
             app: modules.first.map { AppInfo(name: ReportText.basename($0.path)) }, os: osVersion,
@@ -353,9 +323,4 @@ struct MinidumpReader {
 
     static let platforms: [UInt32: String] = [0x8201: "Linux", 0x8203: "Android", 0x8101: "macOS", 0x8102: "iOS", 2: "Windows"]
 
-    /// Linux's signal numbers (not Darwin's: SIGBUS is 7 here).
-    static let linuxSignals: [UInt32: String] = [
-        1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL",
-        10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM", 31: "SIGSYS",
-    ]
 }

@@ -57,6 +57,7 @@ public struct FormatRegistry: Sendable {
     public static let standard = FormatRegistry([
         // Binary, known by its magic: first, so no text format's sniff reads it.
         MinidumpFormat(),
+        ElfCoreFormat(),
         SwiftBacktraceJSONFormat(),
         KSCrashFormat(),
         AppleIPSFormat(),

@@ -17,6 +17,27 @@ public struct NativeCapture: Codable, Sendable, Hashable {
         self.threads = threads
     }
 
+    /// The `count` bytes at `address`, when one region holds all of them.
+    public func bytes(at address: UInt64, count: Int) -> Data? {
+        guard count >= 0, let region = region(containing: address) else { return nil }
+        let offset = address - region.start
+        guard UInt64(region.bytes.count) - offset >= UInt64(count) else { return nil }
+        let start = region.bytes.startIndex + Int(offset)
+        return region.bytes[start..<start + count]
+    }
+
+    /// The region whose range holds `address`.
+    func region(containing address: UInt64) -> MemoryRegion? {
+        var low = 0, high = memory.count
+        while low < high {
+            let mid = (low + high) / 2
+            if memory[mid].start <= address { low = mid + 1 } else { high = mid }
+        }
+        guard low > 0 else { return nil }
+        let region = memory[low - 1]
+        return address - region.start < UInt64(region.bytes.count) ? region : nil
+    }
+
     /// The 8 bytes at `address`, little-endian, when one region holds all of them.
     public func word(at address: UInt64) -> UInt64? {
         // The last region starting at or before `address` (regions are sorted and disjoint).

@@ -3,17 +3,20 @@ import ReportFormats
 import ReportModel
 import Unwinding
 
-/// A minidump read, then every thread walked by `NativeUnwinder` with libdwfl's callbacks
-/// reading the dump's registers and memory: the harness's own executable stands in as the
-/// first module's file, so hostile registers and stacks meet real CFI.
-enum MinidumpTarget {
+/// A minidump or a core file read, then every thread walked by `NativeUnwinder` with libdwfl's
+/// callbacks reading the capture's registers and memory: the harness's own executable stands in
+/// as the first module's file, so hostile registers and stacks meet real CFI.
+enum NativeUnwindTarget {
+    static let formats: [any ReportFormat] = [MinidumpFormat(), ElfCoreFormat()]
+
     static func unwind(_ data: Data) throws(FuzzFailure) -> String {
+        guard let format = formats.first(where: { $0.matches(data) }) else { return "skipped: neither a minidump nor a core file" }
         let report: RawReport
-        do { report = try MinidumpFormat().parse(data) } catch {
+        do { report = try format.parse(data) } catch {
             if error.description.isEmpty { throw FuzzFailure("a refusal without a message") }
             return "refused: \(error)"
         }
-        guard let native = report.native else { throw FuzzFailure("a parsed minidump carries no capture") }
+        guard let native = report.native else { throw FuzzFailure("a parsed \(format.id) carries no capture") }
         guard native.threads.count == report.threads.count else {
             throw FuzzFailure("\(native.threads.count) captured threads for \(report.threads.count) threads")
         }
@@ -37,6 +40,6 @@ enum MinidumpTarget {
             }
             total += frames.count
         }
-        return "parsed as minidump: \(threads.count) threads unwound, \(total) frames"
+        return "parsed as \(format.id): \(threads.count) threads unwound, \(total) frames"
     }
 }

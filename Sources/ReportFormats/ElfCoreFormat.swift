@@ -180,7 +180,9 @@ struct ElfCoreReader {
     static func fileMappings(_ d: NativeBytes) throws(NativeProblem) -> [FileMapping] {
         let n = try d.count(try d.u64(0), each: 24, from: 16, limit: maxFileEntries, "NT_FILE entries")
         let pageSize = try d.u64(8)
-        var names = try d.bytes(at: UInt64(16 + 24 * n), count: UInt64(d.data.count - 16 - 24 * n), "NT_FILE names")
+        // overflow: `count` checked n * 24 against the bytes after offset 16, and n ≤ maxFileEntries.
+        let namesAt = 16 + 24 * n
+        var names = try d.bytes(at: UInt64(namesAt), count: UInt64(d.data.count - namesAt), "NT_FILE names")
         var mappings: [FileMapping] = []
         for i in 0..<n {
             let entry = 16 + 24 * i

@@ -153,7 +153,7 @@ import Testing
         let serverProducts: Set<String> = ["Hummingbird", "HummingbirdCore", "HummingbirdTLS", "NIOSSL", "GRDB"]
         let symbolLayer = [
             "JSONFormat", "ReportModel", "SystemCalls", "Compression", "Hashing", "Demangling", "DebugInfo", "SymbolCache",
-            "SymbolStore", "Symbolication", "SymbolFetch", "ReportFormats", "ReportRendering", "Grouping", "ReportQuery",
+            "SymbolStore", "Symbolication", "SymbolFetch", "ReportFormats", "ReportRendering", "Grouping", "ReportQuery", "Unwinding",
         ]
         for module in symbolLayer {
             let closure = try Self.closure(of: module)

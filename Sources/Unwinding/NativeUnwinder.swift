@@ -9,8 +9,12 @@ import ReportModel
 /// and arm64 falls back to the frame-pointer chain where there is none. A thread that gets no
 /// further than its context frame is then scanned: stack words that point into a module's code.
 ///
-/// Not thread-safe: one unwind at a time per instance (a worker handles one job at a time).
+/// One unwind at a time per process (`lock`): libdwfl's `set_initial_registers` gets no
+/// context pointer, so the session it serves is a process-wide `Session.current`. A worker
+/// handles one job at a time anyway.
 public struct NativeUnwinder {
+    private static let lock = NSLock()
+
     /// A module the unwinder may read: the image's index in the report, and an open descriptor
     /// of its ELF file (the executable, whose `.eh_frame` the unwinder needs, or else the debug
     /// file). The unwinder takes ownership of the descriptor.
@@ -35,6 +39,8 @@ public struct NativeUnwinder {
     /// Each thread's frames (the context frame first), in `capture.threads` order, and what the
     /// walk noticed.
     public func unwind(_ capture: NativeCapture, images: [BinaryImage], files: [ModuleFile]) -> (threads: [[RawFrame]], warnings: [String]) {
+        Self.lock.lock()
+        defer { Self.lock.unlock() }
         var warnings: [String] = []
         let session = Session(capture: capture)
         defer { session.close() }

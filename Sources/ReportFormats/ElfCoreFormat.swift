@@ -140,11 +140,14 @@ struct ElfCoreReader {
         let capture = NativeCapture(arch: arch, memory: memory, threads: states)
 
         // Modules: each mapped file from where its offset-0 mapping starts to its last mapping's end.
+        // One pass for each path's last end (a hostile core may list 100,000 entries).
+        var lastEnd: [String: UInt64] = [:]
+        for file in files { lastEnd[file.path] = max(lastEnd[file.path] ?? file.end, file.end) }
         var images: [BinaryImage] = []
         var seen: Set<String> = []
-        for file in files where file.pageOffset == 0 && !seen.contains(file.path) {
+        for file in files where file.pageOffset == 0 && file.start < file.end && !seen.contains(file.path) {
             seen.insert(file.path)
-            let end = files.filter { $0.path == file.path && $0.start >= file.start }.map(\.end).max() ?? file.end
+            let end = max(lastEnd[file.path] ?? file.end, file.end)
             let id = Self.buildID(at: file.start, in: capture)
             if id == nil { warnings.append("module \(ReportText.basename(file.path)): no build id in its captured ELF header") }
             images.append(BinaryImage(

@@ -46,13 +46,25 @@ public struct NativeUnwinder {
         defer { session.close() }
         let reported = session.report(images: images, files: files, warnings: &warnings)
         var threads: [[RawFrame]] = []
+        // Every thread's frames together stay within what a report may hold (ReportLimits): each
+        // thread keeps its context frame, and the walks share what is left.
+        var budget = ReportLimits.maxFrames - capture.threads.count
         for (index, state) in capture.threads.enumerated() {
-            var frames = reported ? session.walk(thread: index, warnings: &warnings) : []
-            if frames.isEmpty { frames = [RawFrame(address: Address(state.pc), kind: .pc, trust: .context)] }
-            if frames.count == 1 {
-                frames += session.scan(state, arch: capture.arch, images: images)
+            let context = RawFrame(address: Address(state.pc), kind: .pc, trust: .context)
+            guard budget > 0 else {
+                threads.append([context])
+                continue
             }
+            var frames = reported ? session.walk(thread: index, limit: min(Self.maxFrames, budget + 1), warnings: &warnings) : []
+            if frames.isEmpty { frames = [context] }
+            if frames.count == 1 {
+                frames += session.scan(state, arch: capture.arch, images: images).prefix(budget)
+            }
+            budget -= frames.count - 1
             threads.append(frames)
+        }
+        if budget <= 0 {
+            warnings.append("the walks stopped at \(ReportLimits.maxFrames) frames in all, the most a report holds")
         }
         return (threads, warnings)
     }
@@ -163,13 +175,15 @@ final class Session {
     }
 
     /// The frames of thread `index` as libdwfl walks them; empty when the walk cannot start.
-    func walk(thread index: Int, warnings: inout [String]) -> [RawFrame] {
+    func walk(thread index: Int, limit: Int, warnings: inout [String]) -> [RawFrame] {
         guard let dwfl else { return [] }
         final class Collected {
             var pcs: [(pc: UInt64, activation: Bool)] = []
             var truncated = false
+            let limit: Int
+            init(limit: Int) { self.limit = limit }
         }
-        let collected = Collected()
+        let collected = Collected(limit: max(1, limit))
         Session.current = self
         defer { Session.current = nil }
         let result = dwfl_getthread_frames(dwfl, pid_t(index + 1), { frame, arg in
@@ -181,14 +195,14 @@ final class Session {
             // A return address of 0 ends a stack (the outermost frame's caller).
             if pc == 0 { return Int32(DWARF_CB_ABORT) }
             collected.pcs.append((pc, activation))
-            if collected.pcs.count >= NativeUnwinder.maxFrames {
+            if collected.pcs.count >= collected.limit {
                 collected.truncated = true
                 return Int32(DWARF_CB_ABORT)
             }
             return Int32(DWARF_CB_OK)
         }, Unmanaged.passUnretained(collected).toOpaque())
         if collected.truncated {
-            warnings.append("thread \(index): the walk stopped at \(NativeUnwinder.maxFrames) frames")
+            warnings.append("thread \(index): the walk stopped at \(collected.limit) frames")
         } else if result != 0, collected.pcs.count > 0 {
             // A walk that reaches the outermost frame ends without an error; this one could not.
             warnings.append("thread \(index): the walk stopped after \(collected.pcs.count) frames: \(String(cString: dwfl_errmsg(-1)))")

@@ -14,7 +14,7 @@ packages=(
   curl wrk python3-venv                             # serve: curl drives the API, wrk for make bench, venv for schemathesis
   openssl                                           # SDK tests encrypt payloads with openssl enc (an independent AES-CBC)
   debuginfod gdb                                    # serve: debuginfod-find and gdb fetch debug files over /buildid/…
-  lldb-14 gcc                                       # minidumps: LLDB saves one of a crashed C program and is the oracle for its frames
+  lldb-14 gcc g++                                   # minidumps, cores: C and C++ programs crash; LLDB saves a minidump and is the oracle for the frames
   iproute2 systemd                                  # remote workers: ip netns hosts; systemd-analyze checks the worker's unit
   python3-aiosmtpd                                  # alerts: the SMTP sink the mail test delivers to
   chromium                                          # web view: headless Chromium loads every page (Tests/EndToEndTests/WebViewEndToEndTests)

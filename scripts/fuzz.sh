@@ -88,8 +88,8 @@ seeds_for() {
     kscrash) echo "$f/wild/kscrash" ;;
     apple-ips | apple-ips-decoders) echo "$f/wild/ips" ;;
     apple-crash | apple-ips-legacy) echo "$f/wild/apple-crash" ;;
-    intake-to-page) echo "$f/fuzz-seeds/intake-to-page $out/seeds/intake-to-page $f/wild $f/fuzz-seeds/swift-backtrace-json $f/fuzz-seeds/swift-backtrace-text $f/fuzz-seeds/sdk-lag $f/fuzz-seeds/android-tombstone" ;;
-    detect-and-parse) echo "$f/wild $f/fuzz-seeds/swift-backtrace-json $f/fuzz-seeds/swift-backtrace-text $f/fuzz-seeds/sdk-lag $f/fuzz-seeds/android-tombstone" ;;
+    intake-to-page) echo "$f/fuzz-seeds/intake-to-page $out/seeds/intake-to-page $f/wild $f/fuzz-seeds/swift-backtrace-json $f/fuzz-seeds/swift-backtrace-text $f/fuzz-seeds/sdk-lag $f/fuzz-seeds/android-tombstone $f/fuzz-seeds/minidump $f/fuzz-seeds/elf-core" ;;
+    detect-and-parse) echo "$f/wild $f/fuzz-seeds/swift-backtrace-json $f/fuzz-seeds/swift-backtrace-text $f/fuzz-seeds/sdk-lag $f/fuzz-seeds/android-tombstone $f/fuzz-seeds/minidump $f/fuzz-seeds/elf-core" ;;
     elf) echo "$out/seeds/elf" ;;
     mach-o) echo "$f/macho" ;;
     zip) echo "$out/seeds/zip" ;;

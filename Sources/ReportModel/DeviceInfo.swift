@@ -21,6 +21,9 @@ public struct DeviceInfo: Codable, Sendable, Hashable {
         if self.model == nil, self.osVersion == nil, self.id == nil { return nil }
     }
 
+    /// Whether `text` is a value as `DeviceInfo` keeps it (a frame reader refuses any other).
+    public static func isKept(_ text: String) -> Bool { kept(text) == text }
+
     /// A value as stored: trimmed, without control characters, nil when blank or over the bound.
     static func kept(_ text: String?) -> String? {
         guard let trimmed = text?.trimmingWhitespace(), !trimmed.isEmpty,

@@ -465,6 +465,11 @@ extension JobReply {
             do throws(BuildIDError) { buildID = try BuildID(text) } catch {
                 throw .invalidField(field: "result.missing.buildId", reason: error.description)
             }
+            // As a worker writes it (lowercase hex), so a reply that reads is the reply that was
+            // written: the frame fuzz target found "ABCD" read as "abcd" and encoded otherwise.
+            guard buildID.hex == text else {
+                throw .invalidField(field: "result.missing.buildId", reason: "'\(text)' is not written as a worker writes it (lowercase hex)")
+            }
             let flags = try header.u8("result.missing.flags")
             guard flags & ~(Self.missingHasName | Self.missingHasDetail | 0b1100) == 0, let status = Self.missingStatus(wire: flags >> 2) else {
                 throw .invalidField(field: "result.missing.flags", reason: "0x\(String(flags, radix: 16)) holds unknown bits or status")

@@ -166,9 +166,19 @@ extension ParseReply {
                     let presence = try header.u8("presence")
                     let app = presence & Self.hasApp != 0 ? try header.string("app") : nil
                     let version = presence & Self.hasVersion != 0 ? try header.string("version") : nil
-                    let model = presence & Self.hasModel != 0 ? try header.string("device model") : nil
-                    let osVersion = presence & Self.hasOSVersion != 0 ? try header.string("OS version") : nil
-                    let deviceId = presence & Self.hasDeviceId != 0 ? try header.string("device id") : nil
+                    // Each value as a parser gives it, or the frame is refused: a reply that
+                    // reads is the reply that was written (the frame fuzz target holds it so).
+                    func deviceValue(_ bit: UInt8, _ field: String) throws(JobFrameError) -> String? {
+                        guard presence & bit != 0 else { return nil }
+                        let text = try header.string(field)
+                        guard DeviceInfo.isKept(text) else {
+                            throw .invalidField(field: field, reason: "not a value a parser keeps (blank, untrimmed, over the bound or with control characters)")
+                        }
+                        return text
+                    }
+                    let model = try deviceValue(Self.hasModel, "device model")
+                    let osVersion = try deviceValue(Self.hasOSVersion, "OS version")
+                    let deviceId = try deviceValue(Self.hasDeviceId, "device id")
                     let ids = try header.elements("build ids", smallest: 4)
                     var buildIds: [BuildID] = []
                     buildIds.reserveCapacity(ids)
@@ -182,7 +192,6 @@ extension ParseReply {
                         data: data, format: format,
                         outcome: .success(ParsedReportSummary(
                             format: format, kind: kind, app: app, version: version, buildIds: buildIds,
-                            // Bounded again here: the reply comes from a parse child.
                             device: DeviceInfo(model: model, osVersion: osVersion, id: deviceId)))))
                 } else {
                     parts.append(ParsedPartSummary(data: data, format: format, outcome: .failure(ParseRefusal(try header.string("reason")))))

@@ -36,8 +36,8 @@ import WorkerProtocol
     }
 
     /// A parse child's reply naming the report's device: presence bits 4, 8 and 16 after app and
-    /// version, each value a counted string. A value the child should never have sent (a control
-    /// character) is dropped on reading, as a parser would have dropped it.
+    /// version, each value a counted string. A value no parser keeps (a control character, blank,
+    /// untrimmed) refuses the frame, so what reads is what was written.
     @Test func parseReplyCarriesTheReportsDevice() throws {
         let device = try #require(DeviceInfo(model: "iPhone15,2", osVersion: "17.2", id: "K"))
         let reply = ParseReply.parts([ParsedPartSummary(
@@ -51,11 +51,10 @@ import WorkerProtocol
 
         let hostileHeader: [UInt8] = Self.u32(0) + [0] + Self.u32(1) + [3] + Self.u32(0) + Self.str("ips") + [0, 4 | 16]
             + Self.str("iPhone\u{1b}[2J") + Self.str("K") + Self.u32(0)
-        guard case .parts(let parts) = try ParseReply(frame: Self.frame(tag: 0x41, header: hostileHeader, attachment: [])),
-            case .success(let summary) = parts.first?.outcome
-        else { Issue.record("not a parsed part"); return }
-        #expect(summary.device?.model == nil)
-        #expect(summary.device?.id == "K")
+        #expect(throws: JobFrameError.self) { try ParseReply(frame: Self.frame(tag: 0x41, header: hostileHeader, attachment: [])) }
+        let untrimmed: [UInt8] = Self.u32(0) + [0] + Self.u32(1) + [3] + Self.u32(0) + Self.str("ips") + [0, 16]
+            + Self.str(" K") + Self.u32(0)
+        #expect(throws: JobFrameError.self) { try ParseReply(frame: Self.frame(tag: 0x41, header: untrimmed, attachment: [])) }
     }
 
     @Test func resultReplyBytesFollowTheLayout() throws {

@@ -70,9 +70,8 @@ enum SearchQueryTarget {
             throw FuzzFailure("facets by \(key) failed in the database: \(error)")
         }
         guard let counts = found else { return }
-        let listed = counts.values.reduce(0) { $0 + $1.count }
-        guard listed + counts.other == counts.total, counts.total <= 6 else {
-            throw FuzzFailure("facet \(key): \(listed) listed + \(counts.other) other is not the total \(counts.total)")
+        guard let listed = (counts.values.map(\.count) + [counts.other]).checkedSum(), listed == counts.total, counts.total <= 6 else {
+            throw FuzzFailure("facet \(key): \(counts.values.map(\.count)) listed and \(counts.other) other do not add up to the total \(counts.total)")
         }
     }
 }

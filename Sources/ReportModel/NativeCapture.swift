@@ -40,19 +40,9 @@ public struct NativeCapture: Codable, Sendable, Hashable {
 
     /// The 8 bytes at `address`, little-endian, when one region holds all of them.
     public func word(at address: UInt64) -> UInt64? {
-        // The last region starting at or before `address` (regions are sorted and disjoint).
-        var low = 0, high = memory.count
-        while low < high {
-            let mid = (low + high) / 2
-            if memory[mid].start <= address { low = mid + 1 } else { high = mid }
-        }
-        guard low > 0 else { return nil }
-        let region = memory[low - 1]
-        let offset = address - region.start
-        guard offset <= UInt64(region.bytes.count), UInt64(region.bytes.count) - offset >= 8 else { return nil }
-        let start = region.bytes.startIndex + Int(offset)
+        guard let bytes = bytes(at: address, count: 8) else { return nil }
         var value: UInt64 = 0
-        for i in 0..<8 { value |= UInt64(region.bytes[start + i]) << (8 * UInt64(i)) }
+        for byte in bytes.reversed() { value = value << 8 | UInt64(byte) }
         return value
     }
 }

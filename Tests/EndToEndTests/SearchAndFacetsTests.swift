@@ -347,7 +347,7 @@ import Testing
         // Users affected: the distinct device keys of a group's reports (the SDK record's device
         // counts once more), in the groups list and on the group.
         let total = hands.count + 1
-        try poll("\(total) reports processed") {
+        try h.waitUntil("\(total) reports processed") {
             try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM jobs WHERE state IN ('done', 'failed')") >= total
                 && sqliteInt(h.dbPath, "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running')") == 0
         }
@@ -381,13 +381,5 @@ import Testing
         _ = try sqlite(h.dbPath, "UPDATE reports SET device_model = '<img src=x onerror=alert(1)>' WHERE id = \(hands[1].id)")
         let hostile = String(decoding: try server.curl("GET", "/reports/\(hands[1].id)", token: read).body, as: UTF8.self)
         #expect(hostile.contains("&lt;img src=x onerror=alert(1)&gt;") && !hostile.contains("<img src=x"), "\(hostile)")
-    }
-
-    func poll(_ what: String, timeout: Double = 240, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while try !condition() {
-            guard Date() < deadline else { throw TestSupportError("timed out waiting for \(what)") }
-            Thread.sleep(forTimeInterval: 0.2)
-        }
     }
 }

@@ -47,7 +47,7 @@ struct MinidumpReader {
     static let arm64ContextBytes = 272
 
     enum StreamType: UInt32 {
-        case threadList = 3, moduleList = 4, memoryList = 5, exception = 6, systemInfo = 7, memory64List = 9
+        case threadList = 3, moduleList = 4, memoryList = 5, exception = 6, systemInfo = 7, memory64List = 9, threadNames = 24
         /// Breakpad's copy of `/proc/PID/maps` (Crashpad and LLDB write it too).
         case linuxMaps = 0x4767_0009
     }
@@ -208,6 +208,21 @@ struct MinidumpReader {
         return kept
     }
 
+    /// The thread names list (MINIDUMP_THREAD_NAME: a thread id, then a 64-bit offset of its
+    /// name), by thread id.
+    func threadNames(_ stream: (size: UInt32, rva: UInt32)) throws -> [UInt32: String] {
+        let start = Int(stream.rva)
+        let n = try count(UInt64(try u32(start)), each: 12, from: start + 4, limit: ReportLimits.maxThreads, "thread names")
+        var names: [UInt32: String] = [:]
+        for i in 0..<n {
+            let entry = start + 4 + 12 * i
+            guard let rva = UInt32(exactly: try u64(entry + 4)) else { continue }
+            let name = try string(at: rva, "thread name \(i)")
+            if DeviceInfo.isKept(name) { names[try u32(entry)] = name }
+        }
+        return names
+    }
+
     /// Per file path in `/proc/PID/maps`, the lowest start and highest end of its mappings.
     func mappedExtents(_ stream: (size: UInt32, rva: UInt32)) throws -> [String: (start: UInt64, end: UInt64)] {
         guard Int(stream.size) <= Self.maxMapsBytes else { return [:] }
@@ -242,7 +257,13 @@ struct MinidumpReader {
         case 12, 0x8003: arch = Arch(.arm64)
         default: throw NativeProblem("processor architecture \(architecture) is not x86-64 (9) or arm64 (12): not supported")
         }
-        let osVersion = (try? string(at: try u32(Int(systemInfo.rva) + 24), "OS version")).flatMap { $0.isEmpty ? nil : $0 }
+        // The OS as rust-minidump and Breakpad print it: the platform, the version numbers (major
+        // at 8, minor at 12, build at 16), and the service-pack string, which on Linux holds the
+        // rest of the kernel's version.
+        let servicePack = (try? string(at: try u32(Int(systemInfo.rva) + 24), "OS version")) ?? ""
+        let numbers = "\(try u32(Int(systemInfo.rva) + 8)).\(try u32(Int(systemInfo.rva) + 12)).\(try u32(Int(systemInfo.rva) + 16))"
+        let osVersion = [Self.platforms[platform], numbers == "0.0.0" ? nil : numbers, servicePack.isEmpty ? nil : servicePack]
+            .compactMap { $0 }.joined(separator: " ")
 
         var warnings = WarningLog()
         let modules = try streams[StreamType.moduleList.rawValue].map(modules) ?? []
@@ -266,10 +287,17 @@ struct MinidumpReader {
         let memory = try memory(streams, threads: threads, warnings: &warnings)
 
         var crashedThread: UInt32?
+        var crashContext: Data?
         var exception: ExceptionInfo?
         if let stream = streams[StreamType.exception.rawValue] {
             let e = Int(stream.rva)
             crashedThread = try u32(e)
+            // The crashed thread's registers at the crash (MINIDUMP_EXCEPTION_STREAM's
+            // ThreadContext at 160): Crashpad's thread list holds that thread as its handler
+            // found it, inside the signal handler, not where it crashed.
+            if stream.size >= 168, try u32(e + 160) > 0 {
+                crashContext = try bytes(at: UInt64(try u32(e + 164)), count: UInt64(try u32(e + 160)), "exception context")
+            }
             let code = try u32(e + 8)
             let flags = try u32(e + 12)
             let address = try u64(e + 24)
@@ -280,23 +308,40 @@ struct MinidumpReader {
                 code: linux ? "si_code \(Int32(bitPattern: flags))" : String(format: "0x%08x", flags), faultAddress: Address(address))
         }
 
+        let names = (try? streams[StreamType.threadNames.rawValue].map(threadNames)) ?? [:]
         var rawThreads: [RawThread] = []
         var states: [NativeThreadState] = []
         for (i, thread) in threads.enumerated() {
-            guard let state = Self.state(thread.context, arch: arch) else {
+            let crashed = thread.id == crashedThread
+            guard let state = (crashed ? crashContext.flatMap { Self.state($0, arch: arch) } : nil) ?? Self.state(thread.context, arch: arch) else {
                 warnings.append("thread \(thread.id): its \(thread.context.count)-byte context is too short for \(arch.name); left out")
                 continue
             }
             let frames = state.pc == 0 ? [] : [RawFrame(address: Address(state.pc), kind: .pc, trust: .context)]
-            rawThreads.append(RawThread(index: i, name: "thread \(thread.id)", crashed: thread.id == crashedThread, frames: frames))
+            let name = names[thread.id].map { "\($0) (thread \(thread.id))" } ?? "thread \(thread.id)"
+            rawThreads.append(RawThread(index: i, name: name, crashed: crashed, frames: frames))
             states.append(state)
         }
         guard !rawThreads.isEmpty else { throw NativeProblem("no thread has a usable context") }
+        var crashpad: CrashpadInfo?
+        if let stream = streams[CrashpadInfo.streamType] {
+            do {
+                crashpad = try CrashpadInfo(input, stream: stream, moduleNames: images.map(\.name))
+                if let dropped = crashpad?.dropped, dropped > 0 {
+                    warnings.append("Crashpad annotations: \(dropped) not kept (over \(CrashpadInfo.maxAnnotations), too long, or not text)")
+                }
+            } catch {
+                warnings.append("Crashpad annotations: \(error.description); left out")
+            }
+        }
+        let app = crashpad?.app ?? modules.first.map { AppInfo(name: ReportText.basename($0.path)) }
         return RawReport(
             format: format, kind: .crash, platform: Self.platforms[platform], arch: arch,
-            app: modules.first.map { AppInfo(name: ReportText.basename($0.path)) }, os: osVersion,
+            app: app, os: osVersion.isEmpty ? nil : osVersion,
+            device: DeviceInfo(model: nil, osVersion: nil, id: crashpad?.clientID),
             exception: exception, images: images, threads: rawThreads,
-            native: NativeCapture(arch: arch, memory: memory, threads: states), warnings: warnings.all)
+            native: NativeCapture(arch: arch, memory: memory, threads: states),
+            annotations: crashpad.flatMap { $0.annotations.isEmpty ? nil : $0.annotations }, warnings: warnings.all)
     }
 
     /// Registers in DWARF order from a context (`NativeThreadState`); nil when it is too short.

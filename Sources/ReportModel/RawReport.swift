@@ -24,6 +24,21 @@ public struct AppInfo: Codable, Sendable, Hashable {
     }
 }
 
+/// A key and value the crashing process attached to its report, as Crashpad's annotations
+/// are: process-wide (`module` nil), or kept by one module (`module` names it). A module's
+/// list annotations (plain strings) have their position as the key, `[0]`, `[1]`, ….
+public struct ReportAnnotation: Codable, Sendable, Hashable {
+    public var key: String
+    public var value: String
+    public var module: String?
+
+    public init(key: String, value: String, module: String? = nil) {
+        self.key = key
+        self.value = value
+        self.module = module
+    }
+}
+
 /// What went wrong, as the report states it.
 public struct ExceptionInfo: Codable, Sendable, Hashable {
     public var type: String?
@@ -177,6 +192,8 @@ public struct RawReport: Codable, Sendable, Hashable {
     /// then hold each thread's context frame alone until it does). Nil for reports that
     /// arrive unwound.
     public var native: NativeCapture?
+    /// What the process attached to the report (Crashpad's annotations); nil when nothing.
+    public var annotations: [ReportAnnotation]?
     /// Things the parser noticed but could work around.
     public var warnings: [String]
 
@@ -184,9 +201,10 @@ public struct RawReport: Codable, Sendable, Hashable {
         format: String, kind: ReportKind, platform: String? = nil, arch: Arch? = nil,
         app: AppInfo? = nil, os: String? = nil, device: DeviceInfo? = nil, timestamp: String? = nil,
         exception: ExceptionInfo? = nil, images: [BinaryImage] = [], threads: [RawThread] = [],
-        lag: LagData? = nil, native: NativeCapture? = nil, warnings: [String] = []
+        lag: LagData? = nil, native: NativeCapture? = nil, annotations: [ReportAnnotation]? = nil, warnings: [String] = []
     ) {
         self.native = native
+        self.annotations = annotations
         self.format = format
         self.kind = kind
         self.platform = platform

@@ -110,14 +110,18 @@ public struct SymbolicatedReport: Codable, Sendable, Hashable {
     public var threads: [SymbolicatedThread]
     /// Lag reports: samples and profile nodes resolved like thread frames.
     public var lag: SymbolicatedLag?
+    /// What the process attached to the report (`RawReport.annotations`).
+    public var annotations: [ReportAnnotation]?
     public var warnings: [String]
 
     public init(
         id: Int64? = nil, format: String, kind: ReportKind, status: ReportStatus,
         missingBuildIds: [BuildID], app: AppInfo? = nil, os: String? = nil, arch: Arch? = nil,
         timestamp: String? = nil, exception: ExceptionInfo? = nil, images: [BinaryImage] = [],
-        imageSymbols: [ImageSymbols]? = nil, threads: [SymbolicatedThread], lag: SymbolicatedLag? = nil, warnings: [String] = []
+        imageSymbols: [ImageSymbols]? = nil, threads: [SymbolicatedThread], lag: SymbolicatedLag? = nil,
+        annotations: [ReportAnnotation]? = nil, warnings: [String] = []
     ) {
+        self.annotations = annotations
         self.id = id
         self.format = format
         self.kind = kind

@@ -34,6 +34,10 @@ public enum SymbolicatedReportJSON {
     private static func write(_ r: SymbolicatedReport, to out: inout JSONBytes) {
         var first = true
         out.raw("{")
+        if let annotations = r.annotations {
+            out.key("annotations", first: &first)
+            out.array(annotations) { out, annotation in write(annotation, to: &out) }
+        }
         if let app = r.app { out.key("app", first: &first); write(app, to: &out) }
         if let arch = r.arch { out.key("arch", first: &first); out.string(arch.name) }
         if let exception = r.exception { out.key("exception", first: &first); write(exception, to: &out) }
@@ -50,6 +54,15 @@ public enum SymbolicatedReportJSON {
         out.key("threads", first: &first); out.array(r.threads) { out, thread in write(thread, to: &out) }
         if let timestamp = r.timestamp { out.key("timestamp", first: &first); out.string(timestamp) }
         out.key("warnings", first: &first); out.array(r.warnings) { out, warning in out.string(warning) }
+        out.raw("}")
+    }
+
+    private static func write(_ annotation: ReportAnnotation, to out: inout JSONBytes) {
+        var first = true
+        out.raw("{")
+        out.key("key", first: &first); out.string(annotation.key)
+        if let module = annotation.module { out.key("module", first: &first); out.string(module) }
+        out.key("value", first: &first); out.string(annotation.value)
         out.raw("}")
     }
 

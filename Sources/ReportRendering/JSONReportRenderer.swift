@@ -8,7 +8,7 @@ public enum JSONReportRenderer {
     static let keyOrder = [
         "reportId", "input", "duplicate", "state", "error", "report", "id", "format", "kind", "status", "group",
         "missingBuildIds", "app", "os", "arch", "timestamp", "exception",
-        "images", "imageSymbols", "threads", "warnings", "index", "name", "part", "crashed", "frames", "address", "image",
+        "images", "imageSymbols", "threads", "annotations", "warnings", "key", "value", "module", "index", "name", "part", "crashed", "frames", "address", "image",
         "imageOffset", "symbol", "symbolOffset", "function", "offset", "file", "line", "column", "inlined", "inApp", "path",
         "loadAddress", "size", "vmAddress", "type", "signal", "code", "faultAddress", "message", "version", "build",
         "buildId", "detail", "searched", "sources", "source", "outcome", "answeredAt",

@@ -41,8 +41,17 @@ public enum TextReportRenderer {
             for frame in frames { out.append(line(frame, imageWidth: imageWidth)) }
         }
         if let lag = report.lag { out += lagLines(lag, report: report) }
+        out += annotationLines(report.annotations ?? [])
         for warning in report.warnings { out.append("warning: \(warning)") }
         return out.map(TerminalText.escape).joined(separator: "\n")
+    }
+
+    /// What the process attached (Crashpad's annotations): process-wide first, then per module.
+    static func annotationLines(_ annotations: [ReportAnnotation]) -> [String] {
+        guard !annotations.isEmpty else { return [] }
+        return ["", "Annotations:"] + annotations.map { a in
+            "  " + (a.module.map { "[\($0)] " } ?? "") + "\(a.key) = \(a.value)"
+        }
     }
 
     /// Every image a frame falls in with its symbol status, build id, name and path (what finds

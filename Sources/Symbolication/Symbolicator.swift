@@ -76,7 +76,7 @@ public final class Symbolicator {
             missingBuildIds: context.missing, app: report.app, os: report.os,
             arch: report.arch, timestamp: report.timestamp, exception: report.exception,
             images: report.images, imageSymbols: context.imageSymbols(searched: storeNames), threads: threads, lag: lag,
-            warnings: warnings)
+            annotations: report.annotations, warnings: warnings)
     }
 
     /// Per image: its debug file, or why there is none.

@@ -42,24 +42,19 @@ public struct NativeUnwinder {
         Self.lock.lock()
         defer { Self.lock.unlock() }
         var warnings: [String] = []
-        let session = Session(capture: capture)
+        let session = Session(capture: capture, images: images)
         defer { session.close() }
-        let reported = session.report(images: images, files: files, warnings: &warnings)
+        session.report(files: files, warnings: &warnings)
         var threads: [[RawFrame]] = []
         // Every thread's frames together stay within what a report may hold (ReportLimits): each
         // thread keeps its context frame, and the walks share what is left.
         var budget = ReportLimits.maxFrames - capture.threads.count
-        for (index, state) in capture.threads.enumerated() {
-            let context = RawFrame(address: Address(state.pc), kind: .pc, trust: .context)
+        for index in capture.threads.indices {
             guard budget > 0 else {
-                threads.append([context])
+                threads.append([RawFrame(address: Address(capture.threads[index].pc), kind: .pc, trust: .context)])
                 continue
             }
-            var frames = reported ? session.walk(thread: index, limit: min(Self.maxFrames, budget + 1), warnings: &warnings) : []
-            if frames.isEmpty { frames = [context] }
-            if frames.count == 1 {
-                frames += session.scan(state, arch: capture.arch, images: images).prefix(budget)
-            }
+            let frames = session.walk(thread: index, limit: min(Self.maxFrames, budget + 1), warnings: &warnings)
             budget -= frames.count - 1
             threads.append(frames)
         }
@@ -70,19 +65,72 @@ public struct NativeUnwinder {
     }
 }
 
+/// Where one stretch of a walk starts: a captured thread's registers, or the caller a stack
+/// scan found, with the registers known there (nil: not known).
+struct WalkStart {
+    var pc: UInt64
+    var registers: [UInt64?]
+}
+
+/// A frame as libdwfl gave it, with the registers it recovered for it.
+struct WalkedFrame {
+    var pc: UInt64
+    var activation: Bool
+    var registers: [UInt64?]
+    var trust: FrameTrust
+}
+
+/// The DWARF register numbers the walk itself reads, per architecture.
+struct RegisterLayout {
+    var count: Int
+    var stackPointer: Int
+
+    init?(_ arch: Arch) {
+        switch arch.cpu {
+        case .x86_64?: (count, stackPointer) = (16, 7)
+        case .arm64?: (count, stackPointer) = (32, 31)
+        default: return nil
+        }
+    }
+}
+
 /// One libdwfl session over one capture. `Dwfl` and its callbacks reach the capture through
 /// `dwfl_arg`, an unretained pointer to this object, which outlives the `Dwfl` (`close`).
+///
+/// A thread is walked in stretches, as Breakpad's and rust-minidump's stackwalkers go frame by
+/// frame: libdwfl takes each caller from CFI, or from the frame-pointer chain where the code has
+/// none, until it cannot go on or the caller it finds is not plausible (outside every module, or
+/// a frame-pointer step that does not climb the stack). The stack is then scanned from the last
+/// good frame for a word that points into a module's code; that word is taken as the next caller,
+/// and libdwfl walks on from there as if the thread had stopped just before it returned.
 final class Session {
     let capture: NativeCapture
+    let images: [BinaryImage]
+    let layout: RegisterLayout?
     private var dwfl: OpaquePointer?
+    private var attached = false
     /// libdwfl keeps pointers to both callback tables for the life of the `Dwfl`: they live
     /// here, allocated once, until `close`.
     private let offline = UnsafeMutablePointer<Dwfl_Callbacks>.allocate(capacity: 1)
     private let threadCallbacks = UnsafeMutablePointer<Dwfl_Thread_Callbacks>.allocate(capacity: 1)
+    /// Every stretch's start: the captured threads first (thread index i is libdwfl's thread
+    /// i + 1), then the scans' continuations as they are found.
+    private var starts: [WalkStart]
+    /// Reported images (those with a file), by index into `images`.
+    private var reported: Set<Int> = []
+    /// The images with an extent, by start address. Overlapping extents (a lying report) are
+    /// not merged: the search finds one of them.
+    private let extents: [(start: UInt64, size: UInt64, index: Int)]
 
-    /// The thread argument libdwfl hands back to `set_initial_registers` is the thread's index
+    /// Words one scan reads, at most: more from the context frame, whose caller may be a whole
+    /// frame of a module without a file away, than between walked frames.
+    static let contextScanWords = 4_096
+    static let frameScanWords = 512
+
+    /// The thread argument libdwfl hands back to `set_initial_registers` is the start's index
     /// + 1 (never NULL); the thread ids it sees are the same numbers, not the capture's own
-    /// (which a hostile file could repeat or zero).
+    /// (which a hostile file could repeat or zero). Only captured threads are listed; the
+    /// continuations are reached by id alone.
     private static let threadTable = Dwfl_Thread_Callbacks(
         next_thread: { _, arg, threadArg in
             guard let arg, let threadArg else { return -1 }
@@ -95,7 +143,7 @@ final class Session {
         get_thread: { _, tid, arg, threadArg in
             guard let arg, let threadArg else { return false }
             let session = Unmanaged<Session>.fromOpaque(arg).takeUnretainedValue()
-            guard tid >= 1, Int(tid) <= session.capture.threads.count else { return false }
+            guard tid >= 1, Int(tid) <= session.starts.count else { return false }
             threadArg.pointee = UnsafeMutableRawPointer(bitPattern: Int(tid))
             return true
         },
@@ -108,13 +156,14 @@ final class Session {
         },
         set_initial_registers: { thread, threadArg in
             let index = Int(bitPattern: threadArg) - 1
-            guard let thread, let session = Session.current, index >= 0, index < session.capture.threads.count else { return false }
-            let state = session.capture.threads[index]
-            let ok = state.registers.withUnsafeBufferPointer { registers in
-                registers.isEmpty || dwfl_thread_state_registers(thread, 0, UInt32(registers.count), registers.baseAddress!)
+            guard let thread, let session = Session.current, index >= 0, index < session.starts.count else { return false }
+            let start = session.starts[index]
+            for (number, value) in start.registers.enumerated() {
+                guard var value else { continue }
+                guard dwfl_thread_state_registers(thread, Int32(number), 1, &value) else { return false }
             }
-            dwfl_thread_state_register_pc(thread, state.pc)
-            return ok
+            dwfl_thread_state_register_pc(thread, start.pc)
+            return true
         },
         detach: nil, thread_detach: nil)
 
@@ -122,11 +171,15 @@ final class Session {
     /// argument, not `dwfl_arg`. Set for the length of one `dwfl_getthread_frames` call.
     nonisolated(unsafe) static var current: Session?
 
-    /// Module index ranges, for the trust of each frame and for scans.
-    private var modules: [(imageIndex: Int, module: OpaquePointer)] = []
-
-    init(capture: NativeCapture) {
+    init(capture: NativeCapture, images: [BinaryImage]) {
         self.capture = capture
+        self.images = images
+        self.layout = RegisterLayout(capture.arch)
+        self.extents = images.indices.compactMap { index in
+            guard let size = images[index].size, size > 0 else { return nil }
+            return (images[index].loadAddress.value, size, index)
+        }.sorted { $0.start < $1.start }
+        self.starts = capture.threads.map { WalkStart(pc: $0.pc, registers: $0.registers.map(Optional.some)) }
         offline.initialize(to: Dwfl_Callbacks(
             find_elf: nil,
             // No search of this machine's debug directories: what the store holds is what counts.
@@ -142,13 +195,13 @@ final class Session {
         threadCallbacks.deallocate()
     }
 
-    /// Reports every module with a file at its load address; false when none could be (the
-    /// walk then has no architecture to unwind with, and the threads are scanned).
-    func report(images: [BinaryImage], files: [NativeUnwinder.ModuleFile], warnings: inout [String]) -> Bool {
+    /// Reports every module with a file at its load address. With none, libdwfl has no
+    /// architecture to unwind with, and the threads are only scanned.
+    func report(files: [NativeUnwinder.ModuleFile], warnings: inout [String]) {
         guard let dwfl = dwfl_begin(offline) else {
             for file in files { Foundation.close(file.descriptor) }
             warnings.append("unwinder: \(String(cString: dwfl_errmsg(-1)))")
-            return false
+            return
         }
         self.dwfl = dwfl
         dwfl_report_begin(dwfl)
@@ -160,64 +213,143 @@ final class Session {
             let image = images[file.imageIndex]
             // An ET_DYN file is placed at its load address (first PT_LOAD at vaddr 0, as every
             // non-prelinked library and PIE has); ET_EXEC files place themselves.
-            if let module = dwfl_report_elf(dwfl, image.name, image.path ?? image.name, file.descriptor, image.loadAddress.value, false) {
-                modules.append((file.imageIndex, module))
+            if dwfl_report_elf(dwfl, image.name, image.path ?? image.name, file.descriptor, image.loadAddress.value, false) != nil {
+                reported.insert(file.imageIndex)
             } else {
                 Foundation.close(file.descriptor)
                 warnings.append("unwinder: \(image.name) could not be read for its call-frame information: \(String(cString: dwfl_errmsg(-1)))")
             }
         }
         dwfl_report_end(dwfl, nil, nil)
-        guard !modules.isEmpty else { return false }
-        let attached = dwfl_attach_state(dwfl, nil, 1, threadCallbacks, Unmanaged.passUnretained(self).toOpaque())
+        guard !reported.isEmpty else { return }
+        attached = dwfl_attach_state(dwfl, nil, 1, threadCallbacks, Unmanaged.passUnretained(self).toOpaque())
         if !attached { warnings.append("unwinder: \(String(cString: dwfl_errmsg(-1)))") }
-        return attached
     }
 
-    /// The frames of thread `index` as libdwfl walks them; empty when the walk cannot start.
+    /// Thread `index`'s frames, the context frame first: libdwfl's stretches joined by scans.
     func walk(thread index: Int, limit: Int, warnings: inout [String]) -> [RawFrame] {
-        guard let dwfl else { return [] }
-        final class Collected {
-            var pcs: [(pc: UInt64, activation: Bool)] = []
-            var truncated = false
-            let limit: Int
-            init(limit: Int) { self.limit = limit }
+        var frames: [RawFrame] = []
+        var start = index
+        var scans = 0
+        var stopped: String?
+        while true {
+            let (stretch, outcome) = self.stretch(from: start, limit: limit - frames.count + (start == index ? 0 : 1))
+            // A continuation's first frame is the scanned caller itself, already listed.
+            for frame in stretch.dropFirst(start == index ? 0 : 1) {
+                let trust: FrameTrust = frames.isEmpty ? .context : frame.trust
+                frames.append(RawFrame(address: Address(frame.pc), kind: frames.isEmpty || frame.activation ? .pc : .returnAddress, trust: trust))
+            }
+            switch outcome {
+            case .ended:
+                return finish(frames, index: index, stopped: stopped, scans: scans, warnings: &warnings)
+            case .truncated:
+                warnings.append("thread \(index): the walk stopped at \(limit) frames")
+                return finish(frames, index: index, stopped: stopped, scans: scans, warnings: &warnings)
+            case .stopped(let reason):
+                if stopped == nil { stopped = "the walk stopped after \(frames.count) frames: \(reason)" }
+            }
+            guard frames.count < limit, scans < NativeUnwinder.maxScanFrames, let last = stretch.last,
+                let found = scan(from: last, context: frames.count == 1)
+            else { return finish(frames, index: index, stopped: stopped, scans: scans, warnings: &warnings) }
+            scans += 1
+            frames.append(RawFrame(address: Address(found.returnAddress), kind: .returnAddress, trust: .scan))
+            // The caller as it was just before the call returned: the return address popped
+            // (the stack pointer past its slot), the callee's other registers taken as kept, and
+            // the lookup inside the call instruction (a call may be a function's last).
+            var registers = last.registers
+            if let layout { registers[layout.stackPointer] = found.slot &+ 8 }
+            starts.append(WalkStart(pc: found.returnAddress &- 1, registers: registers))
+            start = starts.count - 1
         }
-        let collected = Collected(limit: max(1, limit))
+    }
+
+    private func finish(_ frames: [RawFrame], index: Int, stopped: String?, scans: Int, warnings: inout [String]) -> [RawFrame] {
+        if let stopped {
+            warnings.append("thread \(index): \(stopped)" + (scans > 0 ? "; \(scans) later frames were found by scanning the stack" : ""))
+        }
+        return frames
+    }
+
+    enum Outcome {
+        /// The outermost frame was reached (its caller is undefined or zero).
+        case ended
+        case truncated
+        case stopped(String)
+    }
+
+    /// libdwfl's walk from `starts[start]`, up to `limit` frames, ended at the first caller that
+    /// is not plausible.
+    private func stretch(from start: Int, limit: Int) -> ([WalkedFrame], Outcome) {
+        let first = starts[start]
+        guard attached, let dwfl, let layout else {
+            return ([WalkedFrame(pc: first.pc, activation: true, registers: first.registers, trust: .context)], .stopped("no module has call-frame information"))
+        }
+        final class Collected {
+            var frames: [WalkedFrame] = []
+            var ended = false
+            var implausible: String?
+            let limit: Int
+            let session: Session
+            let layout: RegisterLayout
+            init(limit: Int, session: Session, layout: RegisterLayout) {
+                self.limit = limit
+                self.session = session
+                self.layout = layout
+            }
+        }
+        let collected = Collected(limit: max(1, limit), session: self, layout: layout)
         Session.current = self
         defer { Session.current = nil }
-        let result = dwfl_getthread_frames(dwfl, pid_t(index + 1), { frame, arg in
+        let result = dwfl_getthread_frames(dwfl, pid_t(start + 1), { frame, arg in
             guard let frame, let arg else { return Int32(DWARF_CB_ABORT) }
             let collected = Unmanaged<Collected>.fromOpaque(arg).takeUnretainedValue()
             var pc: Dwarf_Addr = 0
             var activation = false
             guard dwfl_frame_pc(frame, &pc, &activation) else { return Int32(DWARF_CB_ABORT) }
             // A return address of 0 ends a stack (the outermost frame's caller).
-            if pc == 0 { return Int32(DWARF_CB_ABORT) }
-            collected.pcs.append((pc, activation))
-            if collected.pcs.count >= collected.limit {
-                collected.truncated = true
+            if pc == 0 {
+                collected.ended = true
                 return Int32(DWARF_CB_ABORT)
             }
-            return Int32(DWARF_CB_OK)
+            let registers: [UInt64?] = (0..<collected.layout.count).map { number in
+                var value: Dwarf_Word = 0
+                return dwfl_frame_reg(frame, UInt32(number), &value) == 0 ? value : nil
+            }
+            var trust = FrameTrust.context
+            if let callee = collected.frames.last {
+                // The caller was found from the callee's CFI when its module has some for the
+                // callee's code (a return address is looked up at its call instruction).
+                trust = collected.session.hasCFI(at: callee.activation ? callee.pc : callee.pc &- 1) ? .cfi : .framePointer
+                if let reason = collected.session.implausible(pc: pc, registers: registers, callee: callee, trust: trust) {
+                    collected.implausible = reason
+                    return Int32(DWARF_CB_ABORT)
+                }
+            }
+            collected.frames.append(WalkedFrame(pc: pc, activation: activation, registers: registers, trust: trust))
+            return collected.frames.count >= collected.limit ? Int32(DWARF_CB_ABORT) : Int32(DWARF_CB_OK)
         }, Unmanaged.passUnretained(collected).toOpaque())
-        if collected.truncated {
-            warnings.append("thread \(index): the walk stopped at \(collected.limit) frames")
-        } else if result != 0, collected.pcs.count > 0 {
-            // A walk that reaches the outermost frame ends without an error; this one could not.
-            warnings.append("thread \(index): the walk stopped after \(collected.pcs.count) frames: \(String(cString: dwfl_errmsg(-1)))")
+        if collected.frames.isEmpty {
+            let error = String(cString: dwfl_errmsg(-1))
+            return ([WalkedFrame(pc: first.pc, activation: true, registers: first.registers, trust: .context)], .stopped(error))
         }
-        return collected.pcs.enumerated().map { position, frame in
-            if position == 0 { return RawFrame(address: Address(frame.pc), kind: .pc, trust: .context) }
-            // The caller was found from the callee's CFI when its module has some for the
-            // callee's code (a return address is looked up at its call instruction).
-            let callee = collected.pcs[position - 1]
-            let trust: FrameTrust = hasCFI(at: callee.activation ? callee.pc : callee.pc &- 1) ? .cfi : .framePointer
-            return RawFrame(address: Address(frame.pc), kind: frame.activation ? .pc : .returnAddress, trust: trust)
-        }
+        if collected.ended || result == 0 { return (collected.frames, .ended) }
+        if let reason = collected.implausible { return (collected.frames, .stopped(reason)) }
+        if collected.frames.count >= collected.limit { return (collected.frames, .truncated) }
+        return (collected.frames, .stopped(String(cString: dwfl_errmsg(-1))))
     }
 
-    private func hasCFI(at pc: UInt64) -> Bool {
+    /// Why a caller libdwfl found is not believed; nil when it is.
+    private func implausible(pc: UInt64, registers: [UInt64?], callee: WalkedFrame, trust: FrameTrust) -> String? {
+        guard image(containing: pc) != nil else { return String(format: "the caller 0x%llx is in no module", pc) }
+        // A frame-pointer step must climb the stack; CFI is believed as written (a signal frame
+        // on an alternate stack may go down).
+        if trust == .framePointer, let layout, let sp = registers[layout.stackPointer], let calleeSP = callee.registers[layout.stackPointer], sp <= calleeSP {
+            return "a frame-pointer step went down the stack"
+        }
+        return nil
+    }
+
+    func hasCFI(at pc: UInt64) -> Bool {
         guard let dwfl, let module = dwfl_addrmodule(dwfl, pc) else { return false }
         var bias: Dwarf_Addr = 0
         var cfiFrame: OpaquePointer?
@@ -232,32 +364,39 @@ final class Session {
         return false
     }
 
-    /// Stack words from the stack pointer up that point into a reported module's code.
-    func scan(_ state: NativeThreadState, arch: Arch, images: [BinaryImage]) -> [RawFrame] {
-        let sp: UInt64?
-        switch arch.cpu {
-        case .x86_64?: sp = state.registers.count > 7 ? state.registers[7] : nil
-        case .arm64?: sp = state.registers.count > 31 ? state.registers[31] : nil
-        default: sp = nil
-        }
-        guard let sp, let dwfl else { return [] }
-        var frames: [RawFrame] = []
+    /// The first stack word from `frame`'s stack pointer up that could be a return address: one
+    /// in an executable segment of a module with a file, or anywhere in a module without one (as
+    /// Breakpad does when it has no symbols).
+    func scan(from frame: WalkedFrame, context: Bool) -> (slot: UInt64, returnAddress: UInt64)? {
+        guard let layout, let sp = frame.registers[layout.stackPointer] else { return nil }
         var address = sp
-        for _ in 0..<NativeUnwinder.maxScanWords {
-            guard let word = capture.word(at: address) else { break }
-            if word != 0, isCode(word, dwfl) {
-                frames.append(RawFrame(address: Address(word), kind: .returnAddress, trust: .scan))
-                if frames.count >= NativeUnwinder.maxScanFrames { break }
-            }
+        for _ in 0..<(context ? Self.contextScanWords : Self.frameScanWords) {
+            guard let word = capture.word(at: address) else { return nil }
+            if word != 0, isCode(word) { return (address, word) }
             let (next, overflow) = address.addingReportingOverflow(8)
-            if overflow { break }
+            if overflow { return nil }
             address = next
         }
-        return frames
+        return nil
     }
 
-    /// Whether `address` lies in an executable segment of a reported module.
-    private func isCode(_ address: UInt64, _ dwfl: OpaquePointer) -> Bool {
+    /// The report's image `address` falls in: a binary search of `extents`, since a scan asks
+    /// for every stack word.
+    private func image(containing address: UInt64) -> Int? {
+        var low = 0, high = extents.count
+        while low < high {
+            let mid = (low + high) / 2
+            if extents[mid].start <= address { low = mid + 1 } else { high = mid }
+        }
+        guard low > 0, address - extents[low - 1].start < extents[low - 1].size else { return nil }
+        return extents[low - 1].index
+    }
+
+    /// Whether `address` lies in a module's code: an executable segment of a reported module, or
+    /// the extent of a module without a file.
+    private func isCode(_ address: UInt64) -> Bool {
+        guard let index = image(containing: address) else { return false }
+        guard reported.contains(index), let dwfl else { return true }
         guard let module = dwfl_addrmodule(dwfl, address) else { return false }
         var bias: GElf_Addr = 0
         guard let elf = dwfl_module_getelf(module, &bias) else { return false }

@@ -59,6 +59,14 @@ public enum ReportPage {
             body += ReportView.flame(lag, keyFrames: m.keyFrames)
         }
         body += ReportView.threads(r)
+        if let annotations = r.annotations, !annotations.isEmpty {
+            body += "<h2>Annotations</h2><table class=\"annotations\"><thead><tr><th>Module</th><th>Key</th><th>Value</th></tr></thead><tbody>"
+            for a in annotations {
+                body += "<tr><td>\(HTML.escape(a.module ?? "process"))</td><td class=\"mono\">\(HTML.escape(a.key))</td>"
+                    + "<td class=\"mono\" data-k=\"annotation:\(HTML.escape(a.key))\">\(HTML.escape(a.value))</td></tr>"
+            }
+            body += "</tbody></table>"
+        }
         if !r.warnings.isEmpty {
             body += "<h2>Warnings</h2><ul>" + r.warnings.map { "<li>\(HTML.escape($0))</li>" }.joined() + "</ul>"
         }

@@ -100,8 +100,10 @@ import Testing
     }
 
     /// LLDB's `bt all` of the dump: each thread's frame addresses, in its thread order.
-    static func lldbFrames(_ dump: Dump) throws -> [[UInt64]] {
-        let out = try runProcess("lldb-14", ["--batch", "-c", dump.path, dump.program, "-o", "bt all"], timeout: 120)
+    /// `settings`: LLDB settings applied before the dump loads (`-O`).
+    static func lldbFrames(_ dump: Dump, settings: [String] = []) throws -> [[UInt64]] {
+        let options = settings.flatMap { ["-O", "settings set \($0)"] }
+        let out = try runProcess("lldb-14", ["--batch"] + options + ["-c", dump.path, dump.program, "-o", "bt all"], timeout: 120)
         var threads: [[UInt64]] = []
         // LLDB lists each inlined call as a frame of its own (`[inlined]`); the first of a chain
         // shows the machine frame's address, which the concrete frame ending the chain does not.
@@ -130,14 +132,15 @@ import Testing
     static let libraries = ["/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"]
 
     /// The files of every module LLDB's frames fall in (`image list` names their paths).
-    static func modulesInFrames(_ dump: Dump) throws -> [String] {
-        let images = try runProcess("lldb-14", ["--batch", "-c", dump.path, dump.program, "-o", "image list"], timeout: 120)
+    static func modulesInFrames(_ dump: Dump, settings: [String] = []) throws -> [String] {
+        let options = settings.flatMap { ["-O", "settings set \($0)"] }
+        let images = try runProcess("lldb-14", ["--batch"] + options + ["-c", dump.path, dump.program, "-o", "image list"], timeout: 120)
         var paths: [String: String] = [:]
         for line in images.stdout.split(separator: "\n") where line.hasPrefix("[") {
             guard let path = line.split(separator: " ").last.map(String.init), path.hasPrefix("/") else { continue }
             paths[(path as NSString).lastPathComponent] = path
         }
-        let bt = try runProcess("lldb-14", ["--batch", "-c", dump.path, dump.program, "-o", "bt all"], timeout: 120)
+        let bt = try runProcess("lldb-14", ["--batch"] + options + ["-c", dump.path, dump.program, "-o", "bt all"], timeout: 120)
         var used: Set<String> = []
         for line in bt.stdout.split(separator: "\n") where line.contains("frame #") {
             guard let tick = line.firstIndex(of: "`"), let space = line[..<tick].lastIndex(of: " ") else { continue }

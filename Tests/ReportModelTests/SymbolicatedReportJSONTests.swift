@@ -79,7 +79,11 @@ import Testing
                 threads: (0..<Int.random(in: 0...3, using: &rng)).map { _ in
                     SymbolicatedThread(index: int(), name: maybe(name()), crashed: Bool.random(using: &rng), frames: frames(), part: maybe(name()))
                 },
-                lag: lag, warnings: (0..<Int.random(in: 0...2, using: &rng)).map { _ in name() })
+                lag: lag,
+                annotations: maybe((0..<Int.random(in: 0...3, using: &rng)).map { _ in
+                    ReportAnnotation(key: name(), value: name(), module: maybe(name()))
+                }),
+                warnings: (0..<Int.random(in: 0...2, using: &rng)).map { _ in name() })
         }
     }
 

@@ -253,13 +253,76 @@ import Testing
         let buildId = try #require(try readelfBuildID(dump.program))
         #expect((first["missingBuildIds"] as? [String])?.contains(buildId) == true, "\(first["missingBuildIds"] ?? "none")")
         #expect(Self.frames(first)[0].first?.address == expected[0][0])
-        #expect(Self.frames(first)[0].map(\.address) != expected[0], "without the program's CFI the walk cannot match yet")
+        // Without the program's CFI its callers come from the frame pointer or a scan.
+        #expect(Self.frames(first)[0].dropFirst().contains { $0.trust != "cfi" }, "\(Self.frames(first)[0].map(\.trust))")
 
         let upload = try server.curl(
             "POST", "/api/v1/symbols?name=later", token: symbols, body: try Data(contentsOf: URL(fileURLWithPath: dump.program)))
         #expect(upload.status == 200, "\(upload)")
-        let again = try processed(server, id, token: read) { Self.frames($0).map { $0.map(\.address) } == expected }
-        #expect(Self.frames(again)[0].prefix(4).map(\.function) == ["leaf", "middle", "top", "main"])
+        let again = try processed(server, id, token: read) { Self.frames($0)[0].prefix(4).map(\.function) == ["leaf", "middle", "top", "main"] }
+        #expect(Self.frames(again).map { $0.map(\.address) } == expected)
+        #expect(Self.frames(again)[0].dropFirst().allSatisfy { $0.trust == "cfi" })
+    }
+
+    /// A library in the middle of the stack has no file in the store: the walk cannot take its
+    /// frames' callers from CFI, so it scans the stack for the next return address and goes on
+    /// with CFI from there (as Breakpad's stackwalker does). Every frame LLDB finds with all the
+    /// files is among ours, in order; once the library's file arrives, the walk equals LLDB's.
+    @Test func aLibraryWithoutItsFileIsScannedAcrossAndTheWalkGoesOn() throws {
+        let h = try Harness()
+        let flags = ["-O2", "-g", "-fomit-frame-pointer", "-fPIC"]
+        let sources = [
+            "top.c": "__attribute__((noinline)) void top_crash(int *p) { *p = 7; __asm__ volatile(\"\"); }\n",
+            "mid.c": """
+                void top_crash(int *p);
+                __attribute__((noinline)) void mid_b(int *p) { top_crash(p); __asm__ volatile(""); }
+                __attribute__((noinline)) void mid_a(int *p) { char pad[64]; __asm__ volatile("" : : "r"(pad)); mid_b(p); __asm__ volatile(""); }
+                """,
+            "main.c": "void mid_a(int *p);\nint main(int argc, char **argv) { mid_a(argc > 5 ? (int *)argv : 0); return 0; }\n",
+        ]
+        for (name, text) in sources { try text.write(toFile: h.dir.file(name), atomically: true, encoding: .utf8) }
+        let top = h.dir.file("libtop.so"), mid = h.dir.file("libmid.so"), program = h.dir.file("midscan")
+        for (args, what) in [
+            (flags + ["-shared", h.dir.file("top.c"), "-o", top], "libtop"),
+            (flags + ["-shared", h.dir.file("mid.c"), "-o", mid, "-L", h.dir.path, "-ltop", "-Wl,-rpath," + h.dir.path], "libmid"),
+            (flags + [h.dir.file("main.c"), "-o", program, "-L", h.dir.path, "-lmid", "-ltop", "-Wl,-rpath," + h.dir.path], "main"),
+        ] {
+            let cc = try runProcess("gcc", args, timeout: 300)
+            guard cc.succeeded else { throw TestSupportError("\(what): \(cc.stderr)") }
+        }
+        let path = h.dir.file("midscan.dmp")
+        let lldb = try runProcess(
+            "lldb-14", ["--batch", "-o", "run", "-k", "process save-core --plugin-name=minidump --style=stack \(path)", program], timeout: 120)
+        guard FileManager.default.fileExists(atPath: path) else { throw TestSupportError("lldb saved no minidump: \(lldb.stdout)\(lldb.stderr)") }
+        let dump = Dump(program: program, path: path)
+        let expected = try Self.lldbFrames(dump)
+        for file in [program, top] + Self.libraries {
+            #expect(try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, file]).status == 0, "\(file)")
+        }
+        let ingest = try h.token("ingest"), read = try h.token("read"), symbols = try h.token("symbols")
+        let server = try h.startServer(["--workers", "1"])
+        let posted = try Self.post(server, try Data(contentsOf: URL(fileURLWithPath: path)), token: ingest)
+        let id = try #require(posted.json?["id"] as? Int, "\(posted)")
+        let first = Self.frames(try processed(server, id, token: read))[0]
+        // LLDB's crashed thread: top_crash, mid_b, mid_a, main, then libc down to _start.
+        #expect(expected[0].count >= 6, "\(expected)")
+        var rest = first.map(\.address)[...]
+        for address in expected[0] {
+            let at = rest.firstIndex(of: address)
+            #expect(at != nil, "LLDB's 0x\(String(address, radix: 16)) is not among ours: \(first.map { String($0.address, radix: 16) })")
+            if let at { rest = rest[(at + 1)...] }
+        }
+        // libmid's callers were found by scanning; main's caller again by CFI (libc has some).
+        #expect(first.contains { $0.trust == "scan" }, "\(first.map(\.trust))")
+        #expect(first.last?.trust == "cfi" && first.last?.address == expected[0].last, "\(first.map(\.trust))")
+
+        let upload = try server.curl("POST", "/api/v1/symbols?name=libmid.so", token: symbols, body: try Data(contentsOf: URL(fileURLWithPath: mid)))
+        #expect(upload.status == 200, "\(upload)")
+        // Processed again once the file is stored: libmid's frames gain names, and every caller
+        // is found by CFI.
+        let again = try processed(server, id, token: read) { Self.frames($0)[0].prefix(4).map(\.function) == ["top_crash", "mid_b", "mid_a", "main"] }
+        #expect(Self.frames(again).map { $0.map(\.address) } == expected)
+        #expect(Self.frames(again)[0].dropFirst().allSatisfy { $0.trust == "cfi" }, "\(Self.frames(again)[0].map(\.trust))")
     }
 
     /// A dump whose stack memory is zeroed still gives each thread its context frame, and the

@@ -15,9 +15,10 @@ packages=(
   openssl                                           # SDK tests encrypt payloads with openssl enc (an independent AES-CBC)
   debuginfod gdb                                    # serve: debuginfod-find and gdb fetch debug files over /buildid/…
   lldb-14 gcc g++                                   # minidumps, cores: C and C++ programs crash; LLDB saves a minidump and is the oracle for the frames
+  qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # arm64 cores: an arm64 program crashes under qemu-user, which writes its core
   iproute2 systemd                                  # remote workers: ip netns hosts; systemd-analyze checks the worker's unit
   python3-aiosmtpd                                  # alerts: the SMTP sink the mail test delivers to
-  chromium                                          # web view: headless Chromium loads every page (Tests/EndToEndTests/WebViewEndToEndTests)
+  chromium                                          # web view: headless Chromium loads every page (Tests/EndToEndTests/WebViewEndToEndTests); its Crashpad writes real minidumps
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -148,6 +148,8 @@ enum SubmitError: Error, CustomStringConvertible {
     case tooLarge(String, Int)
     case badGzip(String, CompressionError)
     case unparseable(String, ParseRefusal)
+    case exeNeedsCore(String)
+    case exeDoesNotFit(String, String)
 
     var description: String {
         switch self {
@@ -155,6 +157,8 @@ enum SubmitError: Error, CustomStringConvertible {
         case .tooLarge(let label, let limit): "\(label): larger than \(limit) bytes (raise --max-size to accept it)"
         case .badGzip(let label, let error): "\(label): gzip: \(error)"
         case .unparseable(let label, let error): "\(label): \(error)"
+        case .exeNeedsCore(let label): "\(label): --exe applies to core files, and this is not one"
+        case .exeDoesNotFit(let label, let why): "\(label): --exe: \(why)"
         }
     }
 }

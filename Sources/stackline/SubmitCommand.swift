@@ -50,6 +50,11 @@ struct SubmitCommand: ParsableCommand {
     @Option(help: "Largest accepted report after decompression, in bytes.")
     var maxSize = Zlib.defaultLimit
 
+    @Option(help: ArgumentHelp(
+        "For core files that name no mapped files (qemu-user's): the program that crashed.",
+        discussion: "Its mappings and headers are added to the core, as the kernel writes them (docs/native.md)."))
+    var exe: String?
+
     func validate() throws {
         if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
         if timeout != nil && !wait { throw ValidationError("--timeout only applies with --wait") }
@@ -103,7 +108,19 @@ struct SubmitCommand: ParsableCommand {
     }
 
     private func submit(_ item: ReportInput, registry: FormatRegistry, db: ServiceDatabase) throws -> [ReportIntake.Outcome] {
-        let data = try item.load(limit: maxSize)
+        var data = try item.load(limit: maxSize)
+        if let exe {
+            guard ElfCoreFormat().matches(data) else { throw SubmitError.exeNeedsCore(item.label) }
+            let program = try Data(contentsOf: URL(fileURLWithPath: exe), options: .alwaysMapped)
+            do {
+                switch try ElfCoreExecutable.adding(executable: program, path: exe, to: data) {
+                case .added(let core): data = core
+                case .alreadyNamesFiles: printError("\(item.label): the core names its mapped files itself; --exe is not needed")
+                }
+            } catch {
+                throw SubmitError.exeDoesNotFit(item.label, error.description)
+            }
+        }
         do {
             return try ReportIntake(db: db, parser: InProcessParser(registry: registry)).submit(
                 data, defaults: .init(app: app, version: version), acceptUnparsed: acceptUnparsed)

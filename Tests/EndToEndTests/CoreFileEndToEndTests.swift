@@ -73,4 +73,54 @@ import Testing
         let signal = (report["exception"] as? [String: Any])?["signal"] as? String
         #expect(signal == (variant.compiler == "gcc" ? "SIGSEGV" : "SIGABRT"), "\(signal ?? "none")")
     }
+
+    /// An arm64 program, built static by Debian's cross compiler (with and without frame
+    /// pointers), crashed under qemu-user, which writes the guest's core itself. Its core names
+    /// no files, so `stackline submit --exe` adds the program's; the worker then unwinds every
+    /// thread with libdwfl's arm64 backend, and each must equal LLDB's backtrace of the same core.
+    @Test(arguments: ["-fomit-frame-pointer", "-fno-omit-frame-pointer"])
+    func anArm64CoreFromQemuUnwindsAsLLDBUnwindsIt(_ framePointers: String) throws {
+        let h = try Harness()
+        let source = h.dir.file("arm64.c")
+        try MinidumpEndToEndTests.source.write(toFile: source, atomically: true, encoding: .utf8)
+        let program = h.dir.file("arm64-crash")
+        let cc = try runProcess("aarch64-linux-gnu-gcc", ["-O2", "-g", framePointers, "-static", "-pthread", source, "-o", program], timeout: 300)
+        guard cc.succeeded else { throw TestSupportError("aarch64-linux-gnu-gcc: \(cc.stderr)") }
+        let run = h.dir.file("qemu-run")
+        try FileManager.default.createDirectory(atPath: run, withIntermediateDirectories: true)
+        // Small stacks keep the core near a megabyte; the host's own core of qemu (it dies of the
+        // guest's signal) is removed.
+        let qemu = try runProcess(
+            "sh", ["-c", "ulimit -c unlimited; ulimit -s 256; qemu-aarch64 -s 262144 \"$0\"; rm -f core", program],
+            currentDirectory: run, timeout: 120)
+        let core = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: run).first { $0.hasPrefix("qemu_") && $0.hasSuffix(".core") }.map { run + "/" + $0 },
+            "qemu wrote no core: \(qemu.summary)")
+        let expected = try MinidumpEndToEndTests.lldbFrames(MinidumpEndToEndTests.Dump(program: program, path: core))
+        #expect(expected.count == 2 && expected[0].count >= 6, "\(expected)")
+
+        // Without the program the core names no module; a program that is not the one that ran
+        // is refused (its entry point is elsewhere).
+        let other = h.dir.file("other")
+        try "int main(void) { return 3; }\n".write(toFile: other + ".c", atomically: true, encoding: .utf8)
+        #expect(try runProcess("aarch64-linux-gnu-gcc", ["-O2", "-static", other + ".c", "-o", other], timeout: 300).succeeded)
+        let wrong = try h.stackline(["submit", "--exe", other, core])
+        #expect(wrong.status != 0 && wrong.stderr.contains("is not the program this core is of"), "\(wrong.stderr)")
+        #expect(try h.stackline(["submit", "--exe", program, source]).stderr.contains("--exe applies to core files"))
+
+        #expect(try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, program]).status == 0)
+        let submitted = try h.stackline(["submit", "--exe", program, core])
+        let id = try #require(Int(submitted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(submitted.stderr)")
+        let read = try h.token("read")
+        let server = try h.startServer(["--workers", "1"])
+        let report = try MinidumpEndToEndTests().processed(server, id, token: read)
+        #expect(report["arch"] as? String == "arm64")
+        let ours = MinidumpEndToEndTests.frames(report)
+        #expect(ours.map { $0.map(\.address) } == expected, "ours: \(ours.map { $0.map { String($0.address, radix: 16) } })")
+        for frames in ours {
+            #expect(frames.first?.trust == "context" && frames.dropFirst().allSatisfy { $0.trust == "cfi" }, "\(frames.map(\.trust))")
+        }
+        #expect(ours[0].prefix(4).map(\.function) == ["leaf", "middle", "top", "main"], "\(ours[0].map(\.function))")
+        #expect((report["exception"] as? [String: Any])?["signal"] as? String == "SIGSEGV")
+    }
 }

@@ -5,11 +5,23 @@ import Unwinding
 
 /// A minidump or a core file read, then every thread walked by `NativeUnwinder` with libdwfl's
 /// callbacks reading the capture's registers and memory: the harness's own executable stands in
-/// as the first module's file, so hostile registers and stacks meet real CFI.
+/// as the first module's file, so hostile registers and stacks meet real CFI. A core that names
+/// no files first goes through `ElfCoreRewriting.addingExecutable` (`submit --exe`) with that executable.
 enum NativeUnwindTarget {
     static let formats: [any ReportFormat] = [MinidumpFormat(), ElfCoreFormat()]
 
-    static func unwind(_ data: Data) throws(FuzzFailure) -> String {
+    /// The harness's own executable, for `submit --exe`'s addition to a core that names no files.
+    static let ownExecutable = try? Data(contentsOf: URL(fileURLWithPath: "/proc/self/exe"), options: .alwaysMapped)
+
+    static func unwind(_ input: Data) throws(FuzzFailure) -> String {
+        var data = input
+        // A core that names no files gets the harness's executable, as `submit --exe` adds it
+        // (refused when it does not fit, which is most of the time: the check is the point).
+        if ElfCoreFormat().matches(data), let exe = ownExecutable,
+            case .added(let core)? = try? ElfCoreRewriting.addingExecutable(exe, path: "/proc/self/exe", to: data)
+        {
+            data = core
+        }
         guard let format = formats.first(where: { $0.matches(data) }) else { return "skipped: neither a minidump nor a core file" }
         let report: RawReport
         do { report = try format.parse(data) } catch {

@@ -55,8 +55,7 @@ struct CrashpadInfo {
         let b = [UInt8](raw)
         guard b.count == 16, b.contains(where: { $0 != 0 }) else { return nil }
         let ordered = [b[3], b[2], b[1], b[0], b[5], b[4], b[7], b[6]] + b[8...]
-        let hex = ordered.map { String(format: "%02x", $0) }.joined()
-        let h = Array(hex)
+        let h = Array(BuildID(bytes: ordered).hex)
         return [h[0..<8], h[8..<12], h[12..<16], h[16..<20], h[20..<32]].map { String($0) }.joined(separator: "-")
     }
 

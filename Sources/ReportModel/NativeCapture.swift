@@ -75,6 +75,22 @@ public struct NativeThreadState: Codable, Sendable, Hashable {
         self.pc = pc
         self.registers = registers
     }
+
+    /// How many DWARF registers a capture of `arch` holds, and which is the stack pointer
+    /// (x86-64: rax…r15, rsp is 7; arm64: x0…x30 and sp, 31). Nil for other architectures.
+    public static func layout(_ arch: Arch) -> (count: Int, stackPointer: Int)? {
+        switch arch.cpu {
+        case .x86_64?: (16, 7)
+        case .arm64?: (32, 31)
+        default: nil
+        }
+    }
+
+    /// The stack pointer, when the capture holds it.
+    public func stackPointer(_ arch: Arch) -> UInt64? {
+        guard let sp = Self.layout(arch)?.stackPointer, registers.indices.contains(sp) else { return nil }
+        return registers[sp]
+    }
 }
 
 /// How the unwinder found a frame, as Breakpad and rust-minidump mark it: the more trusted

@@ -86,11 +86,8 @@ struct RegisterLayout {
     var stackPointer: Int
 
     init?(_ arch: Arch) {
-        switch arch.cpu {
-        case .x86_64?: (count, stackPointer) = (16, 7)
-        case .arm64?: (count, stackPointer) = (32, 31)
-        default: return nil
-        }
+        guard let layout = NativeThreadState.layout(arch) else { return nil }
+        (count, stackPointer) = layout
     }
 }
 

@@ -116,6 +116,17 @@ struct ReportInput {
         }
     }
 
+    /// A regular file too large for `load` that is an ELF core, mapped rather than read:
+    /// `submit` keeps only what the unwinder reads of it (`ElfCoreRewriting.slimmed`). Nil for
+    /// anything else (stdin, gzip, other formats), which `load`'s refusal then stands for.
+    func mappedCore() -> Data? {
+        guard case .file(let path, _) = source,
+            let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped),
+            ElfCoreFormat().matches(data)
+        else { return nil }
+        return data
+    }
+
     /// The report's bytes, gunzipped when they start with the gzip magic; never more than `limit`.
     func load(limit: Int) throws -> Data {
         let data: Data

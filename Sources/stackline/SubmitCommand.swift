@@ -108,12 +108,21 @@ struct SubmitCommand: ParsableCommand {
     }
 
     private func submit(_ item: ReportInput, registry: FormatRegistry, db: ServiceDatabase) throws -> [ReportIntake.Outcome] {
-        var data = try item.load(limit: maxSize)
+        var data: Data
+        do { data = try item.load(limit: maxSize) } catch SubmitError.tooLarge(let label, let limit) {
+            // A core past the limit (a process with large heaps) keeps its stacks and headers.
+            guard let core = item.mappedCore() else { throw SubmitError.tooLarge(label, limit) }
+            do { data = try ElfCoreRewriting.slimmed(core) } catch {
+                throw SubmitError.unreadable(label, "a core past \(limit) bytes could not be reduced to its stacks: \(error)")
+            }
+            guard data.count <= limit else { throw SubmitError.tooLarge(label, limit) }
+            printError("\(label): a core of \(core.count) bytes, past \(limit): kept its stacks and headers (\(data.count) bytes)")
+        }
         if let exe {
             guard ElfCoreFormat().matches(data) else { throw SubmitError.exeNeedsCore(item.label) }
             let program = try Data(contentsOf: URL(fileURLWithPath: exe), options: .alwaysMapped)
             do {
-                switch try ElfCoreExecutable.adding(executable: program, path: exe, to: data) {
+                switch try ElfCoreRewriting.addingExecutable(program, path: exe, to: data) {
                 case .added(let core): data = core
                 case .alreadyNamesFiles: printError("\(item.label): the core names its mapped files itself; --exe is not needed")
                 }

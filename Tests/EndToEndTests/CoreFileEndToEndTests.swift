@@ -123,4 +123,30 @@ import Testing
         #expect(ours[0].prefix(4).map(\.function) == ["leaf", "middle", "top", "main"], "\(ours[0].map(\.function))")
         #expect((report["exception"] as? [String: Any])?["signal"] as? String == "SIGSEGV")
     }
+
+    /// A Swift program with a Foundation thread: gdb's core of it is past the 64 MiB a report may
+    /// be (the runtime's and Foundation's heaps). `stackline submit` keeps what the unwinder
+    /// reads (the notes, each thread's stack from its pointer up, each mapped ELF file's first
+    /// page), and every thread still unwinds as LLDB unwinds the whole core.
+    @Test func aCorePastTheReportLimitKeepsItsStacksAndUnwindsAsLLDBUnwindsIt() throws {
+        let h = try Harness()
+        let made = try Self.make(in: h.dir, MinidumpEndToEndTests.variants[3])
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: made.core)[.size] as? Int)
+        #expect(size > 64 << 20, "the core is \(size) bytes")
+        let expected = try MinidumpEndToEndTests.lldbFrames(MinidumpEndToEndTests.Dump(program: made.program, path: made.core))
+        let added = try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, made.program] + Self.libraries(of: made.program))
+        #expect(added.status == 0, "\(added.stderr)")
+        let submitted = try h.stackline(["submit", made.core])
+        let id = try #require(Int(submitted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(submitted.stderr)")
+        #expect(submitted.stderr.contains("kept its stacks and headers"), "\(submitted.stderr)")
+        let read = try h.token("read")
+        let server = try h.startServer(["--workers", "1"])
+        let report = try MinidumpEndToEndTests().processed(server, id, token: read)
+        let ours = MinidumpEndToEndTests.frames(report)
+        #expect(ours.map { $0.map(\.address) } == expected, "ours: \(ours.map { $0.map { String($0.address, radix: 16) } })")
+        #expect(ours.first?.first?.function?.contains("withdraw") == true, "\(ours.first?.map(\.function) ?? [])")
+        // What was stored is the reduced core, well under the limit.
+        let raw = try server.curl("GET", "/reports/\(id)/raw", token: read)
+        #expect(raw.status == 200 && raw.body.count < 16 << 20, "\(raw.status), \(raw.body.count) bytes")
+    }
 }

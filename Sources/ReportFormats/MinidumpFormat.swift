@@ -21,12 +21,8 @@ public struct MinidumpFormat: ReportFormat {
     public func parse(_ data: Data) throws(ReportParseError) -> RawReport {
         do {
             return try MinidumpReader(data).report(format: id)
-        } catch let problem as NativeProblem {
-            throw .invalidReport(format: id, reason: problem.description)
-        } catch let error as ReportParseError {
-            throw error
         } catch {
-            throw .invalidReport(format: id, reason: "\(error)")
+            throw .invalidReport(format: id, reason: error.description)
         }
     }
 }
@@ -34,7 +30,7 @@ public struct MinidumpFormat: ReportFormat {
 /// Reads a minidump's streams with every offset and count checked against the file: nothing
 /// here trusts a size it read.
 struct MinidumpReader {
-    let data: Data
+    let input: NativeBytes
 
     /// More streams than any writer makes (Crashpad writes about 15); bounds the directory walk.
     static let maxStreams = 1_000
@@ -54,24 +50,13 @@ struct MinidumpReader {
     /// The largest `/proc/PID/maps` copy read (a process with thousands of mappings is well under).
     static let maxMapsBytes = 4 << 20
 
-    init(_ data: Data) { self.data = data }
-
-    // MARK: Bytes
-
-    private var input: NativeBytes { NativeBytes(data) }
-    func u16(_ offset: Int) throws -> UInt16 { try input.u16(offset) }
-    func u32(_ offset: Int) throws -> UInt32 { try input.u32(offset) }
-    func u64(_ offset: Int) throws -> UInt64 { try input.u64(offset) }
-    func bytes(at rva: UInt64, count: UInt64, _ what: String) throws -> Data { try input.bytes(at: rva, count: count, what) }
-    func count(_ n: UInt64, each: Int, from offset: Int, limit: Int, _ what: String) throws -> Int {
-        try input.count(n, each: each, from: offset, limit: limit, what)
-    }
+    init(_ data: Data) { input = NativeBytes(data) }
 
     /// A MINIDUMP_STRING: a byte length, then UTF-16LE.
-    func string(at rva: UInt32, _ what: String) throws -> String {
-        let length = try u32(Int(rva))
+    func string(at rva: UInt32, _ what: String) throws(NativeProblem) -> String {
+        let length = try input.u32(Int(rva))
         guard length <= Self.maxNameBytes else { throw NativeProblem("\(what): a \(length)-byte name, more than \(Self.maxNameBytes)") }
-        let raw = try bytes(at: UInt64(rva) + 4, count: UInt64(length & ~1), what)
+        let raw = try input.bytes(at: UInt64(rva) + 4, count: UInt64(length & ~1), what)
         var units: [UInt16] = []
         units.reserveCapacity(raw.count / 2)
         var i = raw.startIndex
@@ -85,17 +70,17 @@ struct MinidumpReader {
     // MARK: Streams
 
     /// The directory: each stream type's first (size, offset). A type listed twice keeps its first.
-    func streams() throws -> [UInt32: (size: UInt32, rva: UInt32)] {
-        guard try u32(0) == MinidumpFormat.signature else { throw NativeProblem("no MDMP signature") }
-        let version = try u32(4) & 0xffff
+    func streams() throws(NativeProblem) -> [UInt32: (size: UInt32, rva: UInt32)] {
+        guard try input.u32(0) == MinidumpFormat.signature else { throw NativeProblem("no MDMP signature") }
+        let version = try input.u32(4) & 0xffff
         guard version == 0xa793 else { throw NativeProblem(String(format: "version 0x%04x is not a minidump's (0xa793)", version)) }
-        let directory = Int(try u32(12))
-        let n = try count(UInt64(try u32(8)), each: 12, from: directory, limit: Self.maxStreams, "stream directory")
+        let directory = Int(try input.u32(12))
+        let n = try input.count(UInt64(try input.u32(8)), each: 12, from: directory, limit: Self.maxStreams, "stream directory")
         var found: [UInt32: (UInt32, UInt32)] = [:]
         for i in 0..<n {
             let entry = directory + 12 * i
-            let type = try u32(entry)
-            if found[type] == nil { found[type] = (try u32(entry + 4), try u32(entry + 8)) }
+            let type = try input.u32(entry)
+            if found[type] == nil { found[type] = (try input.u32(entry + 4), try input.u32(entry + 8)) }
         }
         return found
     }
@@ -107,23 +92,23 @@ struct MinidumpReader {
         var buildID: BuildID?
     }
 
-    func modules(_ stream: (size: UInt32, rva: UInt32)) throws -> [Module] {
+    func modules(_ stream: (size: UInt32, rva: UInt32)) throws(NativeProblem) -> [Module] {
         let start = Int(stream.rva)
-        let n = try count(UInt64(try u32(start)), each: 108, from: start + 4, limit: ReportLimits.maxImages, "module list")
-        return try (0..<n).map { i in
+        let n = try input.count(UInt64(try input.u32(start)), each: 108, from: start + 4, limit: ReportLimits.maxImages, "module list")
+        return try (0..<n).map { i throws(NativeProblem) in
             let m = start + 4 + 108 * i
-            let path = try string(at: try u32(m + 20), "module \(i) name")
-            let cvSize = try u32(m + 24 + 52)
-            let cvRVA = try u32(m + 24 + 52 + 4)
+            let path = try string(at: try input.u32(m + 20), "module \(i) name")
+            let cvSize = try input.u32(m + 24 + 52)
+            let cvRVA = try input.u32(m + 24 + 52 + 4)
             return Module(
-                base: try u64(m), size: try u32(m + 8), path: path,
-                buildID: cvSize == 0 ? nil : try codeViewID(bytes(at: UInt64(cvRVA), count: UInt64(cvSize), "module \(i) CodeView record")))
+                base: try input.u64(m), size: try input.u32(m + 8), path: path,
+                buildID: cvSize == 0 ? nil : try codeViewID(input.bytes(at: UInt64(cvRVA), count: UInt64(cvSize), "module \(i) CodeView record")))
         }
     }
 
     /// `BpEL` + the ELF build id (Breakpad, Crashpad, LLDB); `RSDS` + GUID + age (PE, and
     /// Crashpad's Mach-O UUIDs in the GUID): the GUID's bytes as the UUID.
-    func codeViewID(_ record: Data) throws -> BuildID? {
+    func codeViewID(_ record: Data) throws(NativeProblem) -> BuildID? {
         guard record.count >= 4 else { return nil }
         let signature = record.prefix(4)
         if signature.elementsEqual("BpEL".utf8.reversed()) || signature.elementsEqual("BpEL".utf8) {
@@ -145,46 +130,46 @@ struct MinidumpReader {
         var context: Data
     }
 
-    func threads(_ stream: (size: UInt32, rva: UInt32)) throws -> [Thread] {
+    func threads(_ stream: (size: UInt32, rva: UInt32)) throws(NativeProblem) -> [Thread] {
         let start = Int(stream.rva)
-        let n = try count(UInt64(try u32(start)), each: 48, from: start + 4, limit: ReportLimits.maxThreads, "thread list")
-        return try (0..<n).map { i in
+        let n = try input.count(UInt64(try input.u32(start)), each: 48, from: start + 4, limit: ReportLimits.maxThreads, "thread list")
+        return try (0..<n).map { i throws(NativeProblem) in
             let t = start + 4 + 48 * i
-            let contextSize = try u32(t + 40)
+            let contextSize = try input.u32(t + 40)
             return Thread(
-                id: try u32(t), stack: (try u64(t + 24), try u32(t + 32), try u32(t + 36)),
-                context: try bytes(at: UInt64(try u32(t + 44)), count: UInt64(contextSize), "thread \(i) context"))
+                id: try input.u32(t), stack: (try input.u64(t + 24), try input.u32(t + 32), try input.u32(t + 36)),
+                context: try input.bytes(at: UInt64(try input.u32(t + 44)), count: UInt64(contextSize), "thread \(i) context"))
         }
     }
 
     /// The threads' stacks, the memory list and the Memory64 list, sorted and disjoint. A range
     /// listed again alike is one; a range that overlaps one listed before it otherwise is left
     /// out with a warning (one of them lies, and a thread's own stack copy is believed first).
-    func memory(_ streams: [UInt32: (size: UInt32, rva: UInt32)], threads: [Thread], warnings: inout WarningLog) throws -> [MemoryRegion] {
+    func memory(_ streams: [UInt32: (size: UInt32, rva: UInt32)], threads: [Thread], warnings: inout WarningLog) throws(NativeProblem) -> [MemoryRegion] {
         // (region, rank): thread stacks rank 0, listed memory 1, so the sort puts a stack first.
         var regions: [(region: MemoryRegion, rank: Int)] = []
         for (i, thread) in threads.enumerated() where thread.stack.size > 0 {
             regions.append((MemoryRegion(
                 start: thread.stack.start,
-                bytes: try bytes(at: UInt64(thread.stack.rva), count: UInt64(thread.stack.size), "thread \(i) stack")), 0))
+                bytes: try input.bytes(at: UInt64(thread.stack.rva), count: UInt64(thread.stack.size), "thread \(i) stack")), 0))
         }
         if let list = streams[StreamType.memoryList.rawValue] {
             let start = Int(list.rva)
-            let n = try count(UInt64(try u32(start)), each: 16, from: start + 4, limit: Self.maxMemoryRanges, "memory list")
+            let n = try input.count(UInt64(try input.u32(start)), each: 16, from: start + 4, limit: Self.maxMemoryRanges, "memory list")
             for i in 0..<n {
                 let d = start + 4 + 16 * i
                 regions.append((MemoryRegion(
-                    start: try u64(d), bytes: try bytes(at: UInt64(try u32(d + 12)), count: UInt64(try u32(d + 8)), "memory range \(i)")), 1))
+                    start: try input.u64(d), bytes: try input.bytes(at: UInt64(try input.u32(d + 12)), count: UInt64(try input.u32(d + 8)), "memory range \(i)")), 1))
             }
         }
         if let list = streams[StreamType.memory64List.rawValue] {
             let start = Int(list.rva)
-            let n = try count(try u64(start), each: 16, from: start + 16, limit: Self.maxMemoryRanges, "memory64 list")
-            var rva = try u64(start + 8)
+            let n = try input.count(try input.u64(start), each: 16, from: start + 16, limit: Self.maxMemoryRanges, "memory64 list")
+            var rva = try input.u64(start + 8)
             for i in 0..<n {
                 let d = start + 16 + 16 * i
-                let size = try u64(d + 8)
-                regions.append((MemoryRegion(start: try u64(d), bytes: try bytes(at: rva, count: size, "memory64 range \(i)")), 1))
+                let size = try input.u64(d + 8)
+                regions.append((MemoryRegion(start: try input.u64(d), bytes: try input.bytes(at: rva, count: size, "memory64 range \(i)")), 1))
                 let (next, overflow) = rva.addingReportingOverflow(size)
                 guard !overflow else { throw NativeProblem("memory64 range \(i): its offset passes 2^64") }
                 rva = next
@@ -210,23 +195,23 @@ struct MinidumpReader {
 
     /// The thread names list (MINIDUMP_THREAD_NAME: a thread id, then a 64-bit offset of its
     /// name), by thread id.
-    func threadNames(_ stream: (size: UInt32, rva: UInt32)) throws -> [UInt32: String] {
+    func threadNames(_ stream: (size: UInt32, rva: UInt32)) throws(NativeProblem) -> [UInt32: String] {
         let start = Int(stream.rva)
-        let n = try count(UInt64(try u32(start)), each: 12, from: start + 4, limit: ReportLimits.maxThreads, "thread names")
+        let n = try input.count(UInt64(try input.u32(start)), each: 12, from: start + 4, limit: ReportLimits.maxThreads, "thread names")
         var names: [UInt32: String] = [:]
         for i in 0..<n {
             let entry = start + 4 + 12 * i
-            guard let rva = UInt32(exactly: try u64(entry + 4)) else { continue }
+            guard let rva = UInt32(exactly: try input.u64(entry + 4)) else { continue }
             let name = try string(at: rva, "thread name \(i)")
-            if DeviceInfo.isKept(name) { names[try u32(entry)] = name }
+            if DeviceInfo.isKept(name) { names[try input.u32(entry)] = name }
         }
         return names
     }
 
     /// Per file path in `/proc/PID/maps`, the lowest start and highest end of its mappings.
-    func mappedExtents(_ stream: (size: UInt32, rva: UInt32)) throws -> [String: (start: UInt64, end: UInt64)] {
+    func mappedExtents(_ stream: (size: UInt32, rva: UInt32)) throws(NativeProblem) -> [String: (start: UInt64, end: UInt64)] {
         guard Int(stream.size) <= Self.maxMapsBytes else { return [:] }
-        let text = String(decoding: try bytes(at: UInt64(stream.rva), count: UInt64(stream.size), "Linux maps"), as: UTF8.self)
+        let text = String(decoding: try input.bytes(at: UInt64(stream.rva), count: UInt64(stream.size), "Linux maps"), as: UTF8.self)
         var extents: [String: (start: UInt64, end: UInt64)] = [:]
         for line in text.split(separator: "\n") {
             // start-end perms offset dev inode path
@@ -245,12 +230,12 @@ struct MinidumpReader {
 
     // MARK: The report
 
-    func report(format: String) throws -> RawReport {
+    func report(format: String) throws(NativeProblem) -> RawReport {
         let streams = try streams()
         guard let systemInfo = streams[StreamType.systemInfo.rawValue] else { throw NativeProblem("no system info stream") }
-        let architecture = try u16(Int(systemInfo.rva))
+        let architecture = try input.u16(Int(systemInfo.rva))
         // MINIDUMP_SYSTEM_INFO: PlatformId at 20, CSDVersionRva (the OS version) at 24.
-        let platform = try u32(Int(systemInfo.rva) + 20)
+        let platform = try input.u32(Int(systemInfo.rva) + 20)
         let arch: Arch
         switch architecture {
         case 9: arch = Arch(.x86_64)
@@ -260,8 +245,8 @@ struct MinidumpReader {
         // The OS as rust-minidump and Breakpad print it: the platform, the version numbers (major
         // at 8, minor at 12, build at 16), and the service-pack string, which on Linux holds the
         // rest of the kernel's version.
-        let servicePack = (try? string(at: try u32(Int(systemInfo.rva) + 24), "OS version")) ?? ""
-        let numbers = "\(try u32(Int(systemInfo.rva) + 8)).\(try u32(Int(systemInfo.rva) + 12)).\(try u32(Int(systemInfo.rva) + 16))"
+        let servicePack = (try? string(at: try input.u32(Int(systemInfo.rva) + 24), "OS version")) ?? ""
+        let numbers = "\(try input.u32(Int(systemInfo.rva) + 8)).\(try input.u32(Int(systemInfo.rva) + 12)).\(try input.u32(Int(systemInfo.rva) + 16))"
         let osVersion = [Self.platforms[platform], numbers == "0.0.0" ? nil : numbers, servicePack.isEmpty ? nil : servicePack]
             .compactMap { $0 }.joined(separator: " ")
 
@@ -291,16 +276,16 @@ struct MinidumpReader {
         var exception: ExceptionInfo?
         if let stream = streams[StreamType.exception.rawValue] {
             let e = Int(stream.rva)
-            crashedThread = try u32(e)
+            crashedThread = try input.u32(e)
             // The crashed thread's registers at the crash (MINIDUMP_EXCEPTION_STREAM's
             // ThreadContext at 160): Crashpad's thread list holds that thread as its handler
             // found it, inside the signal handler, not where it crashed.
-            if stream.size >= 168, try u32(e + 160) > 0 {
-                crashContext = try bytes(at: UInt64(try u32(e + 164)), count: UInt64(try u32(e + 160)), "exception context")
+            if stream.size >= 168, try input.u32(e + 160) > 0 {
+                crashContext = try input.bytes(at: UInt64(try input.u32(e + 164)), count: UInt64(try input.u32(e + 160)), "exception context")
             }
-            let code = try u32(e + 8)
-            let flags = try u32(e + 12)
-            let address = try u64(e + 24)
+            let code = try input.u32(e + 8)
+            let flags = try input.u32(e + 12)
+            let address = try input.u64(e + 24)
             let linux = platform == 0x8201 || platform == 0x8203
             let signal = linux ? LinuxSignal.names[code] : nil
             exception = ExceptionInfo(
@@ -308,7 +293,10 @@ struct MinidumpReader {
                 code: linux ? "si_code \(Int32(bitPattern: flags))" : String(format: "0x%08x", flags), faultAddress: Address(address))
         }
 
-        let names = (try? streams[StreamType.threadNames.rawValue].map(threadNames)) ?? [:]
+        var names: [UInt32: String] = [:]
+        do { names = try streams[StreamType.threadNames.rawValue].map(threadNames) ?? [:] } catch {
+            warnings.append("thread names: \(error.description); left out")
+        }
         var rawThreads: [RawThread] = []
         var states: [NativeThreadState] = []
         for (i, thread) in threads.enumerated() {

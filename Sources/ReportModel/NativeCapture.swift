@@ -76,12 +76,13 @@ public struct NativeThreadState: Codable, Sendable, Hashable {
         self.registers = registers
     }
 
-    /// How many DWARF registers a capture of `arch` holds, and which is the stack pointer
-    /// (x86-64: rax…r15, rsp is 7; arm64: x0…x30 and sp, 31). Nil for other architectures.
-    public static func layout(_ arch: Arch) -> (count: Int, stackPointer: Int)? {
+    /// How many DWARF registers a capture of `arch` holds, and which are the stack and frame
+    /// pointers (x86-64: rax…r15, rsp 7, rbp 6; arm64: x0…x30 and sp, sp 31, x29). Nil for other
+    /// architectures.
+    public static func layout(_ arch: Arch) -> (count: Int, stackPointer: Int, framePointer: Int)? {
         switch arch.cpu {
-        case .x86_64?: (16, 7)
-        case .arm64?: (32, 31)
+        case .x86_64?: (16, 7, 6)
+        case .arm64?: (32, 31, 29)
         default: nil
         }
     }

@@ -84,10 +84,11 @@ struct WalkedFrame {
 struct RegisterLayout {
     var count: Int
     var stackPointer: Int
+    var framePointer: Int
 
     init?(_ arch: Arch) {
         guard let layout = NativeThreadState.layout(arch) else { return nil }
-        (count, stackPointer) = layout
+        (count, stackPointer, framePointer) = layout
     }
 }
 
@@ -278,8 +279,11 @@ final class Session {
     /// is not plausible.
     private func stretch(from start: Int, limit: Int) -> ([WalkedFrame], Outcome) {
         let first = starts[start]
-        guard attached, let dwfl, let layout else {
-            return ([WalkedFrame(pc: first.pc, activation: true, registers: first.registers, trust: .context)], .stopped("no module has call-frame information"))
+        guard let layout else {
+            return ([WalkedFrame(pc: first.pc, activation: true, registers: first.registers, trust: .context)], .stopped("no register layout for \(capture.arch.name)"))
+        }
+        guard attached, let dwfl else {
+            return framePointerStretch(from: first, context: start < capture.threads.count, limit: limit, layout: layout)
         }
         final class Collected {
             var frames: [WalkedFrame] = []
@@ -333,6 +337,54 @@ final class Session {
         if let reason = collected.implausible { return (collected.frames, .stopped(reason)) }
         if collected.frames.count >= collected.limit { return (collected.frames, .truncated) }
         return (collected.frames, .stopped(String(cString: dwfl_errmsg(-1))))
+    }
+
+    /// The frame-pointer chain alone, for a capture with no module libdwfl can read (none of its
+    /// files is stored, or they are Mach-O: a macOS or iOS dump, whose ABI keeps frame pointers).
+    /// Each frame record is the caller's frame pointer and the return address; the chain must
+    /// climb the stack, and each return address must fall in a module.
+    ///
+    /// A function that calls nothing may keep no frame record: its caller's record is then the
+    /// one at the frame pointer, and its own return address is at the stack pointer (x86-64) or
+    /// in the link register (arm64). So for the context frame, such a return address that falls
+    /// in a module and is not the record's is taken as the first caller, marked as a guess.
+    private func framePointerStretch(from first: WalkStart, context: Bool, limit: Int, layout: RegisterLayout) -> ([WalkedFrame], Outcome) {
+        var frames = [WalkedFrame(pc: first.pc, activation: true, registers: first.registers, trust: .context)]
+        var registers = first.registers
+        if context, limit > 1, let fp = registers[layout.framePointer], let sp = registers[layout.stackPointer] {
+            let recorded = capture.word(at: fp &+ 8)
+            var leaf = registers
+            var returnAddress: UInt64?
+            switch capture.arch.cpu {
+            case .x86_64?:
+                returnAddress = capture.word(at: sp)
+                leaf[layout.stackPointer] = sp &+ 8
+            case .arm64?:
+                returnAddress = registers.indices.contains(30) ? registers[30] : nil
+            default:
+                break
+            }
+            if let returnAddress, returnAddress != recorded, image(containing: returnAddress) != nil {
+                frames.append(WalkedFrame(pc: returnAddress, activation: false, registers: leaf, trust: .scan))
+                registers = leaf
+            }
+        }
+        while frames.count < max(1, limit) {
+            guard let fp = registers[layout.framePointer], let sp = registers[layout.stackPointer], fp >= sp, fp % 8 == 0,
+                let callerFP = capture.word(at: fp), let returnAddress = capture.word(at: fp &+ 8)
+            else { return (frames, .stopped("no frame record at the frame pointer")) }
+            if returnAddress == 0 { return (frames, .ended) }
+            guard image(containing: returnAddress) != nil else {
+                return (frames, .stopped(String(format: "the caller 0x%llx is in no module", returnAddress)))
+            }
+            registers[layout.framePointer] = callerFP
+            registers[layout.stackPointer] = fp &+ 16
+            frames.append(WalkedFrame(pc: returnAddress, activation: false, registers: registers, trust: .framePointer))
+            // The outermost frame's record holds a zero frame pointer; one that does not climb lies.
+            if callerFP == 0 { return (frames, .ended) }
+            guard callerFP > fp else { return (frames, .stopped("the frame-pointer chain does not climb the stack")) }
+        }
+        return (frames, .truncated)
     }
 
     /// Why a caller libdwfl found is not believed; nil when it is.

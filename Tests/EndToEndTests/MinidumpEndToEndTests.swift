@@ -325,6 +325,25 @@ import Testing
         #expect(Self.frames(again)[0].dropFirst().allSatisfy { $0.trust == "cfi" }, "\(Self.frames(again)[0].map(\.trust))")
     }
 
+    /// No file of any module is stored (as for a macOS or iOS dump, whose Mach-O files libdwfl
+    /// cannot read): the walk follows the frame-pointer chain the program keeps, and the
+    /// frames it finds are LLDB's, each marked as found by the frame pointer.
+    @Test func withNoFileStoredTheFramePointerChainIsWalked() throws {
+        let h = try Harness()
+        let dump = try Self.make(in: h.dir, name: "fponly", flags: ["-O2", "-fno-omit-frame-pointer"])
+        let expected = try Self.lldbFrames(dump)
+        let ingest = try h.token("ingest"), read = try h.token("read")
+        let server = try h.startServer(["--workers", "1"])
+        let posted = try Self.post(server, try Data(contentsOf: URL(fileURLWithPath: dump.path)), token: ingest)
+        let id = try #require(posted.json?["id"] as? Int, "\(posted)")
+        let ours = Self.frames(try processed(server, id, token: read))[0]
+        // leaf calls nothing and keeps no frame record: its return into middle is on the stack
+        // (a guess, marked so); middle, top and main keep records, and main's holds its return
+        // into libc.
+        #expect(Array(ours.prefix(5).map(\.address)) == Array(expected[0].prefix(5)), "ours \(ours.map { String($0.address, radix: 16) })")
+        #expect(ours.prefix(5).map(\.trust) == ["context", "scan", "frame pointer", "frame pointer", "frame pointer"])
+    }
+
     /// A dump whose stack memory is zeroed still gives each thread its context frame, and the
     /// walk says where it stopped; a dump cut short is refused with the reason.
     @Test func aDamagedDumpGivesAPartialStackAndACutOneIsRefused() throws {

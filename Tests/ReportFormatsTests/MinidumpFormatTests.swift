@@ -1,6 +1,7 @@
 import Foundation
 import ReportFormats
 import ReportModel
+import TestSupport
 import Testing
 
 /// The minidump reader on dumps laid out here byte by byte from the format's documented
@@ -26,6 +27,58 @@ import Testing
         var extraMemory: [(start: UInt64, bytes: [UInt8])] = []
         var architecture: UInt16 = 9
         var stackOffsetOverride: UInt32?
+        /// Appends a Crashpad info stream (0x43500001) written by `crashpadStream(at:)`.
+        var crashpad = false
+        /// Points the Crashpad stream's module list past the end of the file (a lie).
+        var crashpadLies = false
+    }
+
+    /// The client id's bytes, and the id as Crashpad prints it (a GUID: the first three fields
+    /// little-endian), worked out by hand.
+    static let clientIDBytes: [UInt8] = (0..<16).map { UInt8($0) }
+    static let clientID = "03020100-0504-0706-0809-0a0b0c0d0e0f"
+
+    /// A MinidumpCrashpadInfo at `base` (the file's offset where it starts), with what it points
+    /// to after it: process annotations prod and ver; for module 0, a list annotation, a string
+    /// annotation object and one of a client's own type.
+    static func crashpadStream(at base: Int, lies: Bool) -> [UInt8] {
+        var b = Bytes()
+        b.pad(to: 64)  // the header, filled in below
+        func utf8(_ text: String) -> UInt32 {
+            let at = base + b.data.count
+            b.u32(UInt32(text.utf8.count)); b.data += Array(text.utf8); b.data.append(0)
+            return UInt32(at)
+        }
+        func byteArray(_ bytes: [UInt8]) -> UInt32 {
+            let at = base + b.data.count
+            b.u32(UInt32(bytes.count)); b.data += bytes
+            return UInt32(at)
+        }
+        let prod = (utf8("prod"), utf8("Demo")), ver = (utf8("ver"), utf8("1.2.3"))
+        let dictionary = base + b.data.count
+        b.u32(2); b.u32(prod.0); b.u32(prod.1); b.u32(ver.0); b.u32(ver.1)
+        let dictionarySize = base + b.data.count - dictionary
+        let listed = utf8("assertion failed: <b>x</b>\u{1b}[2J")
+        let list = base + b.data.count
+        b.u32(1); b.u32(listed)
+        let ptype = (utf8("ptype"), byteArray(Array("renderer".utf8)))
+        let blob = (utf8("blob"), byteArray([1, 2, 3]))
+        let objects = base + b.data.count
+        b.u32(2); b.u32(ptype.0); b.u16(1); b.u16(0); b.u32(ptype.1); b.u32(blob.0); b.u16(0x8001); b.u16(0); b.u32(blob.1)
+        let objectsSize = base + b.data.count - objects
+        let info = base + b.data.count
+        b.u32(1); b.u32(8); b.u32(UInt32(list)); b.u32(0); b.u32(0); b.u32(UInt32(objectsSize)); b.u32(UInt32(objects))
+        let modules = base + b.data.count
+        b.u32(1); b.u32(0); b.u32(28); b.u32(UInt32(info))
+        let modulesSize = base + b.data.count - modules
+        // The header: version, report id, client id, simple annotations, module list, reserved, address mask.
+        var header = Bytes()
+        header.u32(1); header.data += [UInt8](repeating: 0xee, count: 16); header.data += clientIDBytes
+        header.u32(UInt32(dictionarySize)); header.u32(UInt32(dictionary))
+        header.u32(UInt32(modulesSize)); header.u32(lies ? 0x7fff_fff0 : UInt32(modules))
+        header.u32(0); header.u64(0)
+        b.data.replaceSubrange(0..<64, with: header.data)
+        return b.data
     }
 
     static let buildID: [UInt8] = (0..<20).map { UInt8(0xa0 + $0) }
@@ -35,9 +88,10 @@ import Testing
     /// Header, directory of 4 streams (system info, module list, thread list, memory list), then each.
     static func dump(_ layout: Layout = Layout()) -> Data {
         var b = Bytes()
-        b.u32(0x504d_444d); b.u32(0xa793); b.u32(4); b.u32(32); b.u32(0); b.u32(0); b.u64(0)
+        let streams = layout.crashpad ? 5 : 4
+        b.u32(0x504d_444d); b.u32(0xa793); b.u32(UInt32(streams)); b.u32(32); b.u32(0); b.u32(0); b.u64(0)
         let directory = b.data.count
-        b.pad(to: directory + 4 * 12)
+        b.pad(to: directory + streams * 12)
         func entry(_ n: Int, type: UInt32, size: Int, at: Int) {
             b.set32(directory + 12 * n, type); b.set32(directory + 12 * n + 4, UInt32(size)); b.set32(directory + 12 * n + 8, UInt32(at))
         }
@@ -84,7 +138,44 @@ import Testing
         b.u32(UInt32(ranges.count))
         for (start, size, at) in ranges { b.u64(start); b.u32(UInt32(size)); b.u32(UInt32(at)) }
         entry(3, type: 5, size: b.data.count - memory, at: memory)
+        if layout.crashpad {
+            let crashpad = b.data.count
+            b.data += crashpadStream(at: crashpad, lies: layout.crashpadLies)
+            entry(4, type: 0x4350_0001, size: 64, at: crashpad)
+        }
         return Data(b.data)
+    }
+
+    @Test func crashpadAnnotationsClientIDAndAppAreRead() throws {
+        let report = try MinidumpFormat().parse(Self.dump(Layout(crashpad: true)))
+        #expect(report.annotations == [
+            ReportAnnotation(key: "prod", value: "Demo"),
+            ReportAnnotation(key: "ver", value: "1.2.3"),
+            ReportAnnotation(key: "[0]", value: "assertion failed: <b>x</b>\u{1b}[2J", module: "demo"),
+            ReportAnnotation(key: "ptype", value: "renderer", module: "demo"),
+        ])
+        #expect(report.app == AppInfo(name: "Demo", version: "1.2.3"))
+        #expect(report.device?.id == Self.clientID)
+        // The object of the client's own type is not text: counted, not shown.
+        #expect(report.warnings.contains { $0.contains("Crashpad annotations: 1 not kept") }, "\(report.warnings)")
+    }
+
+    @Test func aLyingCrashpadStreamLeavesTheAnnotationsOutNotTheStacks() throws {
+        let report = try MinidumpFormat().parse(Self.dump(Layout(crashpad: true, crashpadLies: true)))
+        #expect(report.annotations == nil)
+        #expect(report.threads.first?.frames.map(\.address.value) == [Self.pc])
+        #expect(report.warnings.contains { $0.hasPrefix("Crashpad annotations:") && $0.hasSuffix("left out") }, "\(report.warnings)")
+    }
+
+    /// The `minidump` fuzz target's Crashpad seed is this hand-laid dump:
+    /// `STACKLINE_WRITE_MINIDUMP_SEEDS=1 swift test --filter MinidumpFormatTests` rewrites it.
+    @Test func theCrashpadSeedIsTheHandLaidDump() throws {
+        let path = packageRoot + "/Tests/Fixtures/fuzz-seeds/minidump/hand-laid-crashpad.dmp"
+        let dump = Self.dump(Layout(crashpad: true))
+        if ProcessInfo.processInfo.environment["STACKLINE_WRITE_MINIDUMP_SEEDS"] == "1" {
+            try dump.write(to: URL(fileURLWithPath: path))
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == dump)
     }
 
     func refusal(_ data: Data) -> String? {

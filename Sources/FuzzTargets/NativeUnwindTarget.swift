@@ -15,12 +15,26 @@ enum NativeUnwindTarget {
 
     static func unwind(_ input: Data) throws(FuzzFailure) -> String {
         var data = input
-        // A core that names no files gets the harness's executable, as `submit --exe` adds it
-        // (refused when it does not fit, which is most of the time: the check is the point).
-        if ElfCoreFormat().matches(data), let exe = ownExecutable,
-            case .added(let core)? = try? ElfCoreRewriting.addingExecutable(exe, path: "/proc/self/exe", to: data)
-        {
-            data = core
+        if ElfCoreFormat().matches(data) {
+            // A core that names no files gets the harness's executable, as `submit --exe` adds it
+            // (refused when it does not fit, which is most of the time: the check is the point).
+            if let exe = ownExecutable, case .added(let core)? = try? ElfCoreRewriting.addingExecutable(exe, path: "/proc/self/exe", to: data) {
+                data = core
+            }
+            // What `submit` keeps of a core past the limit must be a core that reads as one
+            // whenever the whole one did, with the same threads.
+            if let slim = try? ElfCoreRewriting.slimmed(data), let whole = try? ElfCoreFormat().parse(data) {
+                do {
+                    let kept = try ElfCoreFormat().parse(slim)
+                    guard kept.threads.count == whole.threads.count else {
+                        throw FuzzFailure("the slimmed core has \(kept.threads.count) threads, the whole one \(whole.threads.count)")
+                    }
+                } catch let failure as FuzzFailure {
+                    throw failure
+                } catch {
+                    throw FuzzFailure("the whole core reads, its slimmed copy does not: \(error)")
+                }
+            }
         }
         guard let format = formats.first(where: { $0.matches(data) }) else { return "skipped: neither a minidump nor a core file" }
         let report: RawReport

@@ -105,6 +105,7 @@ public enum ElfCoreRewriting {
             guard parts.count < 0xffff else { throw Problem("\(parts.count) segments are more than a core's header counts") }
             var out = Data(input.data.prefix(64))
             func put<T: FixedWidthInteger>(_ value: T, at offset: Int) {
+                // overflow: the ELF header's own field offsets (32…62), at most 8 bytes each.
                 withUnsafeBytes(of: value.littleEndian) { out.replaceSubrange(offset..<offset + MemoryLayout<T>.size, with: $0) }
             }
             put(UInt64(64), at: 32)  // e_phoff
@@ -114,6 +115,7 @@ public enum ElfCoreRewriting {
             put(UInt16(0), at: 58)  // e_shentsize
             put(UInt16(0), at: 60)  // e_shnum
             put(UInt16(0), at: 62)  // e_shstrndx
+            // overflow: parts.count < 0xffff, checked above.
             var offset = UInt64(64 + 56 * parts.count)
             var table = Data()
             var body = Data()

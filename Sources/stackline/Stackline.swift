@@ -51,6 +51,7 @@ struct Stackline: AsyncParsableCommand {
             WorkersCommand.self,
             AlertsCommand.self,
             QueueBenchCommand.self,
+            DbCommand.self,
         ])
 }
 

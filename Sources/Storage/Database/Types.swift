@@ -222,6 +222,8 @@ public enum StorageError: Error, Equatable, CustomStringConvertible {
     case cannotCreate(String, String)
     /// A stored column holds a value none of its enum's cases has (a damaged or foreign database).
     case unknownStoredValue(column: String, value: String)
+    /// `db backup` never replaces a file.
+    case backupExists(String)
 
     public var description: String {
         switch self {
@@ -232,6 +234,7 @@ public enum StorageError: Error, Equatable, CustomStringConvertible {
         case .lockUnavailable(let path, let why): "cannot lock \(path) to open the database: \(why)"
         case .cannotCreate(let path, let why): "cannot create \(path) for the database: \(why)"
         case .unknownStoredValue(let column, let value): "stored \(column) \(value) is not a value this version knows"
+        case .backupExists(let path): "\(path) exists: a backup is written to a new file, never over one"
         }
     }
 }

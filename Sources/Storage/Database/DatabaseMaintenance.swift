@@ -1,0 +1,108 @@
+import Foundation
+import GRDB
+import SystemCalls
+
+/// What `stackline db backup` and `db check` report (docs/backup.md).
+public struct DatabaseCounts: Sendable, Equatable, Codable {
+    public var reports: Int
+    public var results: Int
+    public var groups: Int
+}
+
+/// `stackline db check`: SQLite's own integrity checks, and the group ledger's invariants
+/// (a group's count, versions and first and last seen are its members'). Each problem is one
+/// line; the first 20 of each kind are named.
+public struct DatabaseCheck: Sendable, Codable {
+    public var counts: DatabaseCounts
+    public var problems: [String]
+    public var isSound: Bool { problems.isEmpty }
+}
+
+extension ServiceDatabase {
+    /// Problems named per check, at most: a damaged file can have millions.
+    static let maxProblemsPerCheck = 20
+
+    /// A consistent copy of the whole database at `destination`, made while `serve` runs and
+    /// writes. Copying the file is not one: in WAL mode the newest commits live in `-wal` until
+    /// a checkpoint, and a copy taken between the two files' writes is torn. This is SQLite's
+    /// online backup, from one read transaction (a WAL reader blocks no writer), into a new
+    /// private file beside `destination`, renamed into place when complete. An existing
+    /// `destination` is never replaced.
+    public func backup(to destination: String) throws -> DatabaseCounts {
+        guard !FileManager.default.fileExists(atPath: destination) else { throw StorageError.backupExists(destination) }
+        let partial = destination + ".partial"
+        try? FileManager.default.removeItem(atPath: partial)
+        do throws(SystemCallError) { try PrivateFiles.createFile(partial) } catch { throw StorageError.cannotCreate(partial, error.reason) }
+        do {
+            let copy = try DatabaseQueue(path: partial)
+            try pool.backup(to: copy)
+            // The copy is a database of its own: one file, no -wal beside it.
+            try copy.writeWithoutTransaction { try $0.execute(sql: "PRAGMA journal_mode = DELETE") }
+            try copy.close()
+            guard rename(partial, destination) == 0 else { throw StorageError.cannotCreate(destination, String(cString: strerror(errno))) }
+        } catch {
+            try? FileManager.default.removeItem(atPath: partial)
+            throw error
+        }
+        return try DatabaseQueue(path: destination).read(Self.counts)
+    }
+
+    static func counts(_ db: Database) throws -> DatabaseCounts {
+        DatabaseCounts(
+            reports: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM reports") ?? 0,
+            results: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM results") ?? 0,
+            groups: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM groups") ?? 0)
+    }
+
+    /// Checks the file and the ledger in one read transaction, so a running `serve` neither
+    /// waits for it nor shows it half a commit.
+    public func check() throws -> DatabaseCheck {
+        try pool.read { db in
+            var problems: [String] = []
+            func named(_ sql: String, _ describe: (Row) -> String) throws {
+                let rows = try Row.fetchAll(db, sql: sql + " LIMIT \(Self.maxProblemsPerCheck + 1)")
+                problems += rows.prefix(Self.maxProblemsPerCheck).map(describe)
+                if rows.count > Self.maxProblemsPerCheck { problems.append("… and more of the same kind") }
+            }
+            let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
+            if integrity != ["ok"] { problems += integrity.prefix(Self.maxProblemsPerCheck).map { "integrity: \($0)" } }
+            try named("SELECT \"table\" AS t, rowid AS r, parent AS p FROM pragma_foreign_key_check") { row in
+                "foreign key: \(row["t"] as String? ?? "?") row \(row["r"] as Int64? ?? -1) points to a missing \(row["p"] as String? ?? "?") row"
+            }
+            // Members as the results say, per group and version: the oracle the ledger must equal.
+            let members = """
+                SELECT s.fingerprint AS f, COALESCE(r.version, '') AS v, COUNT(*) AS n,
+                       MIN(r.received_at) AS first, MAX(r.received_at) AS last
+                FROM results s JOIN reports r ON r.id = s.report_id WHERE s.fingerprint IS NOT NULL
+                GROUP BY s.fingerprint, COALESCE(r.version, '')
+                """
+            try named("""
+                WITH m AS (\(members)), t AS (SELECT f, SUM(n) AS n, MIN(first) AS first, MAX(last) AS last FROM m GROUP BY f)
+                SELECT g.fingerprint AS f, g.count AS stored, COALESCE(t.n, 0) AS actual FROM groups g LEFT JOIN t ON t.f = g.fingerprint
+                WHERE g.count != COALESCE(t.n, 0)
+                """) { row in
+                "group \(row["f"] as String): count \(row["stored"] as Int64) but \(row["actual"] as Int64) reports filed under it"
+            }
+            try named("""
+                WITH m AS (\(members)), t AS (SELECT f, MIN(first) AS first, MAX(last) AS last FROM m GROUP BY f)
+                SELECT g.fingerprint AS f FROM groups g JOIN t ON t.f = g.fingerprint
+                WHERE g.first_seen != t.first OR g.last_seen != t.last
+                """) { row in "group \(row["f"] as String): first or last seen is not its reports'" }
+            try named("""
+                WITH m AS (\(members))
+                SELECT m.f AS f, COUNT(*) AS n FROM m WHERE NOT EXISTS (SELECT 1 FROM groups g WHERE g.fingerprint = m.f) GROUP BY m.f
+                """) { row in "\(row["n"] as Int64) versions of reports filed under \(row["f"] as String), which is no group" }
+            try named("""
+                WITH m AS (\(members))
+                SELECT m.f AS f, m.v AS v, m.n AS actual, COALESCE(gv.count, 0) AS stored FROM m
+                LEFT JOIN group_versions gv ON gv.fingerprint = m.f AND gv.version = m.v WHERE COALESCE(gv.count, 0) != m.n
+                UNION ALL
+                SELECT gv.fingerprint, gv.version, 0, gv.count FROM group_versions gv
+                WHERE gv.count != 0 AND NOT EXISTS (SELECT 1 FROM m WHERE m.f = gv.fingerprint AND m.v = gv.version)
+                """) { row in
+                "group \(row["f"] as String) version '\(row["v"] as String)': count \(row["stored"] as Int64) but \(row["actual"] as Int64) reports"
+            }
+            return DatabaseCheck(counts: try Self.counts(db), problems: problems)
+        }
+    }
+}

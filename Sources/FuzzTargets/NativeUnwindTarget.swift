@@ -61,7 +61,7 @@ enum NativeUnwindTarget {
             guard frames.first?.trust == .context, frames.first?.address.value == native.threads[i].pc else {
                 throw FuzzFailure("thread \(i): the walk does not start at its context")
             }
-            guard frames.count <= NativeUnwinder.maxFrames + NativeUnwinder.maxScanFrames else {
+            guard frames.count <= NativeUnwinder.maxFrames else {
                 throw FuzzFailure("thread \(i): \(frames.count) frames, past the bounds")
             }
             total += frames.count

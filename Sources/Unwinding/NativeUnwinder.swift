@@ -6,8 +6,8 @@ import ReportModel
 /// from its captured registers, through elfutils' unwinder (libdwfl) with this process's own
 /// thread callbacks, which read registers and memory from the capture. libdwfl takes each
 /// caller from the call-frame information of the module the frame's code is in, and on x86-64
-/// and arm64 falls back to the frame-pointer chain where there is none. A thread that gets no
-/// further than its context frame is then scanned: stack words that point into a module's code.
+/// and arm64 falls back to the frame-pointer chain where there is none. Where it cannot go on,
+/// the stack is scanned for the next return address and the walk resumes there (`Session`).
 ///
 /// One unwind at a time per process (`lock`): libdwfl's `set_initial_registers` gets no
 /// context pointer, so the session it serves is a process-wide `Session.current`. A worker
@@ -29,10 +29,12 @@ public struct NativeUnwinder {
 
     /// Frames per thread, at most: past it the walk stops with a warning (a loop in a lying stack).
     public static let maxFrames = 1_024
-    /// Stack words a scan reads, at most.
-    public static let maxScanWords = 4_096
-    /// Frames a scan adds, at most.
-    public static let maxScanFrames = 64
+    /// Stack words one scan reads, at most: more from the context frame, whose caller may be a
+    /// whole frame of a module without a file away, than between walked frames.
+    public static let contextScanWords = 4_096
+    public static let frameScanWords = 512
+    /// Scans per thread, at most (each adds one frame).
+    public static let maxScans = 64
 
     public init() {}
 
@@ -119,11 +121,6 @@ final class Session {
     /// The images with an extent, by start address. Overlapping extents (a lying report) are
     /// not merged: the search finds one of them.
     private let extents: [(start: UInt64, size: UInt64, index: Int)]
-
-    /// Words one scan reads, at most: more from the context frame, whose caller may be a whole
-    /// frame of a module without a file away, than between walked frames.
-    static let contextScanWords = 4_096
-    static let frameScanWords = 512
 
     /// The thread argument libdwfl hands back to `set_initial_registers` is the start's index
     /// + 1 (never NULL); the thread ids it sees are the same numbers, not the capture's own
@@ -246,7 +243,7 @@ final class Session {
             case .stopped(let reason):
                 if stopped == nil { stopped = "the walk stopped after \(frames.count) frames: \(reason)" }
             }
-            guard frames.count < limit, scans < NativeUnwinder.maxScanFrames, let last = stretch.last,
+            guard frames.count < limit, scans < NativeUnwinder.maxScans, let last = stretch.last,
                 let found = scan(from: last, context: frames.count == 1)
             else { return finish(frames, index: index, stopped: stopped, scans: scans, warnings: &warnings) }
             scans += 1
@@ -419,7 +416,7 @@ final class Session {
     func scan(from frame: WalkedFrame, context: Bool) -> (slot: UInt64, returnAddress: UInt64)? {
         guard let layout, let sp = frame.registers[layout.stackPointer] else { return nil }
         var address = sp
-        for _ in 0..<(context ? Self.contextScanWords : Self.frameScanWords) {
+        for _ in 0..<(context ? NativeUnwinder.contextScanWords : NativeUnwinder.frameScanWords) {
             guard let word = capture.word(at: address) else { return nil }
             if word != 0, isCode(word) { return (address, word) }
             let (next, overflow) = address.addingReportingOverflow(8)

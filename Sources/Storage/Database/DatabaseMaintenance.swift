@@ -39,7 +39,7 @@ extension ServiceDatabase {
             // The copy is a database of its own: one file, no -wal beside it.
             try copy.writeWithoutTransaction { try $0.execute(sql: "PRAGMA journal_mode = DELETE") }
             try copy.close()
-            guard rename(partial, destination) == 0 else { throw StorageError.cannotCreate(destination, String(cString: strerror(errno))) }
+            guard rename(partial, destination) == 0 else { throw StorageError.cannotCreate(destination, SystemCallError.reason(errno: errno)) }
         } catch {
             try? FileManager.default.removeItem(atPath: partial)
             throw error

@@ -1,8 +1,8 @@
 import Foundation
 import ReportModel
 
-/// Crashpad's own minidump stream (`MinidumpCrashpadInfo`, type 0x43500001): the report and
-/// client ids, the process's simple annotations, and each module's list annotations, simple
+/// Crashpad's own minidump stream (`MinidumpCrashpadInfo`, type 0x43500001): the client id
+/// (the report id at 4 is the dump's file name, and nothing Stackline keeps), the process's simple annotations, and each module's list annotations, simple
 /// annotations and annotation objects (crashpad's `minidump/minidump_extensions.h`). A stream
 /// that does not read is left out with a warning: the stacks matter more than the annotations.
 struct CrashpadInfo {
@@ -15,7 +15,6 @@ struct CrashpadInfo {
 
     /// The client id: one per Crashpad database, so per installation.
     var clientID: String?
-    var reportID: String?
     var annotations: [ReportAnnotation] = []
     var dropped = 0
 
@@ -23,7 +22,6 @@ struct CrashpadInfo {
     init(_ input: NativeBytes, stream: (size: UInt32, rva: UInt32), moduleNames: [String]) throws(NativeProblem) {
         let base = Int(stream.rva)
         guard stream.size >= 52 else { throw NativeProblem("a \(stream.size)-byte stream, shorter than its 52-byte header") }
-        reportID = try Self.uuid(input.bytes(at: UInt64(base) + 4, count: 16, "report id"))
         clientID = try Self.uuid(input.bytes(at: UInt64(base) + 20, count: 16, "client id"))
         try readDictionary(input, at: try Self.location(input, base + 36), module: nil)
         let modules = try Self.location(input, base + 44)
@@ -54,13 +52,12 @@ struct CrashpadInfo {
     private static func uuid(_ raw: Data) -> String? {
         let b = [UInt8](raw)
         guard b.count == 16, b.contains(where: { $0 != 0 }) else { return nil }
-        let ordered = [b[3], b[2], b[1], b[0], b[5], b[4], b[7], b[6]] + b[8...]
-        let h = Array(BuildID(bytes: ordered).hex)
+        let h = Array(BuildID(bytes: NativeBytes.guidInByteOrder(b)).hex)
         return [h[0..<8], h[8..<12], h[12..<16], h[16..<20], h[20..<32]].map { String($0) }.joined(separator: "-")
     }
 
-    /// A `MinidumpUTF8String` (length without the NUL, then bytes) or, with `byteArray`, a
-    /// `MinidumpByteArray` (length, bytes); nil when longer than `limit`.
+    /// A `MinidumpUTF8String` (length without the NUL, then bytes) or a `MinidumpByteArray`
+    /// (length, bytes): both start the same; nil when longer than `limit`.
     private static func text(_ input: NativeBytes, at rva: UInt32, limit: Int) throws(NativeProblem) -> String? {
         let length = try input.u32(Int(rva))
         guard length <= limit else { return nil }

@@ -52,35 +52,57 @@ struct ElfCoreReader {
         var path: String
     }
 
-    func report(format: String) throws(NativeProblem) -> RawReport {
-        let machine = try input.u16(18)
-        let arch: Arch
+    /// A program header: what this reader and `ElfCoreRewriting` read of each.
+    struct Segment {
+        var type: UInt32
+        var flags: UInt32
+        var offset: UInt64
+        var vaddr: UInt64
+        var filesz: UInt64
+        var memsz: UInt64
+    }
+
+    /// The program headers of a 64-bit little-endian ELF file, each checked against the file.
+    /// `owner` names the file in messages when it is not the core itself.
+    static func segments(_ file: NativeBytes, owner: String? = nil) throws(NativeProblem) -> [Segment] {
+        let prefix = owner.map { "\($0): " } ?? ""
+        let phoff = try file.u64(32)
+        let phentsize = Int(try file.u16(54))
+        let phnum = UInt64(try file.u16(56))
+        guard phnum != 0xffff else { throw NativeProblem("\(prefix)more than 65,534 segments (PN_XNUM): not supported") }
+        guard phentsize >= 56, phoff <= UInt64(Int.max) else { throw NativeProblem("\(prefix)program headers of \(phentsize) bytes at \(phoff)") }
+        let count = try file.count(phnum, each: phentsize, from: Int(phoff), limit: maxSegments, owner.map { "\($0) program headers" } ?? "program headers")
+        var segments: [Segment] = []
+        segments.reserveCapacity(count)
+        for i in 0..<count {
+            let h = Int(phoff) + i * phentsize
+            segments.append(Segment(
+                type: try file.u32(h), flags: try file.u32(h + 4), offset: try file.u64(h + 8), vaddr: try file.u64(h + 16),
+                filesz: try file.u64(h + 32), memsz: try file.u64(h + 40)))
+        }
+        return segments
+    }
+
+    /// The architecture of a core's `e_machine`: x86-64 and arm64 only.
+    static func arch(machine: UInt16) throws(NativeProblem) -> Arch {
         switch machine {
-        case 62: arch = Arch(.x86_64)
-        case 183: arch = Arch(.arm64)
+        case 62: Arch(.x86_64)
+        case 183: Arch(.arm64)
         default: throw NativeProblem("machine \(machine) is not x86-64 (62) or arm64 (183): not supported")
         }
-        let phoff = try input.u64(32)
-        let phentsize = Int(try input.u16(54))
-        let phnum = UInt64(try input.u16(56))
-        guard phnum != 0xffff else { throw NativeProblem("more than 65,534 segments (PN_XNUM): not supported") }
-        guard phentsize >= 56, phoff <= UInt64(Int.max) else { throw NativeProblem("program headers of \(phentsize) bytes at \(phoff)") }
-        let count = try input.count(phnum, each: phentsize, from: Int(phoff), limit: Self.maxSegments, "program headers")
+    }
 
+    func report(format: String) throws(NativeProblem) -> RawReport {
+        let arch = try Self.arch(machine: try input.u16(18))
         var warnings = WarningLog()
         var regions: [MemoryRegion] = []
         var notes: [Note] = []
-        for i in 0..<count {
-            let header = Int(phoff) + i * phentsize
-            let type = try input.u32(header)
-            let offset = try input.u64(header + 8)
-            let vaddr = try input.u64(header + 16)
-            let filesz = try input.u64(header + 32)
-            switch type {
-            case 1 where filesz > 0:  // PT_LOAD: only the bytes the file holds were captured
-                regions.append(MemoryRegion(start: vaddr, bytes: try input.bytes(at: offset, count: filesz, "segment \(i)")))
+        for (i, segment) in try Self.segments(input).enumerated() {
+            switch segment.type {
+            case 1 where segment.filesz > 0:  // PT_LOAD: only the bytes the file holds were captured
+                regions.append(MemoryRegion(start: segment.vaddr, bytes: try input.bytes(at: segment.offset, count: segment.filesz, "segment \(i)")))
             case 4:  // PT_NOTE
-                notes += try Self.notes(try input.bytes(at: offset, count: filesz, "note segment \(i)"))
+                notes += try Self.notes(try input.bytes(at: segment.offset, count: segment.filesz, "note segment \(i)"))
             default:
                 continue
             }

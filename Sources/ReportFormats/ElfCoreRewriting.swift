@@ -54,30 +54,14 @@ public enum ElfCoreRewriting {
         }
     }
 
-    struct Segment {
-        var type: UInt32
-        var flags: UInt32
-        var offset: UInt64
-        var vaddr: UInt64
-        var filesz: UInt64
-        var memsz: UInt64
-    }
+    typealias Segment = ElfCoreReader.Segment
 
-    /// A 64-bit little-endian ELF file's program headers, each checked against the file.
+    /// The program headers of `file`, which must be a 64-bit little-endian ELF file.
     static func segments(_ file: NativeBytes, _ what: String) throws -> [Segment] {
         guard file.data.count >= 64, file.data.prefix(4).elementsEqual([0x7f, 0x45, 0x4c, 0x46]),
             file.data[file.data.startIndex + 4] == 2, file.data[file.data.startIndex + 5] == 1
         else { throw Problem("\(what) is not a 64-bit little-endian ELF file") }
-        let phoff = try file.u64(32)
-        let phentsize = Int(try file.u16(54))
-        guard phentsize >= 56, phoff <= UInt64(Int.max) else { throw Problem("\(what): program headers of \(phentsize) bytes at \(phoff)") }
-        let count = try file.count(UInt64(try file.u16(56)), each: phentsize, from: Int(phoff), limit: ElfCoreReader.maxSegments, "\(what) program headers")
-        return try (0..<count).map { i throws -> Segment in
-            let h = Int(phoff) + i * phentsize
-            return Segment(
-                type: try file.u32(h), flags: try file.u32(h + 4), offset: try file.u64(h + 8), vaddr: try file.u64(h + 16),
-                filesz: try file.u64(h + 32), memsz: try file.u64(h + 40))
-        }
+        return try ElfCoreReader.segments(file, owner: what)
     }
 
     /// A core's segments and notes, and the writer of a new core from them.
@@ -205,9 +189,7 @@ public enum ElfCoreRewriting {
     }
 
     private static func slim(_ core: CoreFile) throws -> Data {
-        let machine = try core.input.u16(18)
-        let arch = machine == 62 ? Arch(.x86_64) : machine == 183 ? Arch(.arm64) : nil
-        guard let arch else { throw Problem("machine \(machine) is not x86-64 (62) or arm64 (183)") }
+        let arch = try ElfCoreReader.arch(machine: try core.input.u16(18))
         let stackPointers = core.notes.filter { $0.type == 1 }.compactMap { note in
             (try? ElfCoreReader.state(NativeBytes(note.descriptor), arch: arch))?.stackPointer(arch)
         }

@@ -116,10 +116,7 @@ struct MinidumpReader {
             return id.isEmpty || id.count > 64 ? nil : BuildID(bytes: id)
         }
         if signature.elementsEqual("RSDS".utf8), record.count >= 24 {
-            let guid = Array(record[record.startIndex + 4..<record.startIndex + 20])
-            // The GUID's first three fields are little-endian; a UUID's bytes are in order.
-            let uuid = [guid[3], guid[2], guid[1], guid[0], guid[5], guid[4], guid[7], guid[6]] + guid[8...]
-            return BuildID(bytes: uuid)
+            return BuildID(bytes: NativeBytes.guidInByteOrder(Array(record[record.startIndex + 4..<record.startIndex + 20])))
         }
         return nil
     }

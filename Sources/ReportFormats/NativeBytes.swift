@@ -31,6 +31,13 @@ struct NativeBytes {
         return data[start..<start + Int(count)]
     }
 
+    /// A GUID's 16 bytes as a UUID's: the first three fields (4, 2 and 2 bytes) are stored
+    /// little-endian, the last eight in order. Minidumps store CodeView `RSDS` ids and
+    /// Crashpad's client ids this way.
+    static func guidInByteOrder(_ guid: [UInt8]) -> [UInt8] {
+        [guid[3], guid[2], guid[1], guid[0], guid[5], guid[4], guid[7], guid[6]] + guid[8..<16]
+    }
+
     /// An element count read from the file, checked against its limit and the bytes its
     /// elements would take from `offset` on.
     func count(_ n: UInt64, each: Int, from offset: Int, limit: Int, _ what: String) throws(NativeProblem) -> Int {

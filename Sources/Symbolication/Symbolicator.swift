@@ -300,7 +300,7 @@ extension Symbolicator {
                     guard let file = try? store.open(id, role: role) else { continue }
                     // A Mach-O file (a macOS or iOS dump's module) is no ELF for libdwfl: such
                     // frames are walked by frame pointers, without a warning per module.
-                    guard (try? file.read(at: 0, count: 4)) == [0x7f, 0x45, 0x4c, 0x46] else { break search }
+                    guard ObjectFormat.of(file: file) == .elf else { break search }
                     let descriptor = dup(file.descriptor)
                     if descriptor >= 0 { files.append(NativeUnwinder.ModuleFile(imageIndex: index, descriptor: descriptor)) }
                     break search

@@ -118,9 +118,8 @@ final class Session {
     private var starts: [WalkStart]
     /// Reported images (those with a file), by index into `images`.
     private var reported: Set<Int> = []
-    /// The images with an extent, by start address. Overlapping extents (a lying report) are
-    /// not merged: the search finds one of them.
-    private let extents: [(start: UInt64, size: UInt64, index: Int)]
+    /// Finds the image an address falls in (a scan asks for every stack word).
+    private let locator: ImageLocator
 
     /// The thread argument libdwfl hands back to `set_initial_registers` is the start's index
     /// + 1 (never NULL); the thread ids it sees are the same numbers, not the capture's own
@@ -170,10 +169,7 @@ final class Session {
         self.capture = capture
         self.images = images
         self.layout = RegisterLayout(capture.arch)
-        self.extents = images.indices.compactMap { index in
-            guard let size = images[index].size, size > 0 else { return nil }
-            return (images[index].loadAddress.value, size, index)
-        }.sorted { $0.start < $1.start }
+        self.locator = ImageLocator(images: images)
         self.starts = capture.threads.map { WalkStart(pc: $0.pc, registers: $0.registers.map(Optional.some)) }
         offline.initialize(to: Dwfl_Callbacks(
             find_elf: nil,
@@ -191,7 +187,7 @@ final class Session {
     }
 
     /// Reports every module with a file at its load address. With none, libdwfl has no
-    /// architecture to unwind with, and the threads are only scanned.
+    /// architecture to unwind with, and the threads are walked by frame pointers and scans.
     func report(files: [NativeUnwinder.ModuleFile], warnings: inout [String]) {
         guard let dwfl = dwfl_begin(offline) else {
             for file in files { Foundation.close(file.descriptor) }
@@ -426,16 +422,11 @@ final class Session {
         return nil
     }
 
-    /// The report's image `address` falls in: a binary search of `extents`, since a scan asks
-    /// for every stack word.
+    /// The report's image whose extent holds `address`. An image without a size holds nothing
+    /// here (`ImageLocator` would give it every address above it): a walk believes a caller
+    /// only inside a module's known extent.
     private func image(containing address: UInt64) -> Int? {
-        var low = 0, high = extents.count
-        while low < high {
-            let mid = (low + high) / 2
-            if extents[mid].start <= address { low = mid + 1 } else { high = mid }
-        }
-        guard low > 0, address - extents[low - 1].start < extents[low - 1].size else { return nil }
-        return extents[low - 1].index
+        locator.image(containing: address).flatMap { images[$0].contains(address) ? $0 : nil }
     }
 
     /// Whether `address` lies in a module's code: an executable segment of a reported module, or

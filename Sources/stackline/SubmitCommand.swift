@@ -63,12 +63,18 @@ struct SubmitCommand: ParsableCommand {
     func run() throws {
         let db = try database.openOrCreate()
         let registry = FormatRegistry.standard
+        // Read once for every core of the batch.
+        let program = try exe.map { path in
+            do { return try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) } catch {
+                throw fail("stackline submit: --exe \(path): cannot read it (\(error.localizedDescription))")
+            }
+        }
         let items = ReportInput.expand(inputs)
         var entries: [Submission] = []
 
         for item in items {
             do {
-                let outcomes = try submit(item, registry: registry, db: db)
+                let outcomes = try submit(item, program: program, registry: registry, db: db)
                 // A capture holding several crashes is stored as one report each: `label#N`.
                 for (n, outcome) in outcomes.enumerated() {
                     let label = outcomes.count == 1 ? item.label : "\(item.label)#\(n + 1)"
@@ -107,7 +113,7 @@ struct SubmitCommand: ParsableCommand {
         if failed || entries.contains(where: { $0.reportId == nil }) { throw ExitCode(1) }
     }
 
-    private func submit(_ item: ReportInput, registry: FormatRegistry, db: ServiceDatabase) throws -> [ReportIntake.Outcome] {
+    private func submit(_ item: ReportInput, program: Data?, registry: FormatRegistry, db: ServiceDatabase) throws -> [ReportIntake.Outcome] {
         var data: Data
         do { data = try item.load(limit: maxSize) } catch SubmitError.tooLarge(let label, let limit) {
             // A core past the limit (a process with large heaps) keeps its stacks and headers.
@@ -118,9 +124,8 @@ struct SubmitCommand: ParsableCommand {
             guard data.count <= limit else { throw SubmitError.tooLarge(label, limit) }
             printError("\(label): a core of \(core.count) bytes, past \(limit): kept its stacks and headers (\(data.count) bytes)")
         }
-        if let exe {
+        if let exe, let program {
             guard ElfCoreFormat().matches(data) else { throw SubmitError.exeNeedsCore(item.label) }
-            let program = try Data(contentsOf: URL(fileURLWithPath: exe), options: .alwaysMapped)
             do {
                 switch try ElfCoreRewriting.addingExecutable(program, path: exe, to: data) {
                 case .added(let core): data = core

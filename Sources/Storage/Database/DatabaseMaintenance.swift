@@ -38,13 +38,14 @@ extension ServiceDatabase {
             try pool.backup(to: copy)
             // The copy is a database of its own: one file, no -wal beside it.
             try copy.writeWithoutTransaction { try $0.execute(sql: "PRAGMA journal_mode = DELETE") }
+            let counts = try copy.read(Self.counts)
             try copy.close()
             guard rename(partial, destination) == 0 else { throw StorageError.cannotCreate(destination, SystemCallError.reason(errno: errno)) }
+            return counts
         } catch {
             try? FileManager.default.removeItem(atPath: partial)
             throw error
         }
-        return try DatabaseQueue(path: destination).read(Self.counts)
     }
 
     static func counts(_ db: Database) throws -> DatabaseCounts {

@@ -159,9 +159,12 @@ struct SymbolCacheBuilder {
         var previousLevels: [AnswerLevel] = []
         var previous: SegmentAnswer?
         var started = false
-        let boundaries = file.answerBoundaries()
+        // libdw's reader goes before the boundaries are gathered: its line tables and the
+        // boundaries (with their sort's buffer) were the peak of a build together
+        // (`make bench`, the symcache build's peak RSS).
         file.endDWARFReading()
         SystemCall.returnFreedMemory()
+        let boundaries = file.answerBoundaries()
         dwarfStrings = Array(repeating: Self.unset, count: file.dwarfStringCount)
         for address in boundaries {
             file.levels(at: address, into: &levels, cursor: &cursor)

@@ -149,6 +149,19 @@ public enum SystemCall {
         #endif
     }
 
+    /// Takes the pages of a read-only file mapping out of this process's resident set
+    /// (`MADV_DONTNEED`): they stay in the page cache, and a later read of the range maps them
+    /// again. Only whole pages inside `region` are dropped. Advice only: a failure leaves the
+    /// pages where they were, so it is not reported.
+    public static func dropResidentPages(of region: UnsafeRawBufferPointer) {
+        guard let base = region.baseAddress else { return }
+        let page = UInt(sysconf(Int32(_SC_PAGESIZE)))
+        let start = (UInt(bitPattern: base) + page - 1) & ~(page - 1)
+        let end = (UInt(bitPattern: base) + UInt(region.count)) & ~(page - 1)
+        guard page > 0, end > start, let first = UnsafeMutableRawPointer(bitPattern: start) else { return }
+        _ = madvise(first, Int(end - start), Int32(MADV_DONTNEED))
+    }
+
     /// Gives memory freed so far back to the system (`malloc_trim`): after a phase that freed
     /// much more than what follows will allocate.
     public static func returnFreedMemory() {

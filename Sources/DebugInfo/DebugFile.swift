@@ -147,7 +147,7 @@ public final class DebugFile {
     /// The symcache evaluates `frames(at:)` once per interval instead of per address: the answer
     /// depends only on which unit ranges, symbols, line rows and scope ranges contain the
     /// address, and each of those changes only at its bounds.
-    public func answerBoundaries() -> [UInt64] {
+    public func answerBoundaries() -> AnswerBoundaries {
         indexAllUnits()
         var out: [UInt64] = []
         out.reserveCapacity(unitIndexes.reduce(2 * symbols.symbols.count) { $0 + ($1?.boundaryCount ?? 0) })
@@ -169,7 +169,7 @@ public final class DebugFile {
             kept += 1
         }
         out.removeLast(out.count - kept)
-        return out
+        return AnswerBoundaries(sorted: out)
     }
 
     /// What is at `address` (a file address), innermost inline level first; empty when

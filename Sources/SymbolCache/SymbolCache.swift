@@ -55,7 +55,7 @@ public final class SymbolCache {
     /// place: readers see one whole symcache or another, both correct. No fsync: a file torn by
     /// a crash fails its checksum at open and is rebuilt.
     public static func write(from file: DebugFile, key: SymbolCacheKey, to path: String) throws(SymbolCacheError) {
-        let parts = try SymbolCacheBuilder.build(from: file, key: key)
+        var parts = try SymbolCacheBuilder.build(from: file, key: key)
         var random = SystemRandomNumberGenerator()
         let temporary = "\(path).\(getpid()).\(String(random.next() as UInt64, radix: 36)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, PrivateFiles.fileMode)
@@ -66,6 +66,10 @@ public final class SymbolCache {
             if case .failure = written { break }
         }
         close(fd)
+        // The build's tables are freed by now: back to the system before the caller maps and
+        // checks what was written (`make bench`, the symcache build's peak RSS).
+        parts = []
+        SystemCall.returnFreedMemory()
         do throws(SystemCallError) {
             try written.get()
             try SystemCall.check("rename", path: path) { rename(temporary, path) }

@@ -26,7 +26,7 @@ final class SymbolCacheOracle {
 
     /// Every byte address of the file's executable sections, plus the neighbours of every
     /// address where the answer may change and addresses far outside the code.
-    static func addresses(_ file: DebugFile, boundaries: [UInt64]) -> [UInt64] {
+    static func addresses(_ file: DebugFile, boundaries: AnswerBoundaries) -> [UInt64] {
         var ranges: [(UInt64, UInt64)] = []
         if let slice = file.machO {
             // S_ATTR_PURE_INSTRUCTIONS | S_ATTR_SOME_INSTRUCTIONS: code, with or without bytes (a dSYM's have none).

@@ -161,15 +161,7 @@ public final class DebugFile {
                 if !overflow { out.append(end) }
             }
         }
-        out.sort()
-        // Unique in place: a second array was the largest transient of a symcache build.
-        var kept = 0
-        for a in out where kept == 0 || out[kept - 1] != a {
-            out[kept] = a
-            kept += 1
-        }
-        out.removeLast(out.count - kept)
-        return AnswerBoundaries(sorted: out)
+        return AnswerBoundaries(unsorted: out)
     }
 
     /// What is at `address` (a file address), innermost inline level first; empty when

@@ -25,6 +25,11 @@ public enum Demangler {
     /// Which demangler `demangle` hands `name` to, nil when it returns it as it is: decided by
     /// the name's prefix alone, so a name the demangler rejects still depends on it.
     public static func family(of name: String) -> Family? {
+        // Every mangling starts with one of these bytes; a C name is ruled out without the
+        // prefix comparisons, for each of a library's symbols (`make bench`, symcache build).
+        guard let first = name.utf8.first, first == UInt8(ascii: "$") || first == UInt8(ascii: "_") || first == UInt8(ascii: "@") else {
+            return nil
+        }
         if swiftMangled(name) != nil { return .swift }
         if cxxMangled(name) != nil { return .cxx }
         return nil

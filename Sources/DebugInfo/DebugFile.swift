@@ -1,4 +1,5 @@
 import CElfUtils
+import Foundation
 import ReportModel
 
 /// A debug file opened for lookups: "what code is at file address A".
@@ -21,6 +22,9 @@ public final class DebugFile {
     private var unitRanges = IntervalIndex([])
     private let symbols: SymbolTable
     private let lowestCodeAddress: UInt64
+    /// Readers of the same file that indexed some of its units: their section data holds
+    /// strings `strings` names, so they live as long as this file.
+    private var secondReaders: [ElfFile] = []
 
     /// Opens `path`. `symbolsFrom` supplies a symbol table when the debug file has none
     /// (e.g. a debug file whose stripped binary still has `.dynsym`).
@@ -58,6 +62,8 @@ public final class DebugFile {
     }
 
     public var unitCount: Int { unitDies.count }
+    /// Whether some units were indexed on a second thread (`endDWARFReading`).
+    public var indexedOnTwoThreads: Bool { !secondReaders.isEmpty }
     /// How many `.dwarf` ids `AnswerString` can hold so far: every id `levels(at:…)` hands out is
     /// below it once the units it answers from are indexed.
     public var dwarfStringCount: Int { strings.count }
@@ -74,24 +80,7 @@ public final class DebugFile {
 
     private func readUnits(_ dwarf: OpaquePointer) throws(ElfError) {
         var intervals: [(start: UInt64, end: UInt64, value: Int32)] = []
-        var cu: OpaquePointer?
-        while true {
-            var next: OpaquePointer?
-            var version: UInt16 = 0
-            var unitType: UInt8 = 0
-            var cuDie = Dwarf_Die()
-            // No split-unit DIE asked for: libdw would look for each skeleton unit's .dwo file
-            // (a Swift binary has one per Clang module, naming a .pcm in the build's module
-            // cache) with a realpath and an open each, and nothing here reads split units.
-            let rc = dwarf_get_units(dwarf, cu, &next, &version, &unitType, &cuDie, nil)
-            if rc == 1 { break }
-            if rc != 0 {
-                throw .corrupt(path: elf.path, detail: "bad DWARF unit after \(unitDies.count) units (\(ElfFile.dwarfMessage()))")
-            }
-            cu = next
-            if unitType == UInt8(DW_UT_type) || unitType == UInt8(DW_UT_split_type) { continue }
-            let tag = dwarf_tag(&cuDie)
-            guard tag == Int32(DW_TAG_compile_unit) || tag == Int32(DW_TAG_partial_unit) else { continue }
+        try Self.forEachUnit(of: dwarf, path: elf.path) { cuDie in
             let index = Int32(unitDies.count)
             unitDies.append(cuDie)
             unitIndexes.append(nil)
@@ -105,6 +94,33 @@ public final class DebugFile {
             intervals += ranges.map { ($0.start, $0.end, index) }
         }
         unitRanges = IntervalIndex(intervals)
+    }
+
+    /// Calls `body` with the DIE of each compile and partial unit of `dwarf`, in file order:
+    /// the units a `DebugFile` indexes, numbered as it numbers them.
+    private static func forEachUnit(of dwarf: OpaquePointer, path: String, _ body: (inout Dwarf_Die) -> Void) throws(ElfError) {
+        var cu: OpaquePointer?
+        var count = 0
+        while true {
+            var next: OpaquePointer?
+            var version: UInt16 = 0
+            var unitType: UInt8 = 0
+            var cuDie = Dwarf_Die()
+            // No split-unit DIE asked for: libdw would look for each skeleton unit's .dwo file
+            // (a Swift binary has one per Clang module, naming a .pcm in the build's module
+            // cache) with a realpath and an open each, and nothing here reads split units.
+            let rc = dwarf_get_units(dwarf, cu, &next, &version, &unitType, &cuDie, nil)
+            if rc == 1 { break }
+            if rc != 0 {
+                throw .corrupt(path: path, detail: "bad DWARF unit after \(count) units (\(ElfFile.dwarfMessage()))")
+            }
+            cu = next
+            if unitType == UInt8(DW_UT_type) || unitType == UInt8(DW_UT_split_type) { continue }
+            let tag = dwarf_tag(&cuDie)
+            guard tag == Int32(DW_TAG_compile_unit) || tag == Int32(DW_TAG_partial_unit) else { continue }
+            count += 1
+            body(&cuDie)
+        }
     }
 
     private func unit(number: Int32) -> UnitIndex? {
@@ -129,15 +145,98 @@ public final class DebugFile {
         }
     }
 
-    private static let unitsBetweenPageDrops = 256
+    fileprivate static let unitsBetweenPageDrops = 256
 
     /// Indexes every unit, then frees libdw's reader and its caches (`ElfFile.endDWARF`): the
     /// answers need nothing more from it, and for a large file its line tables are the largest
     /// thing a symcache build holds (`make bench`, the symcache build's peak RSS).
+    ///
+    /// The units are indexed on two threads when a second reader of the file can be opened
+    /// ("use both cores where it pays": issue 31); the answers are the same either way.
     public func endDWARFReading() {
-        indexAllUnits()
+        indexAllUnitsOnTwoThreads()
         unitDies = []
         elf.endDWARF()
+        for reader in secondReaders { reader.endDWARF() }
+    }
+
+    /// `indexAllUnits()`, with the units in the later half of `.debug_info` read on a thread of
+    /// their own through a second reader of the file (its own libelf and libdw handles and its
+    /// own string table, appended to this one's when it is done). Falls back to one thread when
+    /// no second reader can be opened or it does not see the same units.
+    private func indexAllUnitsOnTwoThreads() {
+        let pending = unitDies.indices.filter { $0 < unitIndexes.count && unitIndexes[$0] == nil }
+        guard pending.count >= 2, let reader = elf.secondReader(), let dwarf = reader.dwarf else {
+            indexAllUnits()
+            return
+        }
+        var theirDies: [Dwarf_Die] = []
+        do throws(ElfError) {
+            try Self.forEachUnit(of: dwarf, path: elf.path) { theirDies.append($0) }
+        } catch {
+            indexAllUnits()
+            return
+        }
+        var offsets: [UInt64] = []
+        for i in unitDies.indices {
+            var mine = unitDies[i]
+            offsets.append(dwarf_dieoffset(&mine))
+        }
+        guard theirDies.count == unitDies.count,
+            zip(offsets, theirDies).allSatisfy({ offset, die in var die = die; return dwarf_dieoffset(&die) == offset })
+        else {
+            indexAllUnits()
+            return
+        }
+        // Split where half of the pending units' bytes lie before: a unit's index costs about
+        // in proportion to its size.
+        let end = offsets.last.map { $0 + 1 } ?? 0
+        func size(_ i: Int) -> UInt64 { (i + 1 < offsets.count ? offsets[i + 1] : end) &- offsets[i] }
+        let total = pending.reduce(UInt64(0)) { $0 &+ size($1) }
+        var sum: UInt64 = 0
+        var split = pending.count
+        for (k, i) in pending.enumerated() {
+            sum &+= size(i)
+            if sum >= total / 2 { split = k + 1; break }
+        }
+        let batch = UnitBatch(units: pending[split...].map { ($0, theirDies[$0]) }, lowestCodeAddress: lowestCodeAddress, reader: reader)
+        let thread = Thread { batch.run() }
+        thread.start()
+        var indexed = 0
+        for i in pending[..<split] {
+            unitIndexes[i] = UnitIndex(die: unitDies[i], strings: strings, lowestCodeAddress: lowestCodeAddress)
+            indexed += 1
+            if indexed % Self.unitsBetweenPageDrops == 0 { elf.dropReadPages() }
+        }
+        batch.done.wait()
+        let base = strings.append(batch.strings)
+        for (i, unit) in batch.built { unitIndexes[i] = unit.renumberingStrings(by: base) }
+        // Its section data holds the strings its units named.
+        secondReaders.append(reader)
+    }
+
+    /// Units indexed on a thread of their own through a second reader of the file.
+    // Sendable: the thread alone touches `strings` and `built` until it signals `done`; the
+    // caller reads them only after waiting for it.
+    private final class UnitBatch: @unchecked Sendable {
+        let units: [(number: Int, die: Dwarf_Die)]
+        let lowestCodeAddress: UInt64
+        let reader: ElfFile
+        let strings = StringTable()
+        var built: [(number: Int, unit: UnitIndex)] = []
+        let done = DispatchSemaphore(value: 0)
+
+        init(units: [(number: Int, die: Dwarf_Die)], lowestCodeAddress: UInt64, reader: ElfFile) {
+            (self.units, self.lowestCodeAddress, self.reader) = (units, lowestCodeAddress, reader)
+        }
+
+        func run() {
+            for (k, (number, die)) in units.enumerated() {
+                built.append((number, UnitIndex(die: die, strings: strings, lowestCodeAddress: lowestCodeAddress)))
+                if (k + 1) % DebugFile.unitsBetweenPageDrops == 0 { reader.dropReadPages() }
+            }
+            done.signal()
+        }
     }
 
     /// Every address at which `frames(at:)` may answer differently from the address before it,

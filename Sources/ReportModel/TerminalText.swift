@@ -45,10 +45,24 @@ public enum TerminalText {
 
     /// A byte scan that rules out nearly every string at once: an unsafe character is a byte
     /// below 0x20, DEL, or a sequence starting 0xC2 (U+0080–U+00BF) or 0xE2 (U+2000–U+2FFF).
+    /// Eight bytes at a time while they are all printable ASCII, which every symbol name and
+    /// path nearly always is: a symcache build checks each of its strings (`make bench`,
+    /// symcache build).
     private static func needsEscaping(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { bytes in
-            bytes.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }
+            let raw = UnsafeRawBufferPointer(bytes)
+            var i = 0
+            while i + 8 <= raw.count {
+                let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                let high: UInt64 = 0x8080_8080_8080_8080
+                let ones: UInt64 = 0x0101_0101_0101_0101
+                let del = w ^ (0x7F &* ones)
+                // Any byte with its top bit set, below 0x20, or equal to 0x7F: look closer.
+                if (w & high) | ((w &- 0x20 &* ones) & ~w & high) | ((del &- ones) & ~del & high) != 0 { break }
+                i += 8
+            }
+            return bytes[i...].contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }
         }
     }
 }

@@ -14,11 +14,12 @@ import StacklineDeflate
 /// strings. So the stored answers are the DWARF path's own, not a second implementation that
 /// could drift (the equality tests hold the two to the same answer at every instruction).
 /// Neighbouring intervals with the same answer are merged, callers and functions are stored
-/// once, and strings are interned by value.
+/// once, and each string is stored once per id (`stringID`).
 struct SymbolCacheBuilder {
     private let file: DebugFile
     /// The builder's own strings (names and paths), numbered from 0.
     private var own = StringRun()
+    /// The source-file names of symbol-table symbols stored so far (`stringID`).
     private var stringsByValue: [String: UInt32] = [:]
     /// The symcache's string index of each `AnswerString`, by kind (`unset` until first used):
     /// arrays, not a dictionary, because every segment asks (`make bench`, symcache build).
@@ -52,7 +53,6 @@ struct SymbolCacheBuilder {
         symbolNames = Array(repeating: Self.unset, count: file.symbolCount)
         symbolFiles = Array(repeating: Self.unset, count: file.symbolCount)
         functionIDs.reserveCapacity(file.symbolCount)
-        stringsByValue.reserveCapacity(file.symbolCount)
     }
 
     /// Queues the mangled names of the symbols in code before the sweep starts, so that the
@@ -303,25 +303,26 @@ struct SymbolCacheBuilder {
         return (strings, stringEnds)
     }
 
-    /// The symcache's index of the string `id` names; equal strings get one index.
+    /// The symcache's index of the string `id` names: one per id.
     private mutating func stringID(_ id: AnswerString) -> UInt32 {
         switch id {
         case .none:
             return SymbolCacheLayout.none
+        // A name is stored once per id, not looked up by value: the file's string table already
+        // gives equal DWARF names one pointer and equal paths one id, and what is left (a name
+        // both in the symbol table and in DWARF) costs about 2% more strings, where hashing
+        // every name cost the sweep's thread several percent (`make bench`, symcache build).
+        // The source files of symbol-table symbols repeat once per symbol: those are interned.
         case .dwarf(let i):
-            if dwarfStrings[Int(i)] == Self.unset { dwarfStrings[Int(i)] = intern(id) }
+            if dwarfStrings[Int(i)] == Self.unset { dwarfStrings[Int(i)] = own.append(file.string(id) ?? "") }
             return dwarfStrings[Int(i)]
         case .symbolName(let i):
-            if symbolNames[Int(i)] == Self.unset { symbolNames[Int(i)] = intern(id) }
+            if symbolNames[Int(i)] == Self.unset { symbolNames[Int(i)] = own.append(file.string(id) ?? "") }
             return symbolNames[Int(i)]
         case .symbolFile(let i):
-            if symbolFiles[Int(i)] == Self.unset { symbolFiles[Int(i)] = intern(id) }
+            if symbolFiles[Int(i)] == Self.unset { symbolFiles[Int(i)] = intern(file.string(id) ?? "") }
             return symbolFiles[Int(i)]
         }
-    }
-
-    private mutating func intern(_ id: AnswerString) -> UInt32 {
-        intern(file.string(id) ?? "")
     }
 
     private mutating func intern(_ s: String) -> UInt32 {

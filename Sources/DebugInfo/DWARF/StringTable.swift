@@ -37,6 +37,21 @@ final class StringTable {
         return i
     }
 
+    /// Appends every entry of `other` (a table a second reader filled, whose section pointers
+    /// stay valid as long as that reader does): `other`'s id `i` is `base + i` here.
+    func append(_ other: StringTable) -> Int32 {
+        let base = Int32(entries.count)
+        for (i, entry) in other.entries.enumerated() {
+            let id = base + Int32(i)
+            entries.append(entry)
+            switch entry {
+            case .section(let p): byPointer[UInt(bitPattern: p)] = id
+            case .joined(let s): if byValue[s] == nil { byValue[s] = id }
+            }
+        }
+        return base
+    }
+
     subscript(i: Int32) -> String? {
         guard i >= 0 else { return nil }
         switch entries[Int(i)] {

@@ -40,6 +40,21 @@ final class UnitIndex {
         callFiles = reader.callFiles
     }
 
+    private init(scopes: [Scope], ranges: [(start: UInt64, end: UInt64)], functions: IntervalIndex, rows: [LineRow], callFiles: [Int32]) {
+        (self.scopes, self.ranges, self.functions, self.rows, self.callFiles) = (scopes, ranges, functions, rows, callFiles)
+    }
+
+    /// This unit with every string id moved up by `base`: for a unit read into a string table
+    /// of its own (`DebugFile`'s second reader) whose entries were appended at `base`.
+    func renumberingStrings(by base: Int32) -> UnitIndex {
+        func moved(_ id: Int32) -> Int32 { id >= 0 ? id + base : id }
+        var scopes = self.scopes
+        for i in scopes.indices { scopes[i].name = moved(scopes[i].name) }
+        var rows = self.rows
+        for i in rows.indices { rows[i].file = moved(rows[i].file) }
+        return UnitIndex(scopes: scopes, ranges: ranges, functions: functions, rows: rows, callFiles: callFiles.map(moved))
+    }
+
     /// The union of this unit's function and line ranges, for units whose DIE states none.
     var coveredRanges: [(start: UInt64, end: UInt64)] {
         var out = ranges

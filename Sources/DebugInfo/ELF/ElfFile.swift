@@ -223,6 +223,23 @@ public final class ElfFile {
         dropReadPages()
     }
 
+    /// A second reader of the same open file (its own descriptor, libelf handle and libdw
+    /// reader), for another thread to read DWARF units beside this one: libdw 0.188 is not
+    /// thread-safe within one reader, and separate readers share nothing. Nil for a file read
+    /// from memory, one whose sections Stackline inflated (they would be inflated again), one
+    /// with a supplementary (dwz) file, or when it cannot be opened again.
+    func secondReader() -> ElfFile? {
+        guard case .descriptor(let fd) = backing, inflated.buffers.isEmpty, let dwarf, dwarf_getalt(dwarf) == nil,
+            let copy = try? SystemCall.check("fcntl", path: path, { fcntl(fd, F_DUPFD_CLOEXEC, 0) })
+        else { return nil }
+        guard let elf = elf_begin(copy, ELF_C_READ_MMAP, nil) else {
+            close(copy)
+            return nil
+        }
+        // The private init releases `elf` and the descriptor if it refuses the file.
+        return try? ElfFile(elf: elf, path: path, fileSize: fileSize, backing: .descriptor(copy))
+    }
+
     /// Takes the pages of the file read so far out of this process's resident set: for a
     /// caller that has gone through much of it once (indexing every unit) and will read little
     /// of it again. Pages read later map back from the page cache (`make bench`, the symcache

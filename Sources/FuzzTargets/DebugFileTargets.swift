@@ -2,8 +2,8 @@ import DebugInfo
 import Foundation
 
 /// The debug-file readers, walked the way `symbols add` validates a file and a worker then
-/// uses it: open, identify (build id or UUID, architecture, kind), index every DWARF unit,
-/// and look up a few addresses in the code sections.
+/// uses it: open, identify (build id or UUID, architecture, kind), index every DWARF unit as a
+/// symcache build does, and look up a few addresses in the code sections.
 enum DebugFileTargets {
     static func elf(_ data: Data) throws(FuzzFailure) -> String {
         let path = try Scratch.shared.write(data, name: "input.elf")
@@ -16,7 +16,9 @@ enum DebugFileTargets {
             return try refusal(error.description)
         }
         _ = (elf.architecture, elf.kindDescription, elf.isDebugOnly, elf.hasDynamicSymbols)
-        debug.indexAllUnits()
+        // As a symcache build reads it: every unit, on two threads when the file has several
+        // (a second reader of its own), then libdw's reader ended and the pages dropped.
+        debug.endDWARFReading()
         let code = elf.sections.filter { $0.isExecutable }.prefix(4).map { ($0.address, $0.size) }
         let found = lookUp(debug, in: code + [(elf.preferredBase, 0)])
         return "opened: build id \(elf.buildID?.hex ?? "none"), \(elf.sections.count) sections, \(debug.unitCount) units, \(debug.symbolCount) symbols, \(found) lookups answered"

@@ -52,10 +52,12 @@ struct CountedGroupFilter {
             let firstWholeDay = since == edgeStart ? edgeDay : edgeDay + 1
             let (table, versionMatch): (String, String) = version == nil ? ("group_days", "") : ("group_version_days", "d.version = ? AND")
             let versionArgument: [any DatabaseValueConvertible] = version.map { [$0] } ?? []
+            // By day: left to itself the planner reads all of group_days in its key's order.
+            let index = version == nil ? " INDEXED BY group_days_by_day" : ""
             for row in try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT d.fingerprint, SUM(d.count) FROM \(table) d JOIN groups g ON g.fingerprint = d.fingerprint
+                    SELECT d.fingerprint, SUM(d.count) FROM \(table) d\(index) JOIN groups g ON g.fingerprint = d.fingerprint
                     WHERE \(versionMatch) d.day >= ? \(groupFilter) GROUP BY d.fingerprint
                     """,
                 arguments: StatementArguments(versionArgument + [firstWholeDay] + arguments))
@@ -66,13 +68,13 @@ struct CountedGroupFilter {
                 for fingerprint in try String.fetchAll(
                     db,
                     sql: """
-                        SELECT d.fingerprint FROM \(table) d JOIN groups g ON g.fingerprint = d.fingerprint
+                        SELECT d.fingerprint FROM \(table) d\(index) JOIN groups g ON g.fingerprint = d.fingerprint
                         WHERE \(versionMatch) d.day = ? \(groupFilter)
                         """,
                     arguments: StatementArguments(versionArgument + [edgeDay] + arguments))
                 {
                     let n = try Int.fetchOne(
-                        db, sql: "SELECT COUNT(*) \(members(until: true))",
+                        db.cachedStatement(sql: "SELECT COUNT(*) \(members(until: true))"),
                         arguments: memberArguments(fingerprint, until: edgeStart + SessionCounters.dayMs)) ?? 0
                     if n > 0 { candidates[fingerprint, default: Candidate(fingerprint: fingerprint, count: 0)].count += n }
                 }
@@ -118,16 +120,15 @@ struct CountedGroupFilter {
             var sessions = c.sessions
             if users == nil || sessions == nil {
                 let row = try Row.fetchOne(
-                    db,
-                    sql: """
+                    db.cachedStatement(sql: """
                         SELECT COUNT(DISTINCT \(ReportIdentitySQL.userKey)), COUNT(DISTINCT rs.session_id) \(members(until: false, identity: true))
-                        """,
+                        """),
                     arguments: memberArguments(c.fingerprint, until: nil))
                 users = row?[0]
                 sessions = row?[1]
             }
             return try Row.fetchOne(
-                db, sql: "SELECT *, ? AS n, ? AS first, ? AS last, ? AS u, ? AS se FROM groups WHERE fingerprint = ?",
+                db.cachedStatement(sql: "SELECT *, ? AS n, ? AS first, ? AS last, ? AS u, ? AS se FROM groups WHERE fingerprint = ?"),
                 arguments: [c.count, first, c.last, users ?? 0, sessions ?? 0, c.fingerprint])
         }
     }
@@ -141,13 +142,14 @@ struct CountedGroupFilter {
         var arguments = memberArguments(fingerprint, until: nil)
         if let version {
             guard let day = try Int64.fetchOne(
-                db, sql: "SELECT \(last ? "MAX" : "MIN")(day) FROM group_version_days WHERE fingerprint = ? AND version = ?",
+                db.cachedStatement(sql: "SELECT \(last ? "MAX" : "MIN")(day) FROM group_version_days WHERE fingerprint = ? AND version = ?"),
                 arguments: [fingerprint, version])
             else { return nil }
             sql += last ? " AND s.received_at < ?" : " AND s.received_at >= ?"
             arguments += [last ? (day + 1) * SessionCounters.dayMs : day * SessionCounters.dayMs]
         }
-        return try Int64.fetchOne(db, sql: sql + " ORDER BY s.received_at \(last ? "DESC" : "ASC") LIMIT 1", arguments: arguments)
+        return try Int64.fetchOne(
+            db.cachedStatement(sql: sql + " ORDER BY s.received_at \(last ? "DESC" : "ASC") LIMIT 1"), arguments: arguments)
     }
 
     /// A group's reports under the filter, read through the group's arrival index

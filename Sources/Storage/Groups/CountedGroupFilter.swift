@@ -155,7 +155,10 @@ struct CountedGroupFilter {
     /// A group's reports under the filter, read through the group's arrival index
     /// (`results_group_arrival`); `until` bounds them to before a time (the edge day's end).
     private func members(until: Bool, identity: Bool = false) -> String {
-        var sql = "FROM results s JOIN reports r ON r.id = s.report_id"
+        // Only the version and who a report came from need the report's row: without them a
+        // count or a walk reads the index alone.
+        var sql = "FROM results s"
+        if version != nil || identity { sql += " JOIN reports r ON r.id = s.report_id" }
         if identity { sql += " LEFT JOIN report_sessions rs ON rs.report_id = s.report_id" }
         sql += " WHERE s.fingerprint = ?"
         if since != nil { sql += " AND s.received_at >= ?" }

@@ -13,16 +13,14 @@
 # BENCH_TRIAGE_REPORTS, BENCH_TRIAGE_GROUPS (5000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root="$(pwd)"
-STACKLINE="${STACKLINE:-$root/.build/release/stackline}"
-[ -x "$STACKLINE" ] || { echo "bench-triage.sh: $STACKLINE is missing: run 'swift build -c release'" >&2; exit 1; }
+source scripts/serve-scratch.sh
+require_stackline bench-triage.sh
 SECONDS_RUN="${BENCH_TRIAGE_SECONDS:-20}"
 POSTERS="${BENCH_TRIAGE_POSTERS:-2}"
 SESSIONS="${BENCH_TRIAGE_SESSIONS:-1000000}"
 REPORTS="${BENCH_TRIAGE_REPORTS:-100000}"
 NGROUPS="${BENCH_TRIAGE_GROUPS:-5000}"
 
-source "$root/scripts/serve-scratch.sh"
 serve_scratch bench-triage
 "$STACKLINE" namespaces set-key bench >/dev/null
 ingest=$("$STACKLINE" tokens create --scope ingest --name bench 2>/dev/null)

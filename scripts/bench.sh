@@ -20,7 +20,7 @@
 # symbolic on the same addresses (scripts/bench/symbolic-lookup.py), and the CPU of a new
 # process answering 30 of them (scripts/bench/cold-cpu.py). No thresholds.
 # Afterwards: bench-parse, bench-queue (7-frame and 30-frame reports), bench-queue-store,
-# bench-serve, bench-remote, bench-symcache-build and bench-triage.
+# bench-serve, bench-remote, bench-symcache-build, bench-triage and bench-reads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -211,3 +211,5 @@ BENCH_TARGET="$TARGET" BENCH_SYMCACHE_LIBRARY="$library" bash "$root/scripts/ben
 echo
 echo "== scripts/bench-triage.sh =="
 bash "$root/scripts/bench-triage.sh"
+echo "== scripts/bench-reads.sh =="
+bash "$root/scripts/bench-reads.sh"

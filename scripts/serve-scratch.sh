@@ -1,8 +1,16 @@
 # Sourced by scripts that run a throwaway `stackline serve` (test-api.sh, bench-serve.sh):
 #   serve_scratch NAME             a temp directory $work with its own database and store
 #                                  (STACKLINE_DB, STACKLINE_SYMBOLS), removed on exit with the server
+#   require_stackline NAME         sets $root and $STACKLINE (default: the release build), or
+#                                  stops script NAME when that binary is missing
 #   serve_start STACKLINE ARGS…    starts `STACKLINE serve ARGS…` on a free loopback port, logging
 #                                  to $work/serve.log; sets $server_pid and $base once /healthz answers
+require_stackline() {
+  root="$(pwd)"
+  STACKLINE="${STACKLINE:-$root/.build/release/stackline}"
+  [ -x "$STACKLINE" ] || { echo "$1: $STACKLINE is missing: run 'swift build -c release'" >&2; exit 1; }
+}
+
 serve_scratch() {
   work=$(mktemp -d "${TMPDIR:-/tmp}/stackline-$1.XXXXXX")
   server_pid=

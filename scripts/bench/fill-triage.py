@@ -4,7 +4,8 @@ SESSIONS launches counted into session counters (3 versions × 30 days × OS ver
 each row with its users' sketch in HyperLogLog's exact form, as HyperLogLog.encoded writes it)
 and REPORTS crash reports in GROUPS groups (a few hot, a long tail), each with its result, its
 session, user, device, OS version and model. Bodies are placeholders: the timed queries count,
-they never read a report's bytes.
+they never read a report's bytes. The ledger's counters are left to the migration that adds
+them (counted_reads.py), run by the next command that opens the file.
 
     fill-triage.py DB SESSIONS REPORTS GROUPS
 """
@@ -15,6 +16,8 @@ import struct
 import sys
 import time
 import zlib
+
+import counted_reads
 
 DAY = 86_400_000
 
@@ -80,11 +83,7 @@ def main():
         else:
             sql += ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         db.execute(sql, values)
-        c = counts.setdefault(fp, {"n": 0, "first": at, "last": at, "rep": i, "versions": {}})
-        c["n"] += 1
-        c["first"] = min(c["first"], at)
-        c["last"] = max(c["last"], at)
-        c["versions"][v] = c["versions"].get(v, 0) + 1
+        counted_reads.tally(counts, fp, at, v, rep=i)
     for g, fp in enumerate(fingerprints):
         c = counts[fp]
         # No representative: the placeholder bodies are not reports to decode.
@@ -94,6 +93,7 @@ def main():
             (fp, "Crash %d in Bench" % g, c["n"], c["first"], c["last"]))
         for v, n in c["versions"].items():
             db.execute("INSERT INTO group_versions (fingerprint, version, count) VALUES (?, ?, ?)", (fp, v, n))
+    counted_reads.undo(db)
     db.commit()
     hot = max(counts, key=lambda f: counts[f]["n"])
     print(hot)

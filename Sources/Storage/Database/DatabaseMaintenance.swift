@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReportQuery
 import SystemCalls
 
 /// What `stackline db backup` and `db check` report (docs/backup.md).
@@ -55,6 +56,57 @@ extension ServiceDatabase {
             groups: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM groups") ?? 0)
     }
 
+    /// Holds `GroupCounters` and `results.received_at` to the reports, each counted here afresh
+    /// with COUNT and COUNT(DISTINCT) over the members.
+    private static func checkCounters(_ named: (String, (Row) -> String) throws -> Void) throws {
+        try named("""
+            SELECT s.report_id AS id FROM results s JOIN reports r ON r.id = s.report_id WHERE s.received_at IS NOT r.received_at
+            """) { row in "result of report \(row["id"] as Int64): its arrival is not its report's" }
+        let members = """
+            FROM results s JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
+            WHERE s.fingerprint IS NOT NULL
+            """
+        let user = ReportIdentitySQL.userKey
+        // Each table equals its recount, row for row, both ways.
+        var tables: [(table: String, columns: String, recount: String)] = [
+            ("group_days", "fingerprint, day, count",
+             "SELECT s.fingerprint, r.received_at / \(SessionCounters.dayMs), COUNT(*) \(members) GROUP BY 1, 2"),
+            ("group_version_days", "version, day, fingerprint, count",
+             "SELECT COALESCE(r.version, ''), r.received_at / \(SessionCounters.dayMs), s.fingerprint, COUNT(*) \(members) GROUP BY 1, 2, 3"),
+            ("group_users", "fingerprint, user_key, reports",
+             "SELECT s.fingerprint, \(user), COUNT(*) \(members) AND \(user) IS NOT NULL GROUP BY 1, 2"),
+            ("group_sessions", "fingerprint, session_id, reports",
+             "SELECT s.fingerprint, rs.session_id, COUNT(*) \(members) AND rs.session_id IS NOT NULL GROUP BY 1, 2"),
+            ("group_version_users", "fingerprint, version, user_key, reports",
+             "SELECT s.fingerprint, COALESCE(r.version, ''), \(user), COUNT(*) \(members) AND \(user) IS NOT NULL GROUP BY 1, 2, 3"),
+            ("group_version_sessions", "fingerprint, version, session_id, reports",
+             "SELECT s.fingerprint, COALESCE(r.version, ''), rs.session_id, COUNT(*) \(members) AND rs.session_id IS NOT NULL GROUP BY 1, 2, 3"),
+        ]
+        let facets = GroupCounters.facets.map { facet in
+            "SELECT s.fingerprint, '\(facet.field.description)', \(facet.value) IS NOT NULL, COALESCE(\(facet.value), ''), COUNT(*) "
+                + "\(members) GROUP BY 1, 2, 3, 4"
+        }
+        tables.append(("group_facets", "fingerprint, facet, named, value, count", facets.joined(separator: " UNION ALL ")))
+        for t in tables {
+            try named("""
+                SELECT n FROM (SELECT COUNT(*) AS n FROM (
+                    SELECT * FROM (SELECT * FROM (\(t.recount)) EXCEPT SELECT \(t.columns) FROM \(t.table))
+                    UNION ALL SELECT * FROM (SELECT \(t.columns) FROM \(t.table) EXCEPT SELECT * FROM (\(t.recount))))) WHERE n > 0
+                """) { row in "\(t.table): \(row["n"] as Int64) rows differ from the reports" }
+        }
+        try named("""
+            WITH d AS (SELECT s.fingerprint AS f, COUNT(DISTINCT \(user)) AS u, COUNT(DISTINCT rs.session_id) AS se \(members) GROUP BY 1)
+            SELECT g.fingerprint AS f FROM groups g LEFT JOIN d ON d.f = g.fingerprint
+            WHERE g.users != COALESCE(d.u, 0) OR g.sessions != COALESCE(d.se, 0)
+            """) { row in "group \(row["f"] as String): users or sessions are not its reports'" }
+        try named("""
+            WITH d AS (SELECT s.fingerprint AS f, COALESCE(r.version, '') AS v, COUNT(DISTINCT \(user)) AS u,
+                              COUNT(DISTINCT rs.session_id) AS se \(members) GROUP BY 1, 2)
+            SELECT gv.fingerprint AS f, gv.version AS v FROM group_versions gv LEFT JOIN d ON d.f = gv.fingerprint AND d.v = gv.version
+            WHERE gv.users != COALESCE(d.u, 0) OR gv.sessions != COALESCE(d.se, 0)
+            """) { row in "group \(row["f"] as String) version '\(row["v"] as String)': users or sessions are not its reports'" }
+    }
+
     /// Checks the file and the ledger in one read transaction, so a running `serve` neither
     /// waits for it nor shows it half a commit.
     public func check() throws -> DatabaseCheck {
@@ -103,6 +155,7 @@ extension ServiceDatabase {
                 """) { row in
                 "group \(row["f"] as String) version '\(row["v"] as String)': count \(row["stored"] as Int64) but \(row["actual"] as Int64) reports"
             }
+            try Self.checkCounters(named)
             return DatabaseCheck(counts: try Self.counts(db), problems: problems)
         }
     }

@@ -202,6 +202,7 @@ enum Schema {
         registerReportContext(&migrator)
         registerTriage(&migrator)
         registerReportDevice(&migrator)
+        registerCountedReads(&migrator)
         return migrator
     }
 }

@@ -3,7 +3,8 @@ import JSONFormat
 import GRDB
 import ReportModel
 
-/// Keeps `groups`, `group_versions` and `missing_symbols` exact. Runs inside the transaction
+/// Keeps `groups`, `group_versions` (and through `GroupCounters` what else a group's pages
+/// count) and `missing_symbols` exact. Runs inside the transaction
 /// that stores a result, so a report is counted in exactly one group at every commit, even
 /// when reprocessing moves it from one group to another.
 enum GroupLedger {
@@ -27,7 +28,7 @@ enum GroupLedger {
             // A move between groups reads and recomputes them from the result rows: the joins
             // queued so far go in first, so it sees exactly what one-by-one would have.
             try joins.apply(db)
-            try leave(db, fingerprint: old, versions: [member.version: 1])
+            try leave(db, fingerprint: old, reportIds: [reportId], versions: [member.version: 1])
         }
         if let new { joins.add(reportId: reportId, group: new, app: member.app, version: member.version, seen: member.seen) }
     }
@@ -119,6 +120,7 @@ enum GroupLedger {
                             """
                     ).execute(arguments: [group.first.fingerprint, version, count])
                 }
+                try GroupCounters.add(db, fingerprint: group.first.fingerprint, reportIds: group.joiners.map(\.reportId))
                 try StateTransitions.joined(db, fingerprint: group.first.fingerprint, joiners: group.joiners, now: now)
             }
             groups.removeAll(keepingCapacity: true)
@@ -126,9 +128,11 @@ enum GroupLedger {
         }
     }
 
-    /// Reports leave group `fingerprint`: `versions` counts them per app version. Their result
-    /// rows must already be gone or carry their new fingerprint.
-    private static func leave(_ db: Database, fingerprint: String, versions: [String: Int]) throws {
+    /// Reports `reportIds` leave group `fingerprint`: `versions` counts them per app version.
+    /// Their result rows must already be gone or carry their new fingerprint; their reports
+    /// must still be stored.
+    private static func leave(_ db: Database, fingerprint: String, reportIds: [Int64], versions: [String: Int]) throws {
+        try GroupCounters.remove(db, fingerprint: fingerprint, reportIds: reportIds)
         for (version, n) in versions {
             try db.execute(
                 sql: "UPDATE group_versions SET count = count - ? WHERE fingerprint = ? AND version = ?",
@@ -150,10 +154,8 @@ enum GroupLedger {
         try db.execute(
             sql: """
                 UPDATE groups SET
-                    first_seen = (SELECT MIN(r.received_at) FROM results s JOIN reports r ON r.id = s.report_id
-                                  WHERE s.fingerprint = groups.fingerprint),
-                    last_seen = (SELECT MAX(r.received_at) FROM results s JOIN reports r ON r.id = s.report_id
-                                 WHERE s.fingerprint = groups.fingerprint),
+                    first_seen = (SELECT MIN(received_at) FROM results WHERE fingerprint = groups.fingerprint),
+                    last_seen = (SELECT MAX(received_at) FROM results WHERE fingerprint = groups.fingerprint),
                     representative_report_id = CASE
                         WHEN EXISTS (SELECT 1 FROM results WHERE report_id = groups.representative_report_id
                                      AND fingerprint = groups.fingerprint)
@@ -169,22 +171,23 @@ enum GroupLedger {
     static func removeResults(_ db: Database, reportIds: [Int64]) throws -> [String] {
         guard !reportIds.isEmpty else { return [] }
         let marks = databaseQuestionMarks(count: reportIds.count)
-        var leaving: [String: [String: Int]] = [:]
+        var leaving: [String: (ids: [Int64], versions: [String: Int])] = [:]
         for row in try Row.fetchAll(
             db,
             sql: """
-                SELECT s.fingerprint, COALESCE(r.version, '') AS version, COUNT(*) AS n
+                SELECT s.fingerprint, s.report_id, COALESCE(r.version, '') AS version
                 FROM results s JOIN reports r ON r.id = s.report_id
                 WHERE s.report_id IN (\(marks)) AND s.fingerprint IS NOT NULL
-                GROUP BY s.fingerprint, version
                 """,
             arguments: StatementArguments(reportIds))
         {
-            leaving[row["fingerprint"], default: [:]][row["version"]] = row["n"]
+            let fingerprint: String = row["fingerprint"]
+            leaving[fingerprint, default: ([], [:])].ids.append(row["report_id"])
+            leaving[fingerprint, default: ([], [:])].versions[row["version"], default: 0] += 1
         }
         try db.execute(sql: "DELETE FROM results WHERE report_id IN (\(marks))", arguments: StatementArguments(reportIds))
-        for (fingerprint, versions) in leaving.sorted(by: { $0.key < $1.key }) {
-            try leave(db, fingerprint: fingerprint, versions: versions)
+        for (fingerprint, members) in leaving.sorted(by: { $0.key < $1.key }) {
+            try leave(db, fingerprint: fingerprint, reportIds: members.ids, versions: members.versions)
         }
         return leaving.keys.sorted()
     }

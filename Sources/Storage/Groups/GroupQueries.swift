@@ -134,8 +134,10 @@ public enum GroupQueryError: Error, CustomStringConvertible, Equatable {
 }
 
 extension ServiceDatabase {
-    /// Groups, most frequent first. Unfiltered counts come from the maintained `groups` table;
-    /// with `version`, `since` or `namespace` the members are counted under the filter.
+    /// Groups, most frequent first. Unfiltered counts come from the maintained `groups` table
+    /// (users and sessions too: `GroupCounters`), most filtered ones from the counters by day
+    /// and version (`CountedGroupFilter`); the rest (a namespace, an order that only the
+    /// window's reports decide) count the members under the filter.
     public func groups(_ filter: GroupFilter) throws -> [GroupSummary] {
         try pool.read { db in
             var conditions: [String] = []
@@ -153,18 +155,23 @@ extension ServiceDatabase {
                 arguments.append(state.rawValue)
             }
             let rows: [Row]
-            if filter.version == nil && filter.since == nil && filter.namespace == nil && filter.sort != .users
-                && filter.sort != .sessions
-            {
+            if filter.version == nil && filter.since == nil && filter.namespace == nil {
                 let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-                let order = filter.sort == .lastSeen ? "g.last_seen DESC, g.count DESC" : "g.count DESC, g.last_seen DESC"
+                let order = switch filter.sort {
+                case .reports: "g.count DESC, g.last_seen DESC"
+                case .users: "g.users DESC, g.count DESC, g.last_seen DESC"
+                case .sessions: "g.sessions DESC, g.count DESC, g.last_seen DESC"
+                case .lastSeen: "g.last_seen DESC, g.count DESC"
+                }
                 rows = try Row.fetchAll(
                     db,
                     sql: """
-                        SELECT g.*, g.count AS n, g.first_seen AS first, g.last_seen AS last, \(Self.usersAndSessions(of: "g"))
+                        SELECT g.*, g.count AS n, g.first_seen AS first, g.last_seen AS last, g.users AS u, g.sessions AS se
                         FROM groups g \(whereClause) ORDER BY \(order) LIMIT ?
                         """,
                     arguments: StatementArguments(arguments + [filter.limit]))
+            } else if let counted = CountedGroupFilter(filter) {
+                rows = try counted.rows(db, conditions: conditions, arguments: arguments, sort: filter.sort, limit: filter.limit)
             } else {
                 if let version = filter.version {
                     conditions.append("COALESCE(r.version, '') = ?")
@@ -181,15 +188,15 @@ extension ServiceDatabase {
                 let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
                 let order = switch filter.sort {
                 case .reports: "n DESC, last DESC"
-                case .users: "users DESC, n DESC, last DESC"
-                case .sessions: "sessions DESC, n DESC, last DESC"
+                case .users: "u DESC, n DESC, last DESC"
+                case .sessions: "se DESC, n DESC, last DESC"
                 case .lastSeen: "last DESC, n DESC"
                 }
                 rows = try Row.fetchAll(
                     db,
                     sql: """
                         SELECT g.*, COUNT(*) AS n, MIN(r.received_at) AS first, MAX(r.received_at) AS last,
-                            COUNT(DISTINCT \(ReportIdentitySQL.userKey)) AS users, COUNT(DISTINCT rs.session_id) AS sessions
+                            COUNT(DISTINCT \(ReportIdentitySQL.userKey)) AS u, COUNT(DISTINCT rs.session_id) AS se
                         FROM results s JOIN reports r ON r.id = s.report_id JOIN groups g ON g.fingerprint = s.fingerprint
                         LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
                         \(whereClause)
@@ -216,7 +223,7 @@ extension ServiceDatabase {
             versions: versions, rulesVersion: row["rules_version"], app: row["app"],
             representativeReportId: row["representative_report_id"],
             frames: (try? JSONDecoder().decode([String].self, from: Data(framesJSON.utf8))) ?? [],
-            users: row["users"], sessions: row["sessions"], triage: try triage(db, fingerprint))
+            users: row["u"], sessions: row["se"], triage: try triage(db, fingerprint))
     }
 
     /// The whole fingerprint of the group `prefix` names (a fingerprint or a unique prefix of
@@ -233,18 +240,6 @@ extension ServiceDatabase {
         return matches.first
     }
 
-    /// The `users` and `sessions` columns of a group summary: the distinct users and sessions of
-    /// the reports filed under the group row `alias` names, counted from its members.
-    private static func usersAndSessions(of alias: String) -> String {
-        """
-        (SELECT COUNT(DISTINCT \(ReportIdentitySQL.userKey))
-         FROM results s JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
-         WHERE s.fingerprint = \(alias).fingerprint) AS users,
-        (SELECT COUNT(DISTINCT rs.session_id) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id
-         WHERE s.fingerprint = \(alias).fingerprint) AS sessions
-        """
-    }
-
     /// One group by fingerprint or unique prefix, with its latest report ids (newest first).
     public func group(fingerprint prefix: String, latest: Int = 10) throws -> GroupDetail? {
         try pool.read { db in
@@ -252,7 +247,7 @@ extension ServiceDatabase {
                 let row = try Row.fetchOne(
                     db,
                     sql: """
-                        SELECT *, count AS n, first_seen AS first, last_seen AS last, \(Self.usersAndSessions(of: "groups"))
+                        SELECT *, count AS n, first_seen AS first, last_seen AS last, users AS u, sessions AS se
                         FROM groups WHERE fingerprint = ?
                         """,
                     arguments: [fingerprint])
@@ -261,18 +256,11 @@ extension ServiceDatabase {
             let ids = try Int64.fetchAll(
                 db,
                 sql: """
-                    SELECT s.report_id FROM results s JOIN reports r ON r.id = s.report_id
-                    WHERE s.fingerprint = ? ORDER BY r.received_at DESC, s.report_id DESC LIMIT ?
+                    SELECT report_id FROM results WHERE fingerprint = ? ORDER BY received_at DESC, report_id DESC LIMIT ?
                     """,
                 arguments: [summary.fingerprint, latest])
             let impact = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT COALESCE(r.version, '') AS v, COUNT(*) AS n, COUNT(DISTINCT \(ReportIdentitySQL.userKey)) AS u,
-                        COUNT(DISTINCT rs.session_id) AS se
-                    FROM results s JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
-                    WHERE s.fingerprint = ? GROUP BY v
-                    """,
+                db, sql: "SELECT version AS v, count AS n, users AS u, sessions AS se FROM group_versions WHERE fingerprint = ?",
                 arguments: [summary.fingerprint]
             ).map { VersionImpact(version: $0["v"], reports: $0["n"], users: $0["u"], sessions: $0["se"]) }
                 .sorted { a, b in

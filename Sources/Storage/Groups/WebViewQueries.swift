@@ -2,8 +2,8 @@ import Foundation
 import GRDB
 import ReportModel
 
-/// The few reads the web view needs beyond the CLI's queries: per-day trends, the order an
-/// app's versions appeared in, and a group's first version. Read-only, no schema of their own.
+/// The few reads the web view needs beyond the CLI's queries: per-day trends (from the ledger's
+/// `group_days`), the order an app's versions appeared in, and a group's first version.
 extension ServiceDatabase {
     /// Reports per UTC day for each of `fingerprints` over the `days` days ending today
     /// (oldest first); a group without reports in the window gets zeros.
@@ -11,19 +11,15 @@ extension ServiceDatabase {
         guard !fingerprints.isEmpty, days > 0 else { return [:] }
         let dayMs: Int64 = 86_400_000
         let firstDay = now / dayMs - Int64(days - 1)
-        let start = firstDay * dayMs
         var out: [String: [Int]] = Dictionary(uniqueKeysWithValues: fingerprints.map { ($0, Array(repeating: 0, count: days)) })
         try pool.read { db in
             let marks = Array(repeating: "?", count: fingerprints.count).joined(separator: ", ")
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT s.fingerprint AS fp, r.received_at / \(dayMs) AS day, COUNT(*) AS n
-                    FROM results s JOIN reports r ON r.id = s.report_id
-                    WHERE s.fingerprint IN (\(marks)) AND r.received_at >= ?
-                    GROUP BY fp, day
+                    SELECT fingerprint AS fp, day, count AS n FROM group_days WHERE fingerprint IN (\(marks)) AND day >= ?
                     """,
-                arguments: StatementArguments(fingerprints + [start] as [any DatabaseValueConvertible]))
+                arguments: StatementArguments(fingerprints + [firstDay] as [any DatabaseValueConvertible]))
             for row in rows {
                 let fp: String = row["fp"]
                 let day: Int64 = row["day"]
@@ -47,7 +43,7 @@ extension ServiceDatabase {
                 db,
                 sql: """
                     SELECT COALESCE(r.version, '') FROM results s JOIN reports r ON r.id = s.report_id
-                    WHERE s.fingerprint = ? ORDER BY r.received_at, r.id LIMIT 1
+                    WHERE s.fingerprint = ? ORDER BY s.received_at, s.report_id LIMIT 1
                     """,
                 arguments: [fingerprint])
         }

@@ -83,8 +83,9 @@ extension ServiceDatabase {
         }
         try db.cachedStatement(
             sql: """
-                INSERT INTO results (report_id, symbolicated, symbolicated_size, status, fingerprint, own_fingerprint, completed_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO results (report_id, symbolicated, symbolicated_size, status, fingerprint, own_fingerprint, completed_at,
+                                     received_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (report_id) DO UPDATE SET
                     symbolicated = excluded.symbolicated, symbolicated_size = excluded.symbolicated_size,
                     status = excluded.status, fingerprint = excluded.fingerprint, own_fingerprint = excluded.own_fingerprint,
@@ -92,7 +93,7 @@ extension ServiceDatabase {
                 """
         ).execute(
             arguments: [reportId, result.compressedJSON, result.jsonSize, result.status.rawValue,
-                        filed?.fingerprint, own, now])
+                        filed?.fingerprint, own, now, member.seen])
         try GroupLedger.move(db, reportId: reportId, member: member, from: previous, to: filed, joins: &joins)
         if previousOwn == nil, own == nil, let previous, let new = filed?.fingerprint, new != previous {
             try GroupMerges.retarget(db, from: previous, to: new, now: now, joins: &joins)

@@ -90,8 +90,8 @@ enum GroupMerges {
 /// Recomputing a group's counts from its members: what a merge or an unmerge does, since it
 /// moves a whole group's reports at once. Exact by construction, like the ledger.
 enum GroupCounts {
-    /// Rewrites `fingerprint`'s count, first and last seen, representative and per-version
-    /// counts from the results filed under it; deletes the row when none are.
+    /// Rewrites `fingerprint`'s count, first and last seen, representative, per-version counts
+    /// and `GroupCounters` from the results filed under it; deletes the row when none are.
     static func recount(_ db: Database, _ fingerprint: String) throws {
         try db.execute(sql: "DELETE FROM group_versions WHERE fingerprint = ?", arguments: [fingerprint])
         try db.execute(
@@ -106,5 +106,6 @@ enum GroupCounts {
             arguments: [fingerprint])
         try db.execute(sql: "DELETE FROM groups WHERE fingerprint = ? AND count <= 0", arguments: [fingerprint])
         try GroupLedger.refreshFromMembers(db, fingerprint)
+        try GroupCounters.rebuild(db, fingerprint: fingerprint)
     }
 }

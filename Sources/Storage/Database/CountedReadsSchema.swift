@@ -1,0 +1,75 @@
+import Foundation
+import GRDB
+
+extension Schema {
+    /// "v17: counted reads" (issue 33 §5): what a group's pages show, kept as it changes in the
+    /// ledger's transaction instead of counted from the reports on each view (`GroupCounters`).
+    ///
+    /// - `groups.users`, `groups.sessions`, `group_versions.users`, `group_versions.sessions`:
+    ///   distinct users (`ReportIdentitySQL.userKey`) and sessions among a group's reports, whole
+    ///   and per app version. A distinct count cannot be kept by adding, so each has a membership
+    ///   table, one row per (group, user) etc. with the reports that user has in it: a row that
+    ///   appears adds one, a row whose reports reach zero takes one away.
+    /// - `group_days`, `group_version_days`: reports per group (and app version) per UTC day of
+    ///   arrival: the groups page's trends, and a list filtered by `since` or `version` counted
+    ///   from whole days (only the day `since` falls in is counted from its reports).
+    /// - `group_facets`: a group's reports per OS version, device model and version (as search
+    ///   reads them), the facets its web page shows.
+    /// - `results.received_at`: the report's arrival, copied so that a group's members are read
+    ///   in arrival order from one index (latest reports, first and last seen, first version)
+    ///   instead of sorted from all of them; it replaces the plain fingerprint index.
+    ///
+    /// Filled from the rows already stored, so an upgraded database is exact; `db check`
+    /// compares every one of them with the reports.
+    static func registerCountedReads(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v17: counted reads") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE groups ADD COLUMN users INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE groups ADD COLUMN sessions INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE group_versions ADD COLUMN users INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE group_versions ADD COLUMN sessions INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE results ADD COLUMN received_at INTEGER;
+                    UPDATE results SET received_at = (SELECT r.received_at FROM reports r WHERE r.id = results.report_id);
+                    DROP INDEX IF EXISTS results_fingerprint;
+                    CREATE INDEX results_group_arrival ON results (fingerprint, received_at, report_id);
+                    CREATE TABLE group_days (
+                        fingerprint TEXT NOT NULL,
+                        day INTEGER NOT NULL,           -- received_at / 86,400,000 (UTC days since the epoch)
+                        count INTEGER NOT NULL,
+                        PRIMARY KEY (fingerprint, day)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX group_days_by_day ON group_days (day, fingerprint, count);
+                    -- The same per app version, keyed for a list filtered by version (and since).
+                    CREATE TABLE group_version_days (
+                        version TEXT NOT NULL, day INTEGER NOT NULL, fingerprint TEXT NOT NULL, count INTEGER NOT NULL,
+                        PRIMARY KEY (version, day, fingerprint)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX group_version_days_by_group ON group_version_days (fingerprint, version, day);
+                    -- A group's reports per value of the facets its page shows (`named` 0: no value).
+                    CREATE TABLE group_facets (
+                        fingerprint TEXT NOT NULL, facet TEXT NOT NULL, named INTEGER NOT NULL, value TEXT NOT NULL,
+                        count INTEGER NOT NULL,
+                        PRIMARY KEY (fingerprint, facet, named, value)
+                    ) WITHOUT ROWID;
+                    CREATE TABLE group_users (
+                        fingerprint TEXT NOT NULL, user_key TEXT NOT NULL, reports INTEGER NOT NULL,
+                        PRIMARY KEY (fingerprint, user_key)
+                    ) WITHOUT ROWID;
+                    CREATE TABLE group_sessions (
+                        fingerprint TEXT NOT NULL, session_id TEXT NOT NULL, reports INTEGER NOT NULL,
+                        PRIMARY KEY (fingerprint, session_id)
+                    ) WITHOUT ROWID;
+                    CREATE TABLE group_version_users (
+                        fingerprint TEXT NOT NULL, version TEXT NOT NULL, user_key TEXT NOT NULL, reports INTEGER NOT NULL,
+                        PRIMARY KEY (fingerprint, version, user_key)
+                    ) WITHOUT ROWID;
+                    CREATE TABLE group_version_sessions (
+                        fingerprint TEXT NOT NULL, version TEXT NOT NULL, session_id TEXT NOT NULL, reports INTEGER NOT NULL,
+                        PRIMARY KEY (fingerprint, version, session_id)
+                    ) WITHOUT ROWID;
+                    """)
+            try GroupCounters.rebuild(db, fingerprint: nil)
+        }
+    }
+}

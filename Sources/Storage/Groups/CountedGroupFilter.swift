@@ -1,0 +1,177 @@
+import Foundation
+import GRDB
+
+/// A group list filtered by `version` and/or `since`, answered from the ledger's counters
+/// (`GroupCounters`) instead of from every report under the filter (issue 33 §5): the reports
+/// per group come from `group_version_days` or `group_days` for whole UTC days and from the
+/// reports only on the day `since` falls in; users and sessions under `version` alone come
+/// from `group_versions`. What a counter cannot give is read from the few reports it is about,
+/// through the group's arrival index: the last report under the filter of the groups tied at
+/// the end of the page (the order's tie-break), the first one of each group shown, and users
+/// and sessions since a time, of the groups shown. Same rows, in the same order, as counting
+/// the members under the filter.
+struct CountedGroupFilter {
+    let version: String?
+    let since: Int64?
+
+    /// The filter when the counters can answer it with its sort; nil otherwise (a namespace,
+    /// a time before the epoch, or an order by users, sessions or last seen that only the
+    /// window's reports can decide).
+    init?(_ filter: GroupFilter) {
+        guard filter.namespace == nil, filter.version != nil || filter.since != nil else { return nil }
+        if let since = filter.since, since < 0 { return nil }
+        switch filter.sort {
+        case .reports: break
+        case .users, .sessions: guard filter.since == nil else { return nil }
+        case .lastSeen: return nil
+        }
+        version = filter.version
+        since = filter.since
+    }
+
+    private struct Candidate {
+        var fingerprint: String
+        var count: Int
+        /// Under `version` alone, from `group_versions`.
+        var users: Int?
+        var sessions: Int?
+        var last: Int64?
+    }
+
+    /// The rows `ServiceDatabase.summary` reads (the group's columns and `n`, `first`, `last`,
+    /// `u`, `se`), for the groups that pass `conditions` over `groups g`, in the list's order.
+    func rows(_ db: Database, conditions: [String], arguments: [any DatabaseValueConvertible], sort: GroupSort, limit: Int)
+        throws -> [Row]
+    {
+        let groupFilter = conditions.isEmpty ? "" : "AND " + conditions.joined(separator: " AND ")
+        var candidates: [String: Candidate] = [:]
+        if let since {
+            let edgeDay = GroupCounters.day(of: since)
+            let edgeStart = edgeDay * SessionCounters.dayMs
+            // Whole days from the counters; the day `since` falls in, unless it starts it, from its reports.
+            let firstWholeDay = since == edgeStart ? edgeDay : edgeDay + 1
+            let (table, versionMatch): (String, String) = version == nil ? ("group_days", "") : ("group_version_days", "d.version = ? AND")
+            let versionArgument: [any DatabaseValueConvertible] = version.map { [$0] } ?? []
+            // By day: left to itself the planner reads all of group_days in its key's order.
+            let index = version == nil ? " INDEXED BY group_days_by_day" : ""
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT d.fingerprint, SUM(d.count) FROM \(table) d\(index) JOIN groups g ON g.fingerprint = d.fingerprint
+                    WHERE \(versionMatch) d.day >= ? \(groupFilter) GROUP BY d.fingerprint
+                    """,
+                arguments: StatementArguments(versionArgument + [firstWholeDay] + arguments))
+            {
+                candidates[row[0]] = Candidate(fingerprint: row[0], count: row[1])
+            }
+            if since != edgeStart {
+                for fingerprint in try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT d.fingerprint FROM \(table) d\(index) JOIN groups g ON g.fingerprint = d.fingerprint
+                        WHERE \(versionMatch) d.day = ? \(groupFilter)
+                        """,
+                    arguments: StatementArguments(versionArgument + [edgeDay] + arguments))
+                {
+                    let n = try Int.fetchOne(
+                        db.cachedStatement(sql: "SELECT COUNT(*) \(members(until: true))"),
+                        arguments: memberArguments(fingerprint, until: edgeStart + SessionCounters.dayMs)) ?? 0
+                    if n > 0 { candidates[fingerprint, default: Candidate(fingerprint: fingerprint, count: 0)].count += n }
+                }
+            }
+        } else if let version {
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT v.fingerprint, v.count, v.users, v.sessions FROM group_versions v JOIN groups g ON g.fingerprint = v.fingerprint
+                    WHERE v.version = ? AND v.count > 0 \(groupFilter)
+                    """,
+                arguments: StatementArguments([version] + arguments))
+            {
+                candidates[row[0]] = Candidate(fingerprint: row[0], count: row[1], users: row[2], sessions: row[3])
+            }
+        }
+        // The order before its tie-break on the last report, most first.
+        func rank(_ c: Candidate) -> [Int] {
+            switch sort {
+            case .users: [c.users ?? 0, c.count]
+            case .sessions: [c.sessions ?? 0, c.count]
+            case .reports, .lastSeen: [c.count]
+            }
+        }
+        var ordered = candidates.values.sorted { rank($1).lexicographicallyPrecedes(rank($0)) }
+        guard !ordered.isEmpty else { return [] }
+        // Every group that ranks at least as the page's last one may be on it: their last
+        // reports decide between them.
+        let cutoff = rank(ordered[min(limit, ordered.count) - 1])
+        ordered = ordered.filter { !rank($0).lexicographicallyPrecedes(cutoff) }
+        for i in ordered.indices {
+            ordered[i].last = try end(db, ordered[i].fingerprint, last: true)
+        }
+        ordered.sort { a, b in
+            let (ra, rb) = (rank(a), rank(b))
+            if ra != rb { return rb.lexicographicallyPrecedes(ra) }
+            if a.last != b.last { return (a.last ?? 0) > (b.last ?? 0) }
+            return a.fingerprint < b.fingerprint
+        }
+        return try ordered.prefix(limit).compactMap { c in
+            let first = try end(db, c.fingerprint, last: false)
+            var users = c.users
+            var sessions = c.sessions
+            if users == nil || sessions == nil {
+                let row = try Row.fetchOne(
+                    db.cachedStatement(sql: """
+                        SELECT COUNT(DISTINCT \(ReportIdentitySQL.userKey)), COUNT(DISTINCT rs.session_id) \(members(until: false, identity: true))
+                        """),
+                    arguments: memberArguments(c.fingerprint, until: nil))
+                users = row?[0]
+                sessions = row?[1]
+            }
+            return try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT *, ? AS n, ? AS first, ? AS last, ? AS u, ? AS se FROM groups WHERE fingerprint = ?"),
+                arguments: [c.count, first, c.last, users ?? 0, sessions ?? 0, c.fingerprint])
+        }
+    }
+
+    /// The arrival of a group's first or last report under the filter: a walk along its arrival
+    /// index from `since` or its newest report, which under `version` starts on the first or
+    /// last day the version has reports in the group (`group_version_days`), so it does not
+    /// cross the reports of the versions before or after it.
+    private func end(_ db: Database, _ fingerprint: String, last: Bool) throws -> Int64? {
+        var sql = "SELECT s.received_at \(members(until: false))"
+        var arguments = memberArguments(fingerprint, until: nil)
+        if let version {
+            guard let day = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT \(last ? "MAX" : "MIN")(day) FROM group_version_days WHERE fingerprint = ? AND version = ?"),
+                arguments: [fingerprint, version])
+            else { return nil }
+            sql += last ? " AND s.received_at < ?" : " AND s.received_at >= ?"
+            arguments += [last ? (day + 1) * SessionCounters.dayMs : day * SessionCounters.dayMs]
+        }
+        return try Int64.fetchOne(
+            db.cachedStatement(sql: sql + " ORDER BY s.received_at \(last ? "DESC" : "ASC") LIMIT 1"), arguments: arguments)
+    }
+
+    /// A group's reports under the filter, read through the group's arrival index
+    /// (`results_group_arrival`); `until` bounds them to before a time (the edge day's end).
+    private func members(until: Bool, identity: Bool = false) -> String {
+        // Only the version and who a report came from need the report's row: without them a
+        // count or a walk reads the index alone.
+        var sql = "FROM results s"
+        if version != nil || identity { sql += " JOIN reports r ON r.id = s.report_id" }
+        if identity { sql += " LEFT JOIN report_sessions rs ON rs.report_id = s.report_id" }
+        sql += " WHERE s.fingerprint = ?"
+        if since != nil { sql += " AND s.received_at >= ?" }
+        if until { sql += " AND s.received_at < ?" }
+        if version != nil { sql += " AND COALESCE(r.version, '') = ?" }
+        return sql
+    }
+
+    private func memberArguments(_ fingerprint: String, until: Int64?) -> StatementArguments {
+        var arguments: [any DatabaseValueConvertible] = [fingerprint]
+        if let since { arguments.append(since) }
+        if let until { arguments.append(until) }
+        if let version { arguments.append(version) }
+        return StatementArguments(arguments)
+    }
+}

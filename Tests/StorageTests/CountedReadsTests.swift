@@ -1,0 +1,311 @@
+import Foundation
+import GRDB
+import Storage
+import ReportModel
+import ReportQuery
+import TestSupport
+import Testing
+
+/// The counts a group's pages and filtered lists show, kept by the ledger (issue 33 §5), against
+/// the reports themselves: after every step (ingest, reprocessing, a session named after the
+/// result, merge, unmerge, retention, the migration of an older file) each count is compared
+/// with COUNT and COUNT(DISTINCT) over `results ⋈ reports ⋈ report_sessions`, written here in
+/// the test with its own reading of who a report came from (the SDK's user, else the report's
+/// own device key), never read back through the counters.
+@Suite struct CountedReadsTests {
+    typealias L = GroupLedgerTests
+    static let day: Int64 = 86_400_000
+
+    /// Who a report came from, as the test gives it.
+    enum Origin {
+        case sdk(user: String, session: String)
+        case device(String)
+        case nobody
+    }
+
+    /// Submits a report of `version` from `origin` and files it under `group`; an SDK report's
+    /// session is recorded before the result (as intake does) unless `sessionAfterResult`.
+    @discardableResult
+    static func process(
+        _ f: Fixture, _ n: Int, version: String?, group: String, from origin: Origin, sessionAfterResult: Bool = false
+    ) throws -> Int64 {
+        var device: DeviceInfo?
+        if case .device(let id) = origin { device = DeviceInfo(model: "iPhone15,2", osVersion: n % 2 == 0 ? "17.4" : nil, id: id) }
+        let id = try f.db.submit(
+            NewReport(raw: Data("report \(n)".utf8), format: "test", kind: .crash, app: "App", version: version, device: device)).reportId
+        func session() throws {
+            guard case .sdk(let user, let session) = origin else { return }
+            try f.db.recordSDKReports(
+                SDKRecordRow(namespace: "ns", sdkReportId: "r\(n)", monitorType: "crash", createdTime: f.clock.now, meta: "{}"),
+                reportIds: [id],
+                session: SessionIdentity(
+                    app: "App", version: version, sessionId: session, userId: user, deviceId: nil,
+                    osVersion: n % 3 == 0 ? nil : "17.\(n % 3)", deviceModel: n % 2 == 0 ? "iPhone14,2" : "iPad13,4"))
+        }
+        if !sessionAfterResult { try session() }
+        try L.complete(f, group: L.group(group))
+        if sessionAfterResult { try session() }
+        return id
+    }
+
+    /// One group under a filter, as the oracle counts it.
+    struct Counted: Equatable, CustomStringConvertible {
+        var fingerprint: String
+        var count: Int
+        var first: Int64
+        var last: Int64
+        var users: Int
+        var sessions: Int
+        var description: String { "\(fingerprint): \(count) reports \(users) users \(sessions) sessions [\(first), \(last)]" }
+    }
+
+    static let members = """
+        FROM results s JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
+        WHERE s.fingerprint IS NOT NULL
+        """
+    static let user = "coalesce(rs.user_key, 'd:' || r.device_id)"
+
+    /// Every group's reports under `version` and `since`, counted from the reports.
+    static func oracle(_ f: Fixture, version: String? = nil, since: Int64? = nil) throws -> [String: Counted] {
+        try DatabaseQueue(path: f.db.path).read { db in
+            var sql = "SELECT s.fingerprint, COUNT(*), MIN(r.received_at), MAX(r.received_at), COUNT(DISTINCT \(user)), "
+                + "COUNT(DISTINCT rs.session_id) \(members)"
+            var arguments: [any DatabaseValueConvertible] = []
+            if let version { sql += " AND COALESCE(r.version, '') = ?"; arguments.append(version) }
+            if let since { sql += " AND r.received_at >= ?"; arguments.append(since) }
+            var out: [String: Counted] = [:]
+            for row in try Row.fetchAll(db, sql: sql + " GROUP BY s.fingerprint", arguments: StatementArguments(arguments)) {
+                out[row[0]] = Counted(fingerprint: row[0], count: row[1], first: row[2], last: row[3], users: row[4], sessions: row[5])
+            }
+            return out
+        }
+    }
+
+    static func counted(_ g: GroupSummary) -> Counted {
+        Counted(
+            fingerprint: g.fingerprint, count: g.count, first: g.firstSeen.milliseconds, last: g.lastSeen.milliseconds,
+            users: g.users, sessions: g.sessions)
+    }
+
+    /// The list's order as the reports decide it: most (users, sessions, then) reports first, ties
+    /// to the most recent.
+    static func ordered(_ groups: [Counted], by sort: GroupSort) -> [Counted] {
+        groups.sorted { a, b in
+            let (ka, kb): ([Int], [Int]) = switch sort {
+            case .users: ([a.users, a.count], [b.users, b.count])
+            case .sessions: ([a.sessions, a.count], [b.sessions, b.count])
+            case .reports, .lastSeen: ([a.count], [b.count])
+            }
+            if ka != kb { return kb.lexicographicallyPrecedes(ka) }
+            return a.last > b.last
+        }
+    }
+
+    /// Every read that uses the counters, against the oracle; `db check` finds nothing.
+    static func expectCountsMatchReports(
+        _ f: Fixture, reopened: ServiceDatabase? = nil, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let db = reopened ?? f.db
+        let all = try oracle(f)
+        // The unfiltered list, in each order the counters decide.
+        for sort in [GroupSort.reports, .users, .sessions] {
+            let listed = try db.groups(GroupFilter(limit: 100, sort: sort)).map(counted)
+            #expect(listed == ordered(Array(all.values), by: sort), "sort \(sort)", sourceLocation: sourceLocation)
+        }
+        // Each group's page: its users and sessions, and per version its reports, users and sessions.
+        let perVersion: [String: [String: (n: Int, u: Int, s: Int)]] = try DatabaseQueue(path: f.db.path).read { db in
+            var out: [String: [String: (Int, Int, Int)]] = [:]
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.fingerprint, COALESCE(r.version, ''), COUNT(*), COUNT(DISTINCT \(user)), COUNT(DISTINCT rs.session_id)
+                    \(members) GROUP BY 1, 2
+                    """)
+            {
+                out[row[0], default: [:]][row[1]] = (row[2], row[3], row[4])
+            }
+            return out
+        }
+        for (fingerprint, truth) in all {
+            let detail = try #require(try db.group(fingerprint: fingerprint), sourceLocation: sourceLocation)
+            #expect(counted(detail.summary) == truth, sourceLocation: sourceLocation)
+            let impact = Dictionary(uniqueKeysWithValues: detail.byVersion.map { ($0.version, "\($0.reports) \($0.users) \($0.sessions)") })
+            let expected = (perVersion[fingerprint] ?? [:]).mapValues { "\($0.n) \($0.u) \($0.s)" }
+            #expect(impact == expected, "\(fingerprint) per version", sourceLocation: sourceLocation)
+        }
+        // A group's facets (its web page's): the top two values and the rest, as counting gives them.
+        let facetColumns = [
+            "os_version": "coalesce(rs.os_version, r.os_version)", "device_model": "coalesce(rs.device_model, r.device_model)",
+            "version": "coalesce(rs.version, r.version)",
+        ]
+        for (name, column) in facetColumns {
+            let truth: [String: [(String?, Int)]] = try DatabaseQueue(path: f.db.path).read { db in
+                var out: [String: [(String?, Int)]] = [:]
+                for row in try Row.fetchAll(
+                    db,
+                    sql: "SELECT s.fingerprint, \(column) AS v, COUNT(*) AS n \(members) GROUP BY 1, 2 ORDER BY n DESC, v IS NULL, v")
+                {
+                    out[row[0], default: []].append((row[1], row[2]))
+                }
+                return out
+            }
+            for (fingerprint, values) in truth {
+                let facets = try #require(try db.facets(key: try FacetKey(name), fingerprint: fingerprint, top: 2), sourceLocation: sourceLocation)
+                #expect(facets.values.map { "\($0.value ?? "-") \($0.count)" } == values.prefix(2).map { "\($0.0 ?? "-") \($0.1)" },
+                        "\(fingerprint) \(name)", sourceLocation: sourceLocation)
+                #expect(facets.total == values.map(\.1).reduce(0, +), sourceLocation: sourceLocation)
+                #expect(facets.other == values.dropFirst(2).map(\.1).reduce(0, +), sourceLocation: sourceLocation)
+            }
+        }
+        // Trends: reports per UTC day over the last 30 days.
+        let now = f.clock.now
+        let trends = try db.dailyCounts(fingerprints: Array(all.keys), days: 30, now: now)
+        let days: [String: [Int64: Int]] = try DatabaseQueue(path: f.db.path).read { db in
+            var out: [String: [Int64: Int]] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT s.fingerprint, r.received_at / \(day), COUNT(*) \(members) GROUP BY 1, 2") {
+                out[row[0], default: [:]][row[1]] = row[2]
+            }
+            return out
+        }
+        for fingerprint in all.keys {
+            let firstDay = now / day - 29
+            let expected = (0..<30).map { days[fingerprint]?[firstDay + Int64($0)] ?? 0 }
+            #expect(trends[fingerprint] == expected, "\(fingerprint) per day", sourceLocation: sourceLocation)
+        }
+        // Filtered lists: each version, since mid-day and at a day's start, and both.
+        let versions = Set(perVersion.values.flatMap(\.keys))
+        let sinces: [Int64] = [0, now - 2 * day, (now / day - 1) * day, now - 3_600_000, now + 1]
+        var filters: [(String?, Int64?)] = versions.map { ($0, nil) } + sinces.map { (nil, $0) }
+        filters += versions.flatMap { v in sinces.map { (v, $0) } }
+        for (version, since) in filters {
+            let truth = try oracle(f, version: version, since: since)
+            for sort in [GroupSort.reports, .users, .sessions, .lastSeen] {
+                let listed = try db.groups(GroupFilter(version: version, since: since, limit: 100, sort: sort)).map(counted)
+                let expected = sort == .lastSeen
+                    ? truth.values.sorted { ($0.last, $0.count) > ($1.last, $1.count) } : ordered(Array(truth.values), by: sort)
+                #expect(listed == expected, "version \(version ?? "-") since \(since ?? -1) sort \(sort)", sourceLocation: sourceLocation)
+            }
+            // A short page: the groups tied at its end are told apart by their last report.
+            let page = try db.groups(GroupFilter(version: version, since: since, limit: 2)).map(counted)
+            #expect(page == Array(ordered(Array(truth.values), by: .reports).prefix(2)), sourceLocation: sourceLocation)
+        }
+        #expect(try db.check().problems == [], sourceLocation: sourceLocation)
+    }
+
+    /// Reports over three days, in three groups and versions, from SDK users (some with several
+    /// sessions), from devices that name only themselves, and from nobody.
+    static func fill(_ f: Fixture) throws -> [Int64] {
+        var ids: [Int64] = []
+        let plan: [(String?, String, Origin)] = [
+            ("1.0", "aaaa", .sdk(user: "ann", session: "s1")), ("1.0", "aaaa", .sdk(user: "ann", session: "s1")),
+            ("1.1", "aaaa", .sdk(user: "ann", session: "s2")), ("1.1", "aaaa", .sdk(user: "bob", session: "s3")),
+            ("1.1", "aaaa", .device("dev-1")), (nil, "aaaa", .nobody), ("1.0", "bbbb", .device("dev-1")),
+            ("1.0", "bbbb", .device("dev-2")), ("1.1", "bbbb", .sdk(user: "bob", session: "s4")), ("1.1", "cccc", .nobody),
+            ("1.1", "cccc", .sdk(user: "cat", session: "s5")), (nil, "bbbb", .sdk(user: "ann", session: "s6")),
+        ]
+        for (n, (version, group, origin)) in plan.enumerated() {
+            ids.append(try process(f, n, version: version, group: group, from: origin))
+            // Five hours apart: the reports fall on three UTC days, some on each side of midnight.
+            f.clock.advance(seconds: 5 * 3600)
+        }
+        return ids
+    }
+
+    @Test func ingestReprocessingAndLateSessionsKeepEveryCountExact() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        let ids = try Self.fill(f)
+        try Self.expectCountsMatchReports(f)
+        // Reprocessing moves ann's first report from aaaa to bbbb: aaaa keeps ann (her other
+        // reports), bbbb gains her session s1; then bob's only aaaa report leaves for cccc.
+        try f.db.enqueueReprocessing(reportId: ids[0])
+        try L.complete(f, group: L.group("bbbb"))
+        try Self.expectCountsMatchReports(f)
+        try f.db.enqueueReprocessing(reportId: ids[3])
+        try L.complete(f, group: L.group("cccc"))
+        try Self.expectCountsMatchReports(f)
+        #expect(try f.db.group(fingerprint: "aaaa")?.byVersion.first { $0.version == "1.1" }?.users == 2, "ann and dev-1 stay")
+        // Out of every group and back.
+        try f.db.enqueueReprocessing(reportId: ids[4])
+        try L.complete(f, group: nil)
+        try Self.expectCountsMatchReports(f)
+        // An SDK record naming a report already filed: it leaves its device's user for the SDK's.
+        try Self.process(f, 20, version: "1.1", group: "aaaa", from: .device("dev-9"))
+        try Self.process(f, 21, version: "1.1", group: "aaaa", from: .sdk(user: "dan", session: "s9"), sessionAfterResult: true)
+        try Self.expectCountsMatchReports(f)
+        #expect(try f.db.group(fingerprint: "aaaa")?.summary.sessions == Self.oracle(f)["aaaa"]?.sessions)
+    }
+
+    @Test func mergeUnmergeAndRetentionKeepEveryCountExact() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        _ = try Self.fill(f)
+        try f.db.mergeGroup("bbbb", into: "aaaa", actor: "alice")
+        try Self.expectCountsMatchReports(f)
+        try Self.process(f, 30, version: "1.1", group: "bbbb", from: .sdk(user: "eve", session: "s30"))
+        try Self.expectCountsMatchReports(f)
+        try f.db.unmergeGroup("bbbb", actor: "alice")
+        try Self.expectCountsMatchReports(f)
+        // Retention removes the first day and a half: users whose last report in a group goes leave it.
+        let cutoff = f.clock.now - 40 * 3600
+        let before = try Self.oracle(f)
+        _ = try f.db.prune(PruneRequest(receivedBefore: cutoff, reclaim: .incrementalOnly, batchSize: 2))
+        try Self.expectCountsMatchReports(f)
+        #expect(try Self.oracle(f) != before, "the prune removed reports")
+    }
+
+    /// A file written before the counters existed: opening it fills them from its rows.
+    @Test func theMigrationFillsTheCountersOfAnOlderDatabase() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        let ids = try Self.fill(f)
+        try f.db.enqueueReprocessing(reportId: ids[1])
+        try L.complete(f, group: L.group("cccc"))
+        let queue = try DatabaseQueue(path: f.db.path)
+        try queue.writeWithoutTransaction { try Self.undoCountedReads($0) }
+        try queue.close()
+        let clock = f.clock
+        try Self.expectCountsMatchReports(f, reopened: try ServiceDatabase(path: f.db.path, clock: { clock.now }))
+    }
+
+    /// `db check` names a counter that disagrees with the reports.
+    @Test func dbCheckNamesACounterThatDisagrees() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        _ = try Self.fill(f)
+        #expect(try f.db.check().problems == [])
+        try DatabaseQueue(path: f.db.path).writeWithoutTransaction { db in
+            try db.execute(sql: """
+                UPDATE groups SET users = users + 1 WHERE fingerprint = 'aaaa';
+                DELETE FROM group_version_sessions WHERE session_id = 's3';
+                UPDATE group_days SET count = count + 1 WHERE fingerprint = 'cccc';
+                """)
+        }
+        try DatabaseQueue(path: f.db.path).writeWithoutTransaction { db in
+            try db.execute(sql: "UPDATE group_facets SET count = count + 1 WHERE facet = 'device_model' AND fingerprint = 'bbbb'")
+        }
+        let problems = try f.db.check().problems
+        #expect(problems.contains { $0.hasPrefix("group_facets: ") })
+        #expect(problems.contains("group aaaa: users or sessions are not its reports'"))
+        #expect(problems.contains("group_version_sessions: 1 rows differ from the reports"))
+        #expect(problems.contains { $0.hasPrefix("group_days: ") })
+    }
+
+    /// Takes a file back to before "v17: counted reads" (its tables, columns and index gone, the
+    /// migration not applied), as a file written by the release before it is.
+    static func undoCountedReads(_ db: Database) throws {
+        try db.execute(sql: """
+            DROP TABLE group_days; DROP TABLE group_version_days; DROP TABLE group_users; DROP TABLE group_sessions;
+            DROP TABLE group_version_users; DROP TABLE group_version_sessions; DROP TABLE group_facets;
+            ALTER TABLE groups DROP COLUMN users; ALTER TABLE groups DROP COLUMN sessions;
+            ALTER TABLE group_versions DROP COLUMN users; ALTER TABLE group_versions DROP COLUMN sessions;
+            DELETE FROM grdb_migrations WHERE identifier LIKE 'v17:%';
+            """)
+        if try db.columns(in: "results").contains(where: { $0.name == "received_at" }) {
+            try db.execute(sql: """
+                DROP INDEX results_group_arrival; ALTER TABLE results DROP COLUMN received_at;
+                CREATE INDEX results_fingerprint ON results (fingerprint);
+                """)
+        }
+    }
+}

@@ -310,9 +310,10 @@ struct SymbolCacheBuilder {
             return SymbolCacheLayout.none
         // A name is stored once per id, not looked up by value: the file's string table already
         // gives equal DWARF names one pointer and equal paths one id, and what is left (a name
-        // both in the symbol table and in DWARF) costs about 2% more strings, where hashing
-        // every name cost the sweep's thread several percent (`make bench`, symcache build).
-        // The source files of symbol-table symbols repeat once per symbol: those are interned.
+        // both in the symbol table and in DWARF) costs a little size, where hashing every name
+        // cost the sweep's thread more than that saved (`make bench`, symcache build; the
+        // figures are in docs/performance.md). The source files of symbol-table symbols
+        // repeat once per symbol: those are interned.
         case .dwarf(let i):
             if dwarfStrings[Int(i)] == Self.unset { dwarfStrings[Int(i)] = own.append(file.string(id) ?? "") }
             return dwarfStrings[Int(i)]

@@ -135,17 +135,27 @@ public final class DebugFile {
 
     /// Indexes every unit now; used to validate a file at upload and to time index builds.
     public func indexAllUnits() {
-        var indexed = 0
-        for i in unitDies.indices where i < unitIndexes.count && unitIndexes[i] == nil {
-            unitIndexes[i] = UnitIndex(die: unitDies[i], strings: strings, lowestCodeAddress: lowestCodeAddress)
-            indexed += 1
-            // The units read so far are not read again: their pages would otherwise add up to
-            // most of the file in the resident set (`make bench`, the symcache build's peak RSS).
-            if indexed % Self.unitsBetweenPageDrops == 0 { elf.dropReadPages() }
+        let pending = unitDies.indices.filter { $0 < unitIndexes.count && unitIndexes[$0] == nil }
+        Self.index(pending.map { ($0, unitDies[$0]) }, strings: strings, lowestCodeAddress: lowestCodeAddress, reader: elf) {
+            unitIndexes[$0] = $1
         }
     }
 
-    fileprivate static let unitsBetweenPageDrops = 256
+    /// Indexes `units` in order, read through `reader` into `strings`, and hands each to `store`.
+    /// The units read so far are not read again: every `unitsBetweenPageDrops` their pages leave
+    /// the resident set, where they would otherwise add up to most of the file (`make bench`,
+    /// the symcache build's peak RSS).
+    fileprivate static func index(
+        _ units: [(number: Int, die: Dwarf_Die)], strings: StringTable, lowestCodeAddress: UInt64, reader: ElfFile,
+        _ store: (Int, UnitIndex) -> Void
+    ) {
+        for (k, (number, die)) in units.enumerated() {
+            store(number, UnitIndex(die: die, strings: strings, lowestCodeAddress: lowestCodeAddress))
+            if (k + 1) % unitsBetweenPageDrops == 0 { reader.dropReadPages() }
+        }
+    }
+
+    private static let unitsBetweenPageDrops = 256
 
     /// Indexes every unit, then frees libdw's reader and its caches (`ElfFile.endDWARF`): the
     /// answers need nothing more from it, and for a large file its line tables are the largest
@@ -202,11 +212,8 @@ public final class DebugFile {
         let batch = UnitBatch(units: pending[split...].map { ($0, theirDies[$0]) }, lowestCodeAddress: lowestCodeAddress, reader: reader)
         let thread = Thread { batch.run() }
         thread.start()
-        var indexed = 0
-        for i in pending[..<split] {
-            unitIndexes[i] = UnitIndex(die: unitDies[i], strings: strings, lowestCodeAddress: lowestCodeAddress)
-            indexed += 1
-            if indexed % Self.unitsBetweenPageDrops == 0 { elf.dropReadPages() }
+        Self.index(pending[..<split].map { ($0, unitDies[$0]) }, strings: strings, lowestCodeAddress: lowestCodeAddress, reader: elf) {
+            unitIndexes[$0] = $1
         }
         batch.done.wait()
         let base = strings.append(batch.strings)
@@ -231,10 +238,7 @@ public final class DebugFile {
         }
 
         func run() {
-            for (k, (number, die)) in units.enumerated() {
-                built.append((number, UnitIndex(die: die, strings: strings, lowestCodeAddress: lowestCodeAddress)))
-                if (k + 1) % DebugFile.unitsBetweenPageDrops == 0 { reader.dropReadPages() }
-            }
+            DebugFile.index(units, strings: strings, lowestCodeAddress: lowestCodeAddress, reader: reader) { built.append(($0, $1)) }
             // Its libdw caches go as soon as its half is done, not when the other half is: the
             // two readers' caches together were the build's peak (`make bench`, peak RSS). The
             // names its units gave are section data, which stays with the reader.

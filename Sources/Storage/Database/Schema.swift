@@ -203,6 +203,7 @@ enum Schema {
         registerTriage(&migrator)
         registerReportDevice(&migrator)
         registerCountedReads(&migrator)
+        registerArrivalsDuringJob(&migrator)
         return migrator
     }
 }

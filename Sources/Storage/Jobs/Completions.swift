@@ -99,6 +99,7 @@ extension ServiceDatabase {
             try GroupMerges.retarget(db, from: previous, to: new, now: now, joins: &joins)
         }
         try GroupLedger.recordMissing(db, reportId: reportId, images: result.missingImages, replacing: hadResult)
+        _ = try Self.requeueIfArrived(db, jobId: completion.jobId, reportId: reportId, missing: result.missingImages, now: now)
         return .stored
     }
 }

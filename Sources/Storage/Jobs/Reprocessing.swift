@@ -28,11 +28,20 @@ extension ServiceDatabase {
 
     /// Queues reprocessing (low priority) for every report that lacked one of `buildIds` and
     /// has no job queued or running; one transaction, so a report is never queued twice.
-    /// Returns the report ids queued.
+    /// A running job may have looked for these files before they were stored, so the ids are
+    /// recorded against each running job too, and its completion queues the report again if
+    /// its result still lacks one of them (`requeueIfArrived`). Returns the report ids queued.
     public func requeueReports(missing buildIds: [BuildID]) throws -> [Int64] {
         guard !buildIds.isEmpty else { return [] }
         return try immediate { db in
             let now = clock()
+            // Rows of jobs that have since finished are no longer read: drop them here, off the
+            // completion path.
+            try db.execute(
+                sql: "DELETE FROM arrivals_during_job WHERE job_id NOT IN (SELECT id FROM jobs WHERE state = 'running')")
+            let record = try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO arrivals_during_job (job_id, build_id) SELECT id, ? FROM jobs WHERE state = 'running'")
+            for id in Set(buildIds.map(\.hex)) { try record.execute(arguments: [id]) }
             let ids = try Int64.fetchAll(
                 db,
                 sql: """
@@ -46,6 +55,25 @@ extension ServiceDatabase {
             for id in ids { _ = try Self.insertReprocessingJob(db, reportId: id, now: now) }
             return ids
         }
+    }
+
+    /// Called by a completion, in its transaction: when one of the build ids `missing` was
+    /// stored while job `jobId` ran (see `requeueReports(missing:)`), queues the report again,
+    /// unless a job for it is already queued. Returns whether it did.
+    static func requeueIfArrived(_ db: Database, jobId: Int64, reportId: Int64, missing: [MissingDebugFile], now: Int64) throws -> Bool {
+        guard !missing.isEmpty else { return false }
+        let ids = Array(Set(missing.map(\.buildID.hex)))
+        let arrived = try Bool.fetchOne(
+            db,
+            sql: """
+                SELECT 1 FROM arrivals_during_job WHERE job_id = ? AND build_id IN (\(databaseQuestionMarks(count: ids.count)))
+                  AND NOT EXISTS (SELECT 1 FROM jobs WHERE report_id = ? AND state = 'queued')
+                LIMIT 1
+                """,
+            arguments: StatementArguments([jobId] as [any DatabaseValueConvertible] + ids + [reportId])) ?? false
+        guard arrived else { return false }
+        _ = try insertReprocessingJob(db, reportId: reportId, now: now)
+        return true
     }
 }
 

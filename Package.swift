@@ -108,6 +108,9 @@ let package = Package(
         .target(name: "ReportQuery", dependencies: ["ReportModel"]),
         // Everything the service keeps in its database, one folder per family of tables: jobs and
         // their leases, groups and their ledger, tokens and namespaces, workers, alert state, retention.
+        // The statements' common ground between the two database backends: values, rows and the
+        // one-transaction executor that store code written once for both runs on.
+        .target(name: "SQLInterface"),
         .target(
             name: "Storage",
             dependencies: [

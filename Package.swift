@@ -114,7 +114,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "JSONFormat", "ReportModel", "ReportQuery", "Compression", "Hashing", "SystemCalls", "ServiceRuntime",
+                "JSONFormat", "ReportModel", "ReportQuery", "Compression", "Hashing", "SystemCalls", "ServiceRuntime", "SQLInterface",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -46,3 +46,47 @@ extension SQLExecutor {
 public func sqlPlaceholders(_ count: Int) -> String {
     Array(repeating: "?", count: max(count, 1)).joined(separator: ", ")
 }
+
+extension SQLExecutor {
+    /// The first column of the first row, or nil when there is no row or it is NULL.
+    public func int64(_ sql: String, _ arguments: [SQLValue]) throws -> Int64? {
+        try rows(sql, arguments).first?.optionalInt64(0)
+    }
+
+    public func int64(_ sql: String, _ arguments: SQLBindable...) throws -> Int64? {
+        try int64(sql, arguments.map(\.sqlValue))
+    }
+
+    public func int(_ sql: String, _ arguments: [SQLValue]) throws -> Int? {
+        try rows(sql, arguments).first?.optionalInt(0)
+    }
+
+    public func int(_ sql: String, _ arguments: SQLBindable...) throws -> Int? {
+        try int(sql, arguments.map(\.sqlValue))
+    }
+
+    public func string(_ sql: String, _ arguments: [SQLValue]) throws -> String? {
+        try rows(sql, arguments).first?.optionalString(0)
+    }
+
+    public func string(_ sql: String, _ arguments: SQLBindable...) throws -> String? {
+        try string(sql, arguments.map(\.sqlValue))
+    }
+
+    /// Whether the statement returns a row whose first column is true (non-zero).
+    public func bool(_ sql: String, _ arguments: [SQLValue]) throws -> Bool {
+        guard let value = try rows(sql, arguments).first?.optionalInt64(0) else { return false }
+        return value != 0
+    }
+
+    public func bool(_ sql: String, _ arguments: SQLBindable...) throws -> Bool {
+        try bool(sql, arguments.map(\.sqlValue))
+    }
+}
+
+extension SQLDialect {
+    /// The two-argument minimum and maximum of scalars: SQLite overloads `MIN`/`MAX`,
+    /// PostgreSQL names them `LEAST`/`GREATEST` (its `MIN` is only the aggregate).
+    public var least: String { self == .sqlite ? "MIN" : "LEAST" }
+    public var greatest: String { self == .sqlite ? "MAX" : "GREATEST" }
+}

@@ -73,7 +73,7 @@ public struct AlertFacts {
     /// Distinct users (`ReportIdentitySQL.userKey`) of group `fingerprint`'s reports of
     /// `version` received in `(after, upTo]`.
     public func groupUsers(_ fingerprint: String, version: String, after: Int64, upTo: Int64) throws -> Int {
-        try StateTransitions.users(db, fingerprint: fingerprint, version: version, after: after, upTo: upTo)
+        try StateTransitions.users(GRDBExecutor(db), fingerprint: fingerprint, version: version, after: after, upTo: upTo)
     }
 
     /// Release health of one version of `app` (docs/releases.md), as `stackline releases`

@@ -69,7 +69,7 @@ extension Schema {
                         PRIMARY KEY (fingerprint, version, session_id)
                     ) WITHOUT ROWID;
                     """)
-            try GroupCounters.rebuild(db, fingerprint: nil)
+            try GroupCounters.rebuild(GRDBExecutor(db), fingerprint: nil)
         }
     }
 }

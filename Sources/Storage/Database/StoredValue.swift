@@ -1,4 +1,5 @@
 import GRDB
+import SQLInterface
 import ReportModel
 
 extension Row {
@@ -21,5 +22,16 @@ extension Row {
             throw .unknownStoredValue(column: column, value: value.description)
         }
         return id
+    }
+}
+
+extension SQLRow {
+    /// The enum stored as text in column `i` (named `column` in the error), as `Row.stored`.
+    func stored<T: RawRepresentable>(_ i: Int, _ column: String, as _: T.Type = T.self) throws -> T where T.RawValue == String {
+        let text = try optionalString(i)
+        guard let text, let known = T(rawValue: text) else {
+            throw StorageError.unknownStoredValue(column: column, value: text ?? "NULL")
+        }
+        return known
     }
 }

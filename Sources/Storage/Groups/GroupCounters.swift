@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
 import ReportQuery
+import SQLInterface
 
 /// What a group's pages and filtered lists show besides its reports per version
 /// (`group_versions.count`): its reports per UTC day, whole (`group_days`) and per app version
@@ -49,12 +49,12 @@ enum GroupCounters {
     static func day(of time: Int64) -> Int64 { time / SessionCounters.dayMs }
 
     /// Reports `reportIds` joined group `fingerprint`, whose row and version rows exist.
-    static func add(_ db: Database, fingerprint: String, reportIds: [Int64]) throws {
+    static func add(_ db: SQLExecutor, fingerprint: String, reportIds: [Int64]) throws {
         try change(db, fingerprint: fingerprint, reportIds: reportIds, by: 1)
     }
 
     /// Reports `reportIds` left group `fingerprint` (their reports still stored).
-    static func remove(_ db: Database, fingerprint: String, reportIds: [Int64]) throws {
+    static func remove(_ db: SQLExecutor, fingerprint: String, reportIds: [Int64]) throws {
         try change(db, fingerprint: fingerprint, reportIds: reportIds, by: -1)
     }
 
@@ -66,7 +66,7 @@ enum GroupCounters {
         static func < (a: Cell, b: Cell) -> Bool { (a.version, a.key) < (b.version, b.key) }
     }
 
-    private static func change(_ db: Database, fingerprint: String, reportIds: [Int64], by sign: Int) throws {
+    private static func change(_ db: SQLExecutor, fingerprint: String, reportIds: [Int64], by sign: Int) throws {
         guard !reportIds.isEmpty else { return }
         var days: [Int64: Int] = [:]
         var versionDays: [String: [Int64: Int]] = [:]
@@ -76,26 +76,25 @@ enum GroupCounters {
         // Chunks keep the statement's arguments under SQLite's limit.
         for start in stride(from: 0, to: reportIds.count, by: 500) {
             let chunk = Array(reportIds[start..<min(start + 500, reportIds.count)])
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT COALESCE(r.version, ''), r.received_at, \(ReportIdentitySQL.userKey), rs.session_id,
-                        \(facets.map(\.value).joined(separator: ", "))
-                    FROM reports r LEFT JOIN report_sessions rs ON rs.report_id = r.id
-                    WHERE r.id IN (\(databaseQuestionMarks(count: chunk.count)))
-                    """,
-                arguments: StatementArguments(chunk))
+            let rows = try db.rows(
+                """
+                SELECT COALESCE(r.version, ''), r.received_at, \(ReportIdentitySQL.userKey), rs.session_id,
+                    \(facets.map(\.value).joined(separator: ", "))
+                FROM reports r LEFT JOIN report_sessions rs ON rs.report_id = r.id
+                WHERE r.id IN (\(sqlPlaceholders(chunk.count)))
+                """,
+                chunk.map(\.sqlValue))
             for row in rows {
-                let version: String = row[0]
-                let arrival = day(of: row[1])
+                let version = try row.string(0)
+                let arrival = day(of: try row.int64(1))
                 days[arrival, default: 0] += 1
                 versionDays[version, default: [:]][arrival, default: 0] += 1
                 for (i, d) in distincts.enumerated() {
-                    guard let key: String = row[d.column] else { continue }
+                    guard let key = try row.optionalString(d.column) else { continue }
                     members[i][Cell(version: d.perVersion ? version : "", key: key), default: 0] += 1
                 }
                 for (i, facet) in facets.enumerated() {
-                    facetValues[i][row[facet.column] as String?, default: 0] += 1
+                    facetValues[i][try row.optionalString(facet.column), default: 0] += 1
                 }
             }
         }
@@ -121,19 +120,18 @@ enum GroupCounters {
             // Members that appeared (or, removing, disappeared), per version.
             var changed: [String: Int] = [:]
             for (cell, n) in members[i].sorted(by: { $0.key < $1.key }) {
-                let key: [(String, any DatabaseValueConvertible)] = d.perVersion
+                let key: [(String, SQLBindable)] = d.perVersion
                     ? [("fingerprint", fingerprint), ("version", cell.version), (d.key, cell.key)]
                     : [("fingerprint", fingerprint), (d.key, cell.key)]
                 if try bump(db, d.table, where: key, column: "reports", by: sign * n) { changed[cell.version, default: 0] += 1 }
             }
             for (version, n) in changed.sorted(by: { $0.key < $1.key }) {
                 if d.perVersion {
-                    try db.cachedStatement(
-                        sql: "UPDATE group_versions SET \(d.counter) = \(d.counter) + ? WHERE fingerprint = ? AND version = ?"
-                    ).execute(arguments: [sign * n, fingerprint, version])
+                    try db.execute(
+                        "UPDATE group_versions SET \(d.counter) = \(d.counter) + ? WHERE fingerprint = ? AND version = ?",
+                        sign * n, fingerprint, version)
                 } else {
-                    try db.cachedStatement(sql: "UPDATE groups SET \(d.counter) = \(d.counter) + ? WHERE fingerprint = ?")
-                        .execute(arguments: [sign * n, fingerprint])
+                    try db.execute("UPDATE groups SET \(d.counter) = \(d.counter) + ? WHERE fingerprint = ?", sign * n, fingerprint)
                 }
             }
         }
@@ -144,82 +142,86 @@ enum GroupCounters {
     /// or disappeared.
     @discardableResult
     private static func bump(
-        _ db: Database, _ table: String, where key: [(String, any DatabaseValueConvertible)], column: String, by n: Int
+        _ db: SQLExecutor, _ table: String, where key: [(String, SQLBindable)], column: String, by n: Int
     ) throws -> Bool {
         let names = key.map { $0.0 }
-        let values = key.map { $0.1 }
+        let values = key.map { $0.1.sqlValue }
         let match = names.map { "\($0) = ?" }.joined(separator: " AND ")
         if n > 0 {
-            let now = try Int.fetchOne(
-                db.cachedStatement(sql: """
-                    INSERT INTO \(table) (\(names.joined(separator: ", ")), \(column)) VALUES (\(databaseQuestionMarks(count: names.count)), ?)
-                    ON CONFLICT DO UPDATE SET \(column) = \(column) + excluded.\(column) RETURNING \(column)
-                    """),
-                arguments: StatementArguments(values + [n]))
+            let now = try db.rows(
+                """
+                INSERT INTO \(table) (\(names.joined(separator: ", ")), \(column)) VALUES (\(sqlPlaceholders(names.count)), ?)
+                ON CONFLICT (\(names.joined(separator: ", "))) DO UPDATE SET \(column) = \(table).\(column) + excluded.\(column)
+                RETURNING \(column)
+                """,
+                values + [n.sqlValue]
+            ).first?.optionalInt(0)
             return now == n
         }
-        let left = try Int.fetchOne(
-            db.cachedStatement(sql: "UPDATE \(table) SET \(column) = \(column) + ? WHERE \(match) RETURNING \(column)"),
-            arguments: StatementArguments([n] + values))
+        let left = try db.rows(
+            "UPDATE \(table) SET \(column) = \(column) + ? WHERE \(match) RETURNING \(column)", [n.sqlValue] + values
+        ).first?.optionalInt(0)
         guard let left, left <= 0 else { return false }
-        try db.cachedStatement(sql: "DELETE FROM \(table) WHERE \(match)").execute(arguments: StatementArguments(values))
+        try db.execute("DELETE FROM \(table) WHERE \(match)", values)
         return true
     }
 
     /// Recounts everything here for group `fingerprint` (every group when nil) from the results
     /// filed under it: what a merge, an unmerge and the migration that added these counters do.
     /// The group's row and version rows must already hold its members' reports.
-    static func rebuild(_ db: Database, fingerprint: String?) throws {
+    static func rebuild(_ db: SQLExecutor, fingerprint: String?) throws {
         let only = fingerprint == nil ? "" : " WHERE fingerprint = ?"
-        let arguments: StatementArguments = fingerprint.map { [$0] } ?? []
+        let arguments: [SQLValue] = fingerprint.map { [.text($0)] } ?? []
         let scope = fingerprint == nil ? "s.fingerprint IS NOT NULL" : "s.fingerprint = ?"
         let members = """
             FROM results s JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
             WHERE \(scope)
             """
         let day = "r.received_at / \(SessionCounters.dayMs)"
-        try db.execute(sql: "DELETE FROM group_days" + only, arguments: arguments)
+        try db.execute("DELETE FROM group_days" + only, arguments)
         try db.execute(
-            sql: "INSERT INTO group_days (fingerprint, day, count) SELECT s.fingerprint, \(day), COUNT(*) \(members) GROUP BY 1, 2",
-            arguments: arguments)
-        try db.execute(sql: "DELETE FROM group_version_days" + only, arguments: arguments)
+            "INSERT INTO group_days (fingerprint, day, count) SELECT s.fingerprint, \(day), COUNT(*) \(members) GROUP BY 1, 2",
+            arguments)
+        try db.execute("DELETE FROM group_version_days" + only, arguments)
         try db.execute(
-            sql: """
-                INSERT INTO group_version_days (version, day, fingerprint, count)
-                SELECT COALESCE(r.version, ''), \(day), s.fingerprint, COUNT(*) \(members) GROUP BY 1, 2, 3
-                """,
-            arguments: arguments)
-        try db.execute(sql: "DELETE FROM group_facets" + only, arguments: arguments)
+            """
+            INSERT INTO group_version_days (version, day, fingerprint, count)
+            SELECT COALESCE(r.version, ''), \(day), s.fingerprint, COUNT(*) \(members) GROUP BY 1, 2, 3
+            """,
+            arguments)
+        try db.execute("DELETE FROM group_facets" + only, arguments)
         for facet in facets {
+            // `named` is an integer on both backends, so the test is spelled as one.
             try db.execute(
-                sql: """
-                    INSERT INTO group_facets (fingerprint, facet, named, value, count)
-                    SELECT s.fingerprint, '\(facet.field.description)', \(facet.value) IS NOT NULL, COALESCE(\(facet.value), ''), COUNT(*)
-                    \(members) GROUP BY 1, 2, 3, 4
-                    """,
-                arguments: arguments)
+                """
+                INSERT INTO group_facets (fingerprint, facet, named, value, count)
+                SELECT s.fingerprint, '\(facet.field.description)', CASE WHEN \(facet.value) IS NOT NULL THEN 1 ELSE 0 END,
+                    COALESCE(\(facet.value), ''), COUNT(*)
+                \(members) GROUP BY 1, 2, 3, 4
+                """,
+                arguments)
         }
         for d in distincts {
-            try db.execute(sql: "DELETE FROM \(d.table)" + only, arguments: arguments)
+            try db.execute("DELETE FROM \(d.table)" + only, arguments)
             let columns = d.perVersion ? "fingerprint, version, \(d.key)" : "fingerprint, \(d.key)"
             let values = d.perVersion ? "s.fingerprint, COALESCE(r.version, ''), \(d.value)" : "s.fingerprint, \(d.value)"
             try db.execute(
-                sql: """
-                    INSERT INTO \(d.table) (\(columns), reports)
-                    SELECT \(values), COUNT(*) \(members) AND \(d.value) IS NOT NULL GROUP BY \(d.perVersion ? "1, 2, 3" : "1, 2")
-                    """,
-                arguments: arguments)
+                """
+                INSERT INTO \(d.table) (\(columns), reports)
+                SELECT \(values), COUNT(*) \(members) AND \(d.value) IS NOT NULL GROUP BY \(d.perVersion ? "1, 2, 3" : "1, 2")
+                """,
+                arguments)
             if d.perVersion {
                 try db.execute(
-                    sql: """
-                        UPDATE group_versions SET \(d.counter) = (SELECT COUNT(*) FROM \(d.table) m
-                            WHERE m.fingerprint = group_versions.fingerprint AND m.version = group_versions.version)\(only)
-                        """,
-                    arguments: arguments)
+                    """
+                    UPDATE group_versions SET \(d.counter) = (SELECT COUNT(*) FROM \(d.table) m
+                        WHERE m.fingerprint = group_versions.fingerprint AND m.version = group_versions.version)\(only)
+                    """,
+                    arguments)
             } else {
                 try db.execute(
-                    sql: "UPDATE groups SET \(d.counter) = (SELECT COUNT(*) FROM \(d.table) m WHERE m.fingerprint = groups.fingerprint)\(only)",
-                    arguments: arguments)
+                    "UPDATE groups SET \(d.counter) = (SELECT COUNT(*) FROM \(d.table) m WHERE m.fingerprint = groups.fingerprint)\(only)",
+                    arguments)
             }
         }
     }

@@ -1,7 +1,7 @@
 import Foundation
 import JSONFormat
-import GRDB
 import ReportModel
+import SQLInterface
 
 /// Keeps `groups`, `group_versions` (and through `GroupCounters` what else a group's pages
 /// count) and `missing_symbols` exact. Runs inside the transaction
@@ -14,7 +14,7 @@ enum GroupLedger {
     /// else touches the groups applies them first. So the joins of a whole batch cost one update
     /// per group instead of two statements per report.
     static func move(
-        _ db: Database, reportId: Int64, member: Member, from old: String?, to new: GroupKey?, joins: inout PendingJoins
+        _ db: SQLExecutor, reportId: Int64, member: Member, from old: String?, to new: GroupKey?, joins: inout PendingJoins
     ) throws {
         guard old != new?.fingerprint else {
             // Same group: counts stand; refresh what the newer rules say about it.
@@ -86,39 +86,44 @@ enum GroupLedger {
             }
         }
 
+        private static func updateGroup(_ dialect: SQLDialect) -> String {
+            """
+            UPDATE groups SET
+                count = count + ?, first_seen = \(dialect.least)(first_seen, ?), last_seen = \(dialect.greatest)(last_seen, ?), title = ?,
+                representative_report_id = COALESCE(representative_report_id, ?)
+            WHERE fingerprint = ?
+            """
+        }
+        private static let updateGroupSQLite = updateGroup(.sqlite)
+        private static let updateGroupPostgres = updateGroup(.postgres)
+
         /// Writes the joins added so far and forgets them.
-        mutating func apply(_ db: Database) throws {
+        mutating func apply(_ db: SQLExecutor) throws {
             for group in groups {
                 // Most joins are to a group that exists: update it, and encode the frames for a
                 // new row only when there is none (this runs in the writer's transaction, so no
                 // one else can add it in between).
-                try db.cachedStatement(
-                    sql: """
-                        UPDATE groups SET
-                            count = count + ?, first_seen = MIN(first_seen, ?), last_seen = MAX(last_seen, ?), title = ?,
-                            representative_report_id = COALESCE(representative_report_id, ?)
-                        WHERE fingerprint = ?
-                        """
-                ).execute(arguments: [group.count, group.firstSeen, group.lastSeen, group.title, group.firstReportId,
-                                      group.first.fingerprint])
-                if db.changesCount == 0 {
+                let updated = try db.execute(
+                    db.dialect == .sqlite ? Self.updateGroupSQLite : Self.updateGroupPostgres,
+                    group.count, group.firstSeen, group.lastSeen, group.title, group.firstReportId, group.first.fingerprint)
+                if updated == 0 {
                     let frames = String(decoding: try JSONStyle.compact.encode(group.first.frames), as: UTF8.self)
                     try db.execute(
-                        sql: """
-                            INSERT INTO groups (fingerprint, kind, title, rules_version, frames, app, count, first_seen, last_seen,
-                                                representative_report_id)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                            """,
-                        arguments: [group.first.fingerprint, group.first.kind.rawValue, group.title, group.first.rulesVersion,
-                                    frames, group.app, group.count, group.firstSeen, group.lastSeen, group.firstReportId])
+                        """
+                        INSERT INTO groups (fingerprint, kind, title, rules_version, frames, app, count, first_seen, last_seen,
+                                            representative_report_id)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                        group.first.fingerprint, group.first.kind.rawValue, group.title, group.first.rulesVersion,
+                        frames, group.app, group.count, group.firstSeen, group.lastSeen, group.firstReportId)
                 }
                 for (version, count) in group.versions {
-                    try db.cachedStatement(
-                        sql: """
-                            INSERT INTO group_versions (fingerprint, version, count) VALUES (?, ?, ?)
-                            ON CONFLICT (fingerprint, version) DO UPDATE SET count = count + excluded.count
-                            """
-                    ).execute(arguments: [group.first.fingerprint, version, count])
+                    try db.execute(
+                        """
+                        INSERT INTO group_versions (fingerprint, version, count) VALUES (?, ?, ?)
+                        ON CONFLICT (fingerprint, version) DO UPDATE SET count = group_versions.count + excluded.count
+                        """,
+                        group.first.fingerprint, version, count)
                 }
                 try GroupCounters.add(db, fingerprint: group.first.fingerprint, reportIds: group.joiners.map(\.reportId))
                 try StateTransitions.joined(db, fingerprint: group.first.fingerprint, joiners: group.joiners, now: now)
@@ -131,28 +136,23 @@ enum GroupLedger {
     /// Reports `reportIds` leave group `fingerprint`: `versions` counts them per app version.
     /// Their result rows must already be gone or carry their new fingerprint; their reports
     /// must still be stored.
-    private static func leave(_ db: Database, fingerprint: String, reportIds: [Int64], versions: [String: Int]) throws {
+    private static func leave(_ db: SQLExecutor, fingerprint: String, reportIds: [Int64], versions: [String: Int]) throws {
         try GroupCounters.remove(db, fingerprint: fingerprint, reportIds: reportIds)
-        for (version, n) in versions {
-            try db.execute(
-                sql: "UPDATE group_versions SET count = count - ? WHERE fingerprint = ? AND version = ?",
-                arguments: [n, fingerprint, version])
+        for (version, n) in versions.sorted(by: { $0.key < $1.key }) {
+            try db.execute("UPDATE group_versions SET count = count - ? WHERE fingerprint = ? AND version = ?", n, fingerprint, version)
         }
-        try db.execute(
-            sql: "DELETE FROM group_versions WHERE fingerprint = ? AND count <= 0", arguments: [fingerprint])
-        try db.execute(
-            sql: "UPDATE groups SET count = count - ? WHERE fingerprint = ?",
-            arguments: [versions.values.reduce(0, &+), fingerprint])
-        try db.execute(sql: "DELETE FROM groups WHERE fingerprint = ? AND count <= 0", arguments: [fingerprint])
+        try db.execute("DELETE FROM group_versions WHERE fingerprint = ? AND count <= 0", fingerprint)
+        try db.execute("UPDATE groups SET count = count - ? WHERE fingerprint = ?", versions.values.reduce(0, &+), fingerprint)
+        try db.execute("DELETE FROM groups WHERE fingerprint = ? AND count <= 0", fingerprint)
         // First/last seen and the representative may have been among the leavers.
         try refreshFromMembers(db, fingerprint)
     }
 
     /// Recomputes a group's first and last seen and, if it is no longer a member, its
     /// representative, from the members it has.
-    static func refreshFromMembers(_ db: Database, _ fingerprint: String) throws {
+    static func refreshFromMembers(_ db: SQLExecutor, _ fingerprint: String) throws {
         try db.execute(
-            sql: """
+            """
                 UPDATE groups SET
                     first_seen = (SELECT MIN(received_at) FROM results WHERE fingerprint = groups.fingerprint),
                     last_seen = (SELECT MAX(received_at) FROM results WHERE fingerprint = groups.fingerprint),
@@ -163,54 +163,55 @@ enum GroupLedger {
                         ELSE (SELECT MIN(report_id) FROM results WHERE fingerprint = groups.fingerprint) END
                 WHERE fingerprint = ?
                 """,
-            arguments: [fingerprint])
+            fingerprint)
     }
 
     /// Takes reports out of their groups and deletes their results (retention). One pass per
     /// group, however many of its members leave. Returns the fingerprints that lost members.
-    static func removeResults(_ db: Database, reportIds: [Int64]) throws -> [String] {
+    static func removeResults(_ db: SQLExecutor, reportIds: [Int64]) throws -> [String] {
         guard !reportIds.isEmpty else { return [] }
-        let marks = databaseQuestionMarks(count: reportIds.count)
+        let marks = sqlPlaceholders(reportIds.count)
+        let ids = reportIds.map(\.sqlValue)
         var leaving: [String: (ids: [Int64], versions: [String: Int])] = [:]
-        for row in try Row.fetchAll(
-            db,
-            sql: """
-                SELECT s.fingerprint, s.report_id, COALESCE(r.version, '') AS version
-                FROM results s JOIN reports r ON r.id = s.report_id
-                WHERE s.report_id IN (\(marks)) AND s.fingerprint IS NOT NULL
-                """,
-            arguments: StatementArguments(reportIds))
+        for row in try db.rows(
+            """
+            SELECT s.fingerprint, s.report_id, COALESCE(r.version, '')
+            FROM results s JOIN reports r ON r.id = s.report_id
+            WHERE s.report_id IN (\(marks)) AND s.fingerprint IS NOT NULL
+            """,
+            ids)
         {
-            let fingerprint: String = row["fingerprint"]
-            leaving[fingerprint, default: ([], [:])].ids.append(row["report_id"])
-            leaving[fingerprint, default: ([], [:])].versions[row["version"], default: 0] += 1
+            let fingerprint = try row.string(0)
+            leaving[fingerprint, default: ([], [:])].ids.append(try row.int64(1))
+            leaving[fingerprint, default: ([], [:])].versions[try row.string(2), default: 0] += 1
         }
-        try db.execute(sql: "DELETE FROM results WHERE report_id IN (\(marks))", arguments: StatementArguments(reportIds))
+        try db.execute("DELETE FROM results WHERE report_id IN (\(marks))", ids)
         for (fingerprint, members) in leaving.sorted(by: { $0.key < $1.key }) {
             try leave(db, fingerprint: fingerprint, reportIds: members.ids, versions: members.versions)
         }
         return leaving.keys.sorted()
     }
 
-    private static func refreshTitle(_ db: Database, _ group: GroupKey) throws {
-        try db.cachedStatement(sql: "UPDATE groups SET title = ? WHERE fingerprint = ?")
-            .execute(arguments: [group.title, group.fingerprint])
+    private static func refreshTitle(_ db: SQLExecutor, _ group: GroupKey) throws {
+        try db.execute("UPDATE groups SET title = ? WHERE fingerprint = ?", group.title, group.fingerprint)
     }
 
     /// Replaces the report's missing-debug-file rows with this result's. `replacing` is false for
     /// a report's first result: its rows are only ever written with a result (and removed with
     /// it by retention), so there are none to delete.
-    static func recordMissing(_ db: Database, reportId: Int64, images: [MissingDebugFile], replacing: Bool) throws {
+    static func recordMissing(_ db: SQLExecutor, reportId: Int64, images: [MissingDebugFile], replacing: Bool) throws {
         if replacing {
-            try db.cachedStatement(sql: "DELETE FROM missing_symbols WHERE report_id = ?").execute(arguments: [reportId])
+            try db.execute("DELETE FROM missing_symbols WHERE report_id = ?", reportId)
         }
-        guard !images.isEmpty else { return }
-        let insert = try db.cachedStatement(
-            sql: "INSERT OR IGNORE INTO missing_symbols (report_id, build_id, image_name, status, detail) VALUES (?, ?, ?, ?, ?)")
         for image in images {
             // The column holds only what an upload fixes; anything else is a file not found.
             let status = image.status.isFixedByUpload ? image.status : .notFound
-            try insert.execute(arguments: [reportId, image.buildID.hex, image.imageName, status.rawValue, image.detail])
+            try db.execute(
+                """
+                INSERT INTO missing_symbols (report_id, build_id, image_name, status, detail) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT DO NOTHING
+                """,
+                reportId, image.buildID.hex, image.imageName, status.rawValue, image.detail)
         }
     }
 }

@@ -1,5 +1,5 @@
-import GRDB
 import ReportModel
+import SQLInterface
 
 /// Which build ids a remote worker holds, which other connected workers hold, and how long a job held elsewhere waits for its holder.
 public struct AffinityPreference: Sendable {
@@ -28,55 +28,43 @@ public enum AffinityMatch: String, Sendable, Codable {
 }
 
 extension ServiceDatabase {
+    /// How many runnable jobs, in claim order, an affinity claim considers (`SQLJobQueue.affinityCandidates`).
+    public static let affinityCandidates = SQLJobQueue.affinityCandidates
+}
+
+extension SQLJobQueue {
     /// How many runnable jobs, in claim order, an affinity claim considers. A bound keeps each
     /// claim's cost flat however deep the queue is; a job beyond it is seen once those before it go.
-    public static let affinityCandidates = 256
+    static let affinityCandidates = 256
 
-    /// Claims up to `limit` runnable jobs that best suit a worker holding `affinity.holds`, in
-    /// the order one claim at a time would take them: the jobs (in claim order, among the first
-    /// `affinityCandidates`) whose debug files it holds, then those no connected worker holds,
-    /// then those held elsewhere that have been runnable for `waitMs`. One read of the candidate
-    /// window serves the whole batch: taking one job changes no other's class, so the order is
-    /// what `limit` single claims would give (except that a single claim after the first would
-    /// see one row further down the window). Empty when nothing suits now: the worker asks
-    /// again. Leases, fencing and unreadable stored bytes are handled as by `claim(leaseMs:limit:)`.
-    public func claim(
-        leaseMs: Int64, affinity: AffinityPreference, limit: Int
-    ) throws -> [(job: ClaimedJob, match: AffinityMatch)] {
-        // Nobody connected holds anything (no store, nothing cached yet): every job is neutral,
-        // and the plain claim order is the answer without reading a single build id.
-        if affinity.holds.isEmpty && affinity.heldElsewhere.isEmpty {
-            return try claim(leaseMs: leaseMs, limit: limit).map { ($0, .neutral) }
-        }
-        return try claim(leaseMs: leaseMs, limit: limit) { db, now, limit in
-            try Self.chooseByAffinity(db, now: now, affinity: affinity, limit: limit)
-        }.map { ($0.job, $0.choice) }
-    }
+    private static let affinityWindow = """
+        SELECT jobs.id, jobs.run_after, reports.build_ids
+        FROM jobs JOIN reports ON reports.id = jobs.report_id
+        WHERE jobs.state = 'queued' AND jobs.run_after <= ?
+        ORDER BY jobs.priority DESC, jobs.id LIMIT ?
+        """
+    static let affinityWindowSQLite = affinityWindow
+    static let affinityWindowPostgres = affinityWindow + " FOR UPDATE OF jobs SKIP LOCKED"
 
-    private static func chooseByAffinity(
-        _ db: Database, now: Int64, affinity: AffinityPreference, limit: Int
+    static func chooseByAffinity(
+        _ db: SQLExecutor, now: Int64, affinity: AffinityPreference, limit: Int
     ) throws -> [(jobId: Int64, choice: AffinityMatch)] {
-        let candidates = try Row.fetchCursor(
-            db.cachedStatement(
-                sql: """
-                    SELECT jobs.id, jobs.run_after, reports.build_ids
-                    FROM jobs JOIN reports ON reports.id = jobs.report_id
-                    WHERE jobs.state = 'queued' AND jobs.run_after <= ?
-                    ORDER BY jobs.priority DESC, jobs.id LIMIT ?
-                    """),
-            arguments: [now, affinityCandidates])
+        // On PostgreSQL the window is locked (`SKIP LOCKED`, as a plain claim's candidates):
+        // the rows not chosen are released when the claim commits.
+        let candidates = try db.rows(
+            db.dialect == .sqlite ? affinityWindowSQLite : affinityWindowPostgres, now, affinityCandidates)
         var hits: [(jobId: Int64, choice: AffinityMatch)] = []
         var neutral: [(jobId: Int64, choice: AffinityMatch)] = []
         var fallback: [(jobId: Int64, choice: AffinityMatch)] = []
-        while hits.count < limit, let row = try candidates.next() {
-            let id: Int64 = row[0]
-            switch match(buildIds: row[2], affinity: affinity) {
+        for row in candidates where hits.count < limit {
+            let id = try row.int64(0)
+            switch match(buildIds: try row.optionalString(2), affinity: affinity) {
             case .hit:
                 hits.append((id, .hit))
             case .neutral:
                 if neutral.count < limit { neutral.append((id, .neutral)) }
             case .fallback:
-                let runAfter: Int64 = row[1]
+                let runAfter = try row.int64(1)
                 if fallback.count < limit, now - runAfter >= affinity.waitMs { fallback.append((id, .fallback)) }
             }
         }
@@ -98,5 +86,28 @@ extension ServiceDatabase {
             if checkElsewhere, !elsewhere, affinity.heldElsewhere.contains(id) { elsewhere = true }
         }
         return elsewhere ? .fallback : .neutral
+    }
+}
+
+extension SQLStore {
+    /// Claims up to `limit` runnable jobs that best suit a worker holding `affinity.holds`, in
+    /// the order one claim at a time would take them: the jobs (in claim order, among the first
+    /// `affinityCandidates`) whose debug files it holds, then those no connected worker holds,
+    /// then those held elsewhere that have been runnable for `waitMs`. One read of the candidate
+    /// window serves the whole batch: taking one job changes no other's class, so the order is
+    /// what `limit` single claims would give (except that a single claim after the first would
+    /// see one row further down the window). Empty when nothing suits now: the worker asks
+    /// again. Leases, fencing and unreadable stored bytes are handled as by `claim(leaseMs:limit:)`.
+    public func claim(
+        leaseMs: Int64, affinity: AffinityPreference, limit: Int
+    ) throws -> [(job: ClaimedJob, match: AffinityMatch)] {
+        // Nobody connected holds anything (no store, nothing cached yet): every job is neutral,
+        // and the plain claim order is the answer without reading a single build id.
+        if affinity.holds.isEmpty && affinity.heldElsewhere.isEmpty {
+            return try claim(leaseMs: leaseMs, limit: limit).map { ($0, .neutral) }
+        }
+        return try claim(leaseMs: leaseMs, limit: limit) { db, now, limit in
+            try SQLJobQueue.chooseByAffinity(db, now: now, affinity: affinity, limit: limit)
+        }.map { ($0.job, $0.choice) }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ReportModel
+import SQLInterface
 
 /// Reprocessing: more jobs for reports already stored, at the lowest priority, when a debug
 /// file they lacked arrives or a user asks. The writes live here, apart from the read-only
@@ -60,19 +61,23 @@ extension ServiceDatabase {
     /// Called by a completion, in its transaction: when one of the build ids `missing` was
     /// stored while job `jobId` ran (see `requeueReports(missing:)`), queues the report again,
     /// unless a job for it is already queued. Returns whether it did.
-    static func requeueIfArrived(_ db: Database, jobId: Int64, reportId: Int64, missing: [MissingDebugFile], now: Int64) throws -> Bool {
+    static func requeueIfArrived(_ db: SQLExecutor, jobId: Int64, reportId: Int64, missing: [MissingDebugFile], now: Int64) throws -> Bool {
         guard !missing.isEmpty else { return false }
         let ids = Array(Set(missing.map(\.buildID.hex)))
-        let arrived = try Bool.fetchOne(
-            db,
-            sql: """
-                SELECT 1 FROM arrivals_during_job WHERE job_id = ? AND build_id IN (\(databaseQuestionMarks(count: ids.count)))
-                  AND NOT EXISTS (SELECT 1 FROM jobs WHERE report_id = ? AND state = 'queued')
-                LIMIT 1
-                """,
-            arguments: StatementArguments([jobId] as [any DatabaseValueConvertible] + ids + [reportId])) ?? false
+        let arrived = try db.bool(
+            """
+            SELECT 1 FROM arrivals_during_job WHERE job_id = ? AND build_id IN (\(sqlPlaceholders(ids.count)))
+              AND NOT EXISTS (SELECT 1 FROM jobs WHERE report_id = ? AND state = 'queued')
+            LIMIT 1
+            """,
+            [jobId.sqlValue] + ids.map(\.sqlValue) + [reportId.sqlValue])
         guard arrived else { return false }
-        _ = try insertReprocessingJob(db, reportId: reportId, now: now)
+        try db.execute(
+            """
+            INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
+            VALUES (?, 'queued', ?, 0, ?, ?, ?)
+            """,
+            reportId, JobPriority.reprocessing, now, now, now)
         return true
     }
 }

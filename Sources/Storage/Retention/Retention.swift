@@ -99,7 +99,7 @@ extension ServiceDatabase {
                 let arguments = StatementArguments(ids)
                 outcome.resultsDeleted += try Int.fetchOne(
                     db, sql: "SELECT COUNT(*) FROM results WHERE report_id IN (\(marks))", arguments: arguments) ?? 0
-                touched.formUnion(try GroupLedger.removeResults(db, reportIds: ids))
+                touched.formUnion(try GroupLedger.removeResults(GRDBExecutor(db), reportIds: ids))
                 try db.execute(sql: "DELETE FROM missing_symbols WHERE report_id IN (\(marks))", arguments: arguments)
                 outcome.missingSymbolsDeleted += db.changesCount
                 try db.execute(sql: "DELETE FROM jobs WHERE report_id IN (\(marks))", arguments: arguments)

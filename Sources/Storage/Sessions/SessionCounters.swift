@@ -115,7 +115,7 @@ public enum SessionCounters {
         // a report already filed leaves them as it was counted and joins them as it now is.
         let group = try String.fetchOne(
             db.cachedStatement(sql: "SELECT fingerprint FROM results WHERE report_id = ?"), arguments: [reportId])
-        if let group { try GroupCounters.remove(db, fingerprint: group, reportIds: [reportId]) }
+        if let group { try GroupCounters.remove(GRDBExecutor(db), fingerprint: group, reportIds: [reportId]) }
         try db.cachedStatement(
             sql: """
                 INSERT OR IGNORE INTO report_sessions
@@ -126,7 +126,7 @@ public enum SessionCounters {
             reportId, identity.app, identity.version, identity.sessionId, identity.userKey, identity.userId, identity.deviceId,
             countedTime(created: createdTime, received: receivedAt), identity.osVersion, identity.deviceModel,
         ])
-        if let group { try GroupCounters.add(db, fingerprint: group, reportIds: [reportId]) }
+        if let group { try GroupCounters.add(GRDBExecutor(db), fingerprint: group, reportIds: [reportId]) }
     }
 
     /// One counter row's key.

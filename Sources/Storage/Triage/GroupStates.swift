@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import JSONFormat
 import ReportModel
+import SQLInterface
 
 /// A group's state as the team set it (docs/triage.md).
 public enum GroupStateName: String, Sendable, Codable, CaseIterable {
@@ -67,6 +68,21 @@ public struct GroupTriage: Sendable, Codable, Equatable {
     public func state(at now: Int64) -> GroupStateName {
         if state == .ignored, let until = ignoreUntil, now >= until { return .open }
         return state
+    }
+
+    /// The columns `init(_ row: SQLRow)` reads, in its order.
+    static let columns = """
+        state, resolution, resolved_version, ignore_until, ignore_reports, ignore_users, ignore_reports_seen, changed_at,
+        regressed_version, regressed_at, assignee
+        """
+
+    init(_ row: SQLRow) throws {
+        self.init(
+            state: try row.stored(0, "state"),
+            resolution: row.isNull(1) ? nil : try row.stored(1, "resolution") as Resolution,
+            resolvedVersion: try row.optionalString(2), ignoreUntil: try row.optionalInt64(3), ignoreReports: try row.optionalInt(4),
+            ignoreUsers: try row.optionalInt(5), ignoreReportsSeen: try row.int(6), changedAt: try row.optionalInt64(7),
+            regressedVersion: try row.optionalString(8), regressedAt: try row.optionalInt64(9), assignee: try row.optionalString(10))
     }
 
     init(row: Row) throws {

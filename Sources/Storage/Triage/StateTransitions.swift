@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import JSONFormat
 import ReportModel
+import SQLInterface
 
 /// What the ledger does to a group's state when reports join it, in the transaction that files
 /// them: a resolved group that gets a report of a version at or after its resolution reopens
@@ -17,12 +18,10 @@ enum StateTransitions {
 
     /// Looks at the group's state (most groups have none: one indexed lookup) and applies
     /// what `joiners` change.
-    static func joined(_ db: Database, fingerprint: String, joiners: [Joiner], now: Int64) throws {
-        guard let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT * FROM group_states WHERE fingerprint = ? AND state != 'open'"),
-            arguments: [fingerprint])
+    static func joined(_ db: SQLExecutor, fingerprint: String, joiners: [Joiner], now: Int64) throws {
+        guard let row = try db.row("SELECT \(GroupTriage.columns) FROM group_states WHERE fingerprint = ? AND state != 'open'", fingerprint)
         else { return }
-        let triage = try GroupTriage(row: row)
+        let triage = try GroupTriage(row)
         let changedAt = triage.changedAt ?? 0
         // Reports that arrived before the change are what the person saw when making it, even
         // when they are filed only now (reprocessing): they never end it.
@@ -34,12 +33,12 @@ enum StateTransitions {
         case .resolved:
             guard let first = fresh.first(where: { reopens(triage, version: $0.version) }) else { return }
             try db.execute(
-                sql: """
-                    UPDATE group_states SET state = 'open', resolution = NULL, resolved_version = NULL, changed_at = ?,
-                        regressed_version = ?, regressed_at = ?
-                    WHERE fingerprint = ?
-                    """,
-                arguments: [now, first.version, now, fingerprint])
+                """
+                UPDATE group_states SET state = 'open', resolution = NULL, resolved_version = NULL, changed_at = ?,
+                    regressed_version = ?, regressed_at = ?
+                WHERE fingerprint = ?
+                """,
+                now, first.version, now, fingerprint)
             var detail = ["version": first.version]
             if let resolved = triage.resolvedVersion { detail["resolvedVersion"] = resolved }
             if let resolution = triage.resolution { detail["resolution"] = resolution.rawValue }
@@ -57,17 +56,16 @@ enum StateTransitions {
                 reason = "users"
             }
             guard let reason else {
-                try db.execute(
-                    sql: "UPDATE group_states SET ignore_reports_seen = ? WHERE fingerprint = ?", arguments: [seen, fingerprint])
+                try db.execute("UPDATE group_states SET ignore_reports_seen = ? WHERE fingerprint = ?", seen, fingerprint)
                 return
             }
             try db.execute(
-                sql: """
-                    UPDATE group_states SET state = 'open', ignore_until = NULL, ignore_reports = NULL, ignore_users = NULL,
-                        ignore_reports_seen = 0, changed_at = ?
-                    WHERE fingerprint = ?
-                    """,
-                arguments: [now, fingerprint])
+                """
+                UPDATE group_states SET state = 'open', ignore_until = NULL, ignore_reports = NULL, ignore_users = NULL,
+                    ignore_reports_seen = 0, changed_at = ?
+                WHERE fingerprint = ?
+                """,
+                now, fingerprint)
             try GroupHistory.record(
                 db, fingerprint: fingerprint, at: now, actor: GroupHistoryEntry.automatic, action: "woke",
                 detail: ["reason": reason, "reports": String(seen)], reportId: fresh.last?.reportId)
@@ -87,27 +85,28 @@ enum StateTransitions {
     /// Distinct users (SDK `user_id`, else `device_id`, else the report's own device key) of a group's reports received in
     /// `(after, upTo]`, of one version when `version` is given: an ignore until N more users,
     /// and the velocity alert, count the same way.
-    static func users(_ db: Database, fingerprint: String, version: String? = nil, after: Int64, upTo: Int64 = .max) throws -> Int {
-        try Int.fetchOne(
-            db.cachedStatement(sql: """
-                SELECT COUNT(DISTINCT \(ReportIdentitySQL.userKey)) FROM results s
-                JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
-                WHERE s.fingerprint = ? AND (? IS NULL OR COALESCE(r.version, '') = ?) AND r.received_at > ? AND r.received_at <= ?
-                """),
-            arguments: [fingerprint, version, version, after, upTo]) ?? 0
+    static func users(_ db: SQLExecutor, fingerprint: String, version: String? = nil, after: Int64, upTo: Int64 = .max) throws -> Int {
+        // The version is cast so that PostgreSQL knows its type when it is NULL.
+        try db.int(
+            """
+            SELECT COUNT(DISTINCT \(ReportIdentitySQL.userKey)) FROM results s
+            JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
+            WHERE s.fingerprint = ? AND (CAST(? AS TEXT) IS NULL OR COALESCE(r.version, '') = ?) AND r.received_at > ? AND r.received_at <= ?
+            """,
+            fingerprint, version, version, after, upTo) ?? 0
     }
 }
 
 /// The history rows: written here and nowhere else.
 enum GroupHistory {
     static func record(
-        _ db: Database, fingerprint: String, at: Int64, actor: String, action: String, detail: [String: String] = [:],
+        _ db: SQLExecutor, fingerprint: String, at: Int64, actor: String, action: String, detail: [String: String] = [:],
         note: String? = nil, reportId: Int64? = nil
     ) throws {
         let detailJSON = detail.isEmpty ? nil : String(decoding: try JSONStyle.compact.encode(detail), as: UTF8.self)
         try db.execute(
-            sql: "INSERT INTO group_history (fingerprint, at, actor, action, detail, note, report_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            arguments: [fingerprint, at, actor, action, detailJSON, note, reportId])
+            "INSERT INTO group_history (fingerprint, at, actor, action, detail, note, report_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            fingerprint, at, actor, action, detailJSON, note, reportId)
     }
 
     static func entry(_ row: Row) -> GroupHistoryEntry {

@@ -89,7 +89,7 @@ extension ServiceDatabase {
                     arguments: [now, fingerprint])
                 action = "reopened"
             }
-            try GroupHistory.record(db, fingerprint: fingerprint, at: now, actor: actor, action: action, detail: detail, note: note)
+            try GroupHistory.record(GRDBExecutor(db), fingerprint: fingerprint, at: now, actor: actor, action: action, detail: detail, note: note)
             return try Self.triage(db, fingerprint)
         }
     }
@@ -106,7 +106,7 @@ extension ServiceDatabase {
             try Self.ensureStateRow(db, fingerprint, now: now)
             try db.execute(sql: "UPDATE group_states SET assignee = ? WHERE fingerprint = ?", arguments: [assignee, fingerprint])
             try GroupHistory.record(
-                db, fingerprint: fingerprint, at: now, actor: actor, action: assignee == nil ? "unassigned" : "assigned",
+                GRDBExecutor(db), fingerprint: fingerprint, at: now, actor: actor, action: assignee == nil ? "unassigned" : "assigned",
                 detail: assignee.map { ["assignee": $0] } ?? [:], note: note)
             return try Self.triage(db, fingerprint)
         }
@@ -119,7 +119,7 @@ extension ServiceDatabase {
         let text = try TriageText.checked(text, field: "comment", maxBytes: TriageText.maxCommentBytes, multiline: true)
         return try immediate { db in
             guard try Self.groupExists(db, fingerprint) else { throw TriageError.noGroup(fingerprint) }
-            try GroupHistory.record(db, fingerprint: fingerprint, at: clock(), actor: actor, action: "commented", note: text)
+            try GroupHistory.record(GRDBExecutor(db), fingerprint: fingerprint, at: clock(), actor: actor, action: "commented", note: text)
             let row = try Row.fetchOne(db, sql: "SELECT * FROM group_history WHERE id = ?", arguments: [db.lastInsertedRowID])
             return GroupHistory.entry(row!)
         }
@@ -154,16 +154,16 @@ extension ServiceDatabase {
             let key = GroupKey(
                 fingerprint: source, kind: try from.stored("kind"), title: from["title"], rulesVersion: from["rules_version"],
                 frames: frames)
-            try GroupMerges.insert(db, key: key, app: from["app"], into: target, at: now, by: actor)
+            try GroupMerges.insert(GRDBExecutor(db), key: key, app: from["app"], into: target, at: now, by: actor)
             // Groups merged into the source before now go where it goes.
             try db.execute(sql: "UPDATE group_merges SET into_fingerprint = ? WHERE into_fingerprint = ?", arguments: [target, source])
             try db.execute(
                 sql: "UPDATE results SET own_fingerprint = COALESCE(own_fingerprint, fingerprint), fingerprint = ? WHERE fingerprint = ?",
                 arguments: [target, source])
-            try GroupCounts.recount(db, source)
-            try GroupCounts.recount(db, target)
-            try GroupHistory.record(db, fingerprint: target, at: now, actor: actor, action: "merged", detail: ["fingerprint": source], note: note)
-            try GroupHistory.record(db, fingerprint: source, at: now, actor: actor, action: "merged-into", detail: ["into": target], note: note)
+            try GroupCounts.recount(GRDBExecutor(db), source)
+            try GroupCounts.recount(GRDBExecutor(db), target)
+            try GroupHistory.record(GRDBExecutor(db), fingerprint: target, at: now, actor: actor, action: "merged", detail: ["fingerprint": source], note: note)
+            try GroupHistory.record(GRDBExecutor(db), fingerprint: source, at: now, actor: actor, action: "merged-into", detail: ["into": target], note: note)
         }
     }
 
@@ -188,10 +188,10 @@ extension ServiceDatabase {
                     VALUES (?, ?, ?, ?, ?, ?, 0, 0, 0)
                     """,
                 arguments: [source, merge["kind"], merge["title"], merge["rules_version"], merge["frames"], merge["app"]])
-            try GroupCounts.recount(db, source)
-            try GroupCounts.recount(db, target)
-            try GroupHistory.record(db, fingerprint: target, at: now, actor: actor, action: "unmerged", detail: ["fingerprint": source], note: note)
-            try GroupHistory.record(db, fingerprint: source, at: now, actor: actor, action: "unmerged-from", detail: ["from": target], note: note)
+            try GroupCounts.recount(GRDBExecutor(db), source)
+            try GroupCounts.recount(GRDBExecutor(db), target)
+            try GroupHistory.record(GRDBExecutor(db), fingerprint: target, at: now, actor: actor, action: "unmerged", detail: ["fingerprint": source], note: note)
+            try GroupHistory.record(GRDBExecutor(db), fingerprint: source, at: now, actor: actor, action: "unmerged-from", detail: ["from": target], note: note)
         }
     }
 

@@ -1,0 +1,18 @@
+import SQLInterface
+
+/// A database the backend-independent store code runs on: SQLite (`ServiceDatabase`) or
+/// PostgreSQL (`PostgresDatabase`). What differs between them is only how a transaction is
+/// opened and retried; the statements inside are the same code (`SQLExecutor`).
+public protocol SQLStore: Sendable {
+    /// Milliseconds since the Unix epoch on the store's clock: what leases, `run_after` and
+    /// arrival times are compared with.
+    func now() -> Int64
+
+    /// One write transaction. On SQLite an IMMEDIATE one (the write lock is taken first); on
+    /// PostgreSQL one that is run again from the start when the server aborts it for a
+    /// deadlock or a serialization failure, so `body` must have no effect outside it.
+    func write<T>(_ body: (SQLExecutor) throws -> T) throws -> T
+
+    /// One read-only transaction: a consistent snapshot.
+    func read<T>(_ body: (SQLExecutor) throws -> T) throws -> T
+}

@@ -316,6 +316,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Against a throwaway PostgreSQL 15 cluster per test process (TestSupport's PostgresCluster).
+        .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "SQLInterface", "TestSupport"]),
         .testTarget(name: "AlertsTests", dependencies: ["Alerts", "Storage", "ReportModel", "ServiceRuntime", "TestSupport"]),
         // Reads the target graph from `swift package describe` and the linked worker binary.
         .testTarget(name: "ModuleGraphTests", dependencies: ["TestSupport"]),

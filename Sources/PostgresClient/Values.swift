@@ -1,7 +1,7 @@
 import Foundation
 import SQLInterface
 
-/// The type OIDs of `pg_type` this client encodes or decodes; fixed since PostgreSQL 7.
+/// The type OIDs this client encodes or decodes: built-in types, whose OIDs never change.
 enum TypeOID {
     static let unknownType: UInt32 = 0
     static let bool: UInt32 = 16

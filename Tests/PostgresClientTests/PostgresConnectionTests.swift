@@ -239,6 +239,33 @@ import Testing
         #expect(missing?.description.contains("s3cret-pass") == false)
     }
 
+    /// On a cluster that asks TCP clients for a password (SCRAM): the password parameter is what
+    /// logs in, and a wrong one is refused without being echoed.
+    @Test func aPasswordGoesAsItsOwnParameter() throws {
+        let cluster = try PostgresCluster.start(passwordAuthentication: true)
+        defer { cluster.stop() }
+        try cluster.psql("CREATE ROLE app LOGIN PASSWORD 's3cret-pass'")
+        let url = "postgres://app@127.0.0.1:\(cluster.port)/postgres"
+
+        let db = try PostgresConnection(url: url, password: "s3cret-pass")
+        #expect(try db.row("SELECT current_user")?.values == [.text("app")])
+        // A password in the URL works too, for deployments that keep it there.
+        let inURL = try PostgresConnection(url: "postgres://app:s3cret-pass@127.0.0.1:\(cluster.port)/postgres")
+        #expect(try inURL.row("SELECT ?", 1)?.values == [.integer(1)])
+
+        let wrong = #expect(throws: PostgresError.self) { try PostgresConnection(url: url, password: "wrong-s3cret") }
+        guard case .connect(let message)? = wrong else {
+            Issue.record("not a connect error: \(String(describing: wrong))")
+            return
+        }
+        #expect(message.contains("password authentication failed"))
+        #expect(wrong?.description.contains("wrong-s3cret") == false)
+        let wrongInURL = #expect(throws: PostgresError.self) {
+            try PostgresConnection(url: "postgres://app:url-wrong-s3cret@127.0.0.1:\(cluster.port)/postgres")
+        }
+        #expect(wrongInURL?.description.contains("url-wrong-s3cret") == false)
+    }
+
     @Test func aRestartedServerIsNoticedAndResetReconnects() throws {
         let cluster = try PostgresCluster.start()
         defer { cluster.stop() }

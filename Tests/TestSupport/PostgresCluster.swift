@@ -26,15 +26,18 @@ public final class PostgresCluster: @unchecked Sendable {
     private let lock = NSLock()
     private var databaseNumber = 0
 
-    /// Starts a new cluster of its own (most tests want `shared` instead).
-    public static func start() throws(TestSupportError) -> PostgresCluster {
+    /// Starts a new cluster of its own (most tests want `shared` instead). With
+    /// `passwordAuthentication`, TCP connections must give a password (SCRAM) and only the Unix
+    /// socket `psql` uses is trusted: the URLs `url` and `makeDatabase` return, for the
+    /// password-less `postgres`, are then refused; make a role with a password to connect.
+    public static func start(passwordAuthentication: Bool = false) throws(TestSupportError) -> PostgresCluster {
         for tool in ["initdb", "pg_ctl", "psql"] where !FileManager.default.isExecutableFile(atPath: "\(binaries)/\(tool)") {
             throw TestSupportError("PostgreSQL 15's \(tool) is not in \(binaries): run scripts/install-deps.sh (postgresql)")
         }
         sweepOrphans()
         let cluster = try PostgresCluster()
         do {
-            try cluster.initialise()
+            try cluster.initialise(passwordAuthentication: passwordAuthentication)
             try cluster.startServer(newPort: true)
         } catch {
             cluster.removeNow()
@@ -102,10 +105,11 @@ public final class PostgresCluster: @unchecked Sendable {
     private static let prefix = "stackline-pg."
     private static var asRoot: Bool { getuid() == 0 }
 
-    private func initialise() throws(TestSupportError) {
+    private func initialise(passwordAuthentication: Bool) throws(TestSupportError) {
+        let host = passwordAuthentication ? ["--auth-host=scram-sha-256"] : []
         try run(
             "\(Self.binaries)/initdb",
-            ["-D", directory + "/data", "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"],
+            ["-D", directory + "/data", "-A", "trust"] + host + ["-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"],
             asServerUser: true)
     }
 

@@ -111,6 +111,16 @@ let package = Package(
         // The statements' common ground between the two database backends: values, rows and the
         // one-transaction executor that store code written once for both runs on.
         .target(name: "SQLInterface"),
+        // libpq, PostgreSQL's own client library: the only place its C header enters.
+        .systemLibrary(
+            name: "CLibPQ",
+            path: "Sources/CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        // The PostgreSQL backend's connection: libpq behind SQLExecutor, synchronous like GRDB,
+        // because the store's callers are OS threads and a thread pool, never an event loop.
+        .target(name: "PostgresClient", dependencies: ["CLibPQ", "SQLInterface"]),
         .target(
             name: "Storage",
             dependencies: [
@@ -306,6 +316,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Against a throwaway PostgreSQL 15 cluster per test process (TestSupport's PostgresCluster).
+        .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "SQLInterface", "TestSupport"]),
         .testTarget(name: "AlertsTests", dependencies: ["Alerts", "Storage", "ReportModel", "ServiceRuntime", "TestSupport"]),
         // Reads the target graph from `swift package describe` and the linked worker binary.
         .testTarget(name: "ModuleGraphTests", dependencies: ["TestSupport"]),

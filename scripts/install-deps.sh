@@ -18,6 +18,9 @@ packages=(
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # arm64 cores: an arm64 program crashes under qemu-user, which writes its core
   iproute2 systemd                                  # remote workers: ip netns hosts; systemd-analyze checks the worker's unit
   python3-aiosmtpd                                  # alerts: the SMTP sink the mail test delivers to
+  libpq-dev                                         # linked: the PostgreSQL backend's client library
+  postgresql                                        # PostgreSQL backend: tests start throwaway clusters with its server binaries
+  nginx                                             # multi-node tests: one address in front of several masters
   chromium                                          # web view: headless Chromium loads every page (Tests/EndToEndTests/WebViewEndToEndTests); its Crashpad writes real minidumps
 )
 missing=()

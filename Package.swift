@@ -125,7 +125,7 @@ let package = Package(
             name: "Storage",
             dependencies: [
                 "JSONFormat", "ReportModel", "ReportQuery", "Compression", "Hashing", "SystemCalls", "ServiceRuntime", "SQLInterface",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "PostgresClient", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // The master↔worker wire format (job and reply frames, length-prefixed framing). A worker
@@ -289,7 +289,7 @@ let package = Package(
         .testTarget(name: "AccuracyTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "Hashing", "ReportModel", "ReportQuery", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["Storage", "Hashing", "ReportModel", "ReportQuery", "SQLInterface", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "GroupingTests", dependencies: ["Hashing", "ReportFormats", "Grouping", "Symbolication", "SymbolStore", "ReportModel", "TestSupport"]),

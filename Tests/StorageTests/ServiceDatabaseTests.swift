@@ -50,48 +50,48 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         _ = try ServiceDatabase(path: f.dir.file("queue.sqlite"))
     }
 
-    @Test func identicalReportIsStoredOnceWithOneJob() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let first = try f.db.submit(f.report(1))
-        let again = try f.db.submit(f.report(1))
+    @Test(arguments: Backend.allCases) func identicalReportIsStoredOnceWithOneJob(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let first = try f.store.submit(f.report(1))
+        let again = try f.store.submit(f.report(1))
         #expect(!first.duplicate)
         #expect(again.duplicate)
         #expect(again.reportId == first.reportId)
         #expect(again.jobId == nil)
-        #expect(try f.db.stateCounts()[.queued] == 1)
-        let stored = try #require(try f.db.report(id: first.reportId))
+        #expect(try f.store.stateCounts()[.queued] == 1)
+        let stored = try #require(try f.store.report(id: first.reportId))
         #expect(stored.raw == Data("report 1".utf8))
         #expect(stored.digest == SHA256.hex(Data("report 1".utf8)))
     }
 
-    @Test func crashesAreClaimedBeforeLagAndReprocessingLast() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let lag = try f.db.submit(f.report(1, kind: .lag))
-        let crash = try f.db.submit(f.report(2, kind: .crash))
-        let done = try f.db.submit(f.report(3, kind: .crash))
+    @Test(arguments: Backend.allCases) func crashesAreClaimedBeforeLagAndReprocessingLast(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let lag = try f.store.submit(f.report(1, kind: .lag))
+        let crash = try f.store.submit(f.report(2, kind: .crash))
+        let done = try f.store.submit(f.report(3, kind: .crash))
         // Finish report 3, then queue it for reprocessing: it must come after fresh work.
-        let first = try #require(try f.db.claim(leaseMs: 10_000))
+        let first = try #require(try f.store.claim(leaseMs: 10_000))
         #expect(first.reportId == crash.reportId)
-        let second = try #require(try f.db.claim(leaseMs: 10_000))
+        let second = try #require(try f.store.claim(leaseMs: 10_000))
         #expect(second.reportId == done.reportId)
-        try f.db.complete(jobId: second.jobId, token: second.leaseToken, result: JobResult(
+        try f.store.complete(jobId: second.jobId, token: second.leaseToken, result: JobResult(
             symbolicatedJSON: Data("{}".utf8), status: .complete))
-        _ = try f.db.enqueueReprocessing(reportId: done.reportId)
-        let third = try #require(try f.db.claim(leaseMs: 10_000))
+        _ = try f.store.enqueueReprocessing(reportId: done.reportId)
+        let third = try #require(try f.store.claim(leaseMs: 10_000))
         #expect(third.reportId == lag.reportId)
-        let fourth = try #require(try f.db.claim(leaseMs: 10_000))
+        let fourth = try #require(try f.store.claim(leaseMs: 10_000))
         #expect(fourth.reportId == done.reportId)
-        #expect(try f.db.claim(leaseMs: 10_000) == nil)
+        #expect(try f.store.claim(leaseMs: 10_000) == nil)
     }
 
-    @Test func concurrentClaimersNeverShareAJob() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        for n in 0..<200 { _ = try f.db.submit(f.report(n)) }
-        // Four independent connections (as four processes would have) race for the jobs.
-        let dbs = try (0..<4).map { _ in try ServiceDatabase(path: f.dir.file("queue.sqlite")) }
+    @Test(arguments: Backend.allCases) func concurrentClaimersNeverShareAJob(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        for n in 0..<200 { _ = try f.store.submit(f.report(n)) }
+        // Four independent connections (as four processes or nodes would have) race for the jobs.
+        let dbs = try (0..<4).map { _ in try f.another() }
         let claimed = Locked<[Int64]>([])
         let failures = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { i in
@@ -106,66 +106,66 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
         #expect(Set(claimed.value).count == 200)
     }
 
-    @Test func staleTokenCannotCompleteAndResultIsWrittenOnce() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let submitted = try f.db.submit(f.report(1))
-        let first = try #require(try f.db.claim(leaseMs: 5_000))
+    @Test(arguments: Backend.allCases) func staleTokenCannotCompleteAndResultIsWrittenOnce(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let submitted = try f.store.submit(f.report(1))
+        let first = try #require(try f.store.claim(leaseMs: 5_000))
         // The first holder goes silent; its lease expires and the job is recovered and re-claimed.
         f.clock.advance(seconds: 6)
-        let recovered = try f.db.recoverExpiredLeases(maxAttempts: 3)
+        let recovered = try f.store.recoverExpiredLeases(maxAttempts: 3)
         #expect(recovered.requeued == 1)
-        let second = try #require(try f.db.claim(leaseMs: 5_000))
+        let second = try #require(try f.store.claim(leaseMs: 5_000))
         #expect(second.jobId == first.jobId)
         #expect(second.leaseToken != first.leaseToken)
         #expect(second.attempts == 2)
 
         let stale = JobResult(symbolicatedJSON: Data("{\"who\":\"first\"}".utf8), status: .complete)
         #expect(throws: StorageError.staleLease(jobId: first.jobId)) {
-            try f.db.complete(jobId: first.jobId, token: first.leaseToken, result: stale)
+            try f.store.complete(jobId: first.jobId, token: first.leaseToken, result: stale)
         }
-        #expect(try f.db.result(reportId: submitted.reportId) == nil)
+        #expect(try f.store.result(reportId: submitted.reportId) == nil)
         #expect(throws: StorageError.staleLease(jobId: first.jobId)) {
-            try f.db.heartbeat(jobId: first.jobId, token: first.leaseToken, leaseMs: 5_000)
+            try f.store.heartbeat(jobId: first.jobId, token: first.leaseToken, leaseMs: 5_000)
         }
 
         let good = JobResult(
             symbolicatedJSON: Data("{\"who\":\"second\"}".utf8), status: .partial,
             missingImages: [MissingDebugFile(buildID: try BuildID("abcd"), imageName: nil)])
-        try f.db.complete(jobId: second.jobId, token: second.leaseToken, result: good)
-        let result = try #require(try f.db.result(reportId: submitted.reportId))
+        try f.store.complete(jobId: second.jobId, token: second.leaseToken, result: good)
+        let result = try #require(try f.store.result(reportId: submitted.reportId))
         #expect(String(decoding: result.symbolicatedJSON, as: UTF8.self) == "{\"who\":\"second\"}")
         #expect(result.missingBuildIds.map(\.hex) == ["abcd"])
         #expect(result.status == .partial)
-        #expect(try f.db.jobStatus(reportId: submitted.reportId)?.state == .done)
+        #expect(try f.store.jobStatus(reportId: submitted.reportId)?.state == .done)
         // A second completion with the (now cleared) token is refused as well.
         #expect(throws: StorageError.staleLease(jobId: second.jobId)) {
-            try f.db.complete(jobId: second.jobId, token: second.leaseToken, result: good)
+            try f.store.complete(jobId: second.jobId, token: second.leaseToken, result: good)
         }
     }
 
-    @Test func heartbeatKeepsALeaseAlive() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        _ = try f.db.submit(f.report(1))
-        let job = try #require(try f.db.claim(leaseMs: 10_000))
+    @Test(arguments: Backend.allCases) func heartbeatKeepsALeaseAlive(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        _ = try f.store.submit(f.report(1))
+        let job = try #require(try f.store.claim(leaseMs: 10_000))
         f.clock.advance(seconds: 8)
-        try f.db.heartbeat(jobId: job.jobId, token: job.leaseToken, leaseMs: 10_000)
+        try f.store.heartbeat(jobId: job.jobId, token: job.leaseToken, leaseMs: 10_000)
         f.clock.advance(seconds: 8)  // 16 s after the claim: past the first lease, inside the renewed one.
-        #expect(try f.db.recoverExpiredLeases().requeued == 0)
+        #expect(try f.store.recoverExpiredLeases().requeued == 0)
         f.clock.advance(seconds: 3)
-        #expect(try f.db.recoverExpiredLeases().requeued == 1)
+        #expect(try f.store.recoverExpiredLeases().requeued == 1)
     }
 
-    @Test func retryableFailuresBackOffExponentiallyThenQuarantine() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let submitted = try f.db.submit(f.report(1))
+    @Test(arguments: Backend.allCases) func retryableFailuresBackOffExponentiallyThenQuarantine(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let submitted = try f.store.submit(f.report(1))
         for attempt in 1...3 {
-            let job = try #require(try f.db.claim(leaseMs: 10_000))
+            let job = try #require(try f.store.claim(leaseMs: 10_000))
             #expect(job.attempts == attempt)
-            let before = f.db.now()
-            let outcome = try f.db.fail(
+            let before = f.store.now()
+            let outcome = try f.store.fail(
                 jobId: job.jobId, token: job.leaseToken, failure: .retryable("worker crashed (signal 11)"),
                 policy: policy)
             if attempt < 3 {
@@ -177,67 +177,67 @@ let policy = RetryPolicy(maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, 
                 #expect(runAfter >= before + base)
                 #expect(runAfter <= before + base + base / 2)
                 // Not runnable before its backoff ends.
-                #expect(try f.db.claim(leaseMs: 10_000) == nil)
+                #expect(try f.store.claim(leaseMs: 10_000) == nil)
                 // Exact milliseconds: a round trip through Double seconds can land 1 ms short.
                 f.clock.advance(milliseconds: runAfter - before)
             } else {
                 #expect(outcome == .failed(reason: "worker crashed (signal 11) on 3 attempts"))
             }
         }
-        let status = try #require(try f.db.jobStatus(reportId: submitted.reportId))
+        let status = try #require(try f.store.jobStatus(reportId: submitted.reportId))
         #expect(status.state == .failed)
         #expect(status.attempts == 3)
         #expect(status.lastError == "worker crashed (signal 11) on 3 attempts")
-        #expect(try f.db.unfinishedCount() == 0)
+        #expect(try f.store.unfinishedCount() == 0)
     }
 
-    @Test func inputErrorsFailAtOnce() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let submitted = try f.db.submit(f.report(1))
-        let job = try #require(try f.db.claim(leaseMs: 10_000))
-        let outcome = try f.db.fail(
+    @Test(arguments: Backend.allCases) func inputErrorsFailAtOnce(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let submitted = try f.store.submit(f.report(1))
+        let job = try #require(try f.store.claim(leaseMs: 10_000))
+        let outcome = try f.store.fail(
             jobId: job.jobId, token: job.leaseToken, failure: .permanent("input error: invalid JSON at line 2, column 5"),
             policy: policy)
         #expect(outcome == .failed(reason: "input error: invalid JSON at line 2, column 5"))
-        let status = try #require(try f.db.jobStatus(reportId: submitted.reportId))
+        let status = try #require(try f.store.jobStatus(reportId: submitted.reportId))
         #expect(status.state == .failed)
         #expect(status.attempts == 1)
     }
 
-    @Test func recoveryQuarantinesJobsThatUsedEveryAttempt() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let submitted = try f.db.submit(f.report(1))
+    @Test(arguments: Backend.allCases) func recoveryQuarantinesJobsThatUsedEveryAttempt(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let submitted = try f.store.submit(f.report(1))
         for _ in 1...3 {
-            _ = try #require(try f.db.claim(leaseMs: 1_000))
+            _ = try #require(try f.store.claim(leaseMs: 1_000))
             f.clock.advance(seconds: 2)
-            try f.db.recoverExpiredLeases(maxAttempts: 3)
+            try f.store.recoverExpiredLeases(maxAttempts: 3)
         }
-        let status = try #require(try f.db.jobStatus(reportId: submitted.reportId))
+        let status = try #require(try f.store.jobStatus(reportId: submitted.reportId))
         #expect(status.state == .failed)
         #expect(status.lastError?.contains("on 3 attempts") == true)
     }
 
-    @Test func releasedLeaseDoesNotCountAsAnAttempt() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let submitted = try f.db.submit(f.report(1))
-        let job = try #require(try f.db.claim(leaseMs: 10_000))
-        try f.db.release(jobId: job.jobId, token: job.leaseToken)
-        let status = try #require(try f.db.jobStatus(reportId: submitted.reportId))
+    @Test(arguments: Backend.allCases) func releasedLeaseDoesNotCountAsAnAttempt(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let submitted = try f.store.submit(f.report(1))
+        let job = try #require(try f.store.claim(leaseMs: 10_000))
+        try f.store.release(jobId: job.jobId, token: job.leaseToken)
+        let status = try #require(try f.store.jobStatus(reportId: submitted.reportId))
         #expect(status.state == .queued)
         #expect(status.attempts == 0)
-        #expect(try f.db.claim(leaseMs: 10_000)?.attempts == 1)
+        #expect(try f.store.claim(leaseMs: 10_000)?.attempts == 1)
     }
 
-    @Test func rejectedReportIsStoredWithAFailedJob() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let submitted = try f.db.submit(NewReport(
+    @Test(arguments: Backend.allCases) func rejectedReportIsStoredWithAFailedJob(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let submitted = try f.store.submit(NewReport(
             raw: Data("garbage".utf8), format: "unparsed", kind: .crash, rejectedBecause: "input error: format not detected"))
-        #expect(try f.db.claim(leaseMs: 1_000) == nil)
-        let status = try #require(try f.db.jobStatus(reportId: submitted.reportId))
+        #expect(try f.store.claim(leaseMs: 1_000) == nil)
+        let status = try #require(try f.store.jobStatus(reportId: submitted.reportId))
         #expect(status.state == .failed)
         #expect(status.lastError == "input error: format not detected")
     }

@@ -20,4 +20,14 @@ extension Schema {
                     """)
         }
     }
+
+    /// "v19: missing symbols in order": `missing_symbols.position`, the image's place among the
+    /// result's missing debug files, so a result lists them in its order on a backend without
+    /// SQLite's insertion-ordered `rowid` (PostgreSQL). SQLite still reads them by `rowid`; the
+    /// column is written on both so that `db copy` carries the order over.
+    static func registerMissingSymbolPosition(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v19: missing symbols in order") { db in
+            try db.execute(sql: "ALTER TABLE missing_symbols ADD COLUMN position INTEGER")
+        }
+    }
 }

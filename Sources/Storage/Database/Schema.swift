@@ -204,6 +204,7 @@ enum Schema {
         registerReportDevice(&migrator)
         registerCountedReads(&migrator)
         registerArrivalsDuringJob(&migrator)
+        registerMissingSymbolPosition(&migrator)
         return migrator
     }
 }

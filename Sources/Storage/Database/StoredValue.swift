@@ -30,7 +30,7 @@ extension SQLRow {
     func stored<T: RawRepresentable>(_ i: Int, _ column: String, as _: T.Type = T.self) throws -> T where T.RawValue == String {
         let text = try optionalString(i)
         guard let text, let known = T(rawValue: text) else {
-            throw StorageError.unknownStoredValue(column: column, value: text ?? "NULL")
+            throw StorageError.unknownStoredValue(column: column, value: text.map { "\"\($0)\"" } ?? "NULL")
         }
         return known
     }

@@ -203,15 +203,15 @@ enum GroupLedger {
         if replacing {
             try db.execute("DELETE FROM missing_symbols WHERE report_id = ?", reportId)
         }
-        for image in images {
+        for (position, image) in images.enumerated() {
             // The column holds only what an upload fixes; anything else is a file not found.
             let status = image.status.isFixedByUpload ? image.status : .notFound
             try db.execute(
                 """
-                INSERT INTO missing_symbols (report_id, build_id, image_name, status, detail) VALUES (?, ?, ?, ?, ?)
+                INSERT INTO missing_symbols (report_id, build_id, image_name, status, detail, position) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT DO NOTHING
                 """,
-                reportId, image.buildID.hex, image.imageName, status.rawValue, image.detail)
+                reportId, image.buildID.hex, image.imageName, status.rawValue, image.detail, position)
         }
     }
 }

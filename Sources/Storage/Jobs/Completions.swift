@@ -23,8 +23,8 @@ public enum CompletionOutcome: Sendable, Equatable {
     case stale
 }
 
-extension ServiceDatabase {
-    /// Stores several completions in one IMMEDIATE transaction, in order, and answers each
+extension SQLStore {
+    /// Stores several completions in one transaction, in order, and answers each
     /// alone. Each is fenced by its own token: a stale one writes nothing and is answered
     /// `.stale`, and its neighbours still commit. Each stored one changes its job's state,
     /// stores its result row and moves its report between groups inside this transaction,
@@ -32,11 +32,13 @@ extension ServiceDatabase {
     /// Any other error rolls the whole batch back (the caller retries them one by one).
     public func complete(_ batch: [Completion]) throws -> [CompletionOutcome] {
         guard !batch.isEmpty else { return [] }
-        return try immediate { db in
-            try Self.store(batch, in: GRDBExecutor(db), now: clock())
+        return try write { db in
+            try ServiceDatabase.store(batch, in: db, now: self.now())
         }
     }
+}
 
+extension ServiceDatabase {
     /// Stores `batch` inside the caller's transaction, on either backend.
     static func store(_ batch: [Completion], in db: SQLExecutor, now: Int64) throws -> [CompletionOutcome] {
         var joins = GroupLedger.PendingJoins(now: now)

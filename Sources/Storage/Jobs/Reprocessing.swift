@@ -6,25 +6,13 @@ import SQLInterface
 /// Reprocessing: more jobs for reports already stored, at the lowest priority, when a debug
 /// file they lacked arrives or a user asks. The writes live here, apart from the read-only
 /// group queries.
-extension ServiceDatabase {
+extension SQLStore {
     /// Enqueues another job for an existing report at reprocessing priority.
     public func enqueueReprocessing(reportId: Int64) throws -> Int64 {
-        try immediate { db in
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM reports WHERE id = ?", arguments: [reportId]) == true else {
-                throw StorageError.reportNotFound(reportId)
-            }
-            return try Self.insertReprocessingJob(db, reportId: reportId, now: clock())
+        try write { db in
+            guard try db.bool("SELECT 1 FROM reports WHERE id = ?", reportId) else { throw StorageError.reportNotFound(reportId) }
+            return try ServiceDatabase.insertReprocessingJob(db, reportId: reportId, now: self.now())
         }
-    }
-
-    static func insertReprocessingJob(_ db: Database, reportId: Int64, now: Int64) throws -> Int64 {
-        try db.execute(
-            sql: """
-                INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
-                VALUES (?, 'queued', ?, 0, ?, ?, ?)
-                """,
-            arguments: [reportId, JobPriority.reprocessing, now, now, now])
-        return db.lastInsertedRowID
     }
 
     /// Queues reprocessing (low priority) for every report that lacked one of `buildIds` and
@@ -34,28 +22,62 @@ extension ServiceDatabase {
     /// its result still lacks one of them (`requeueIfArrived`). Returns the report ids queued.
     public func requeueReports(missing buildIds: [BuildID]) throws -> [Int64] {
         guard !buildIds.isEmpty else { return [] }
-        return try immediate { db in
-            let now = clock()
+        let hex = Array(Set(buildIds.map(\.hex))).sorted()
+        return try write { db in
+            let now = self.now()
             // Rows of jobs that have since finished are no longer read: drop them here, off the
             // completion path.
-            try db.execute(
-                sql: "DELETE FROM arrivals_during_job WHERE job_id NOT IN (SELECT id FROM jobs WHERE state = 'running')")
-            let record = try db.cachedStatement(
-                sql: "INSERT OR IGNORE INTO arrivals_during_job (job_id, build_id) SELECT id, ? FROM jobs WHERE state = 'running'")
-            for id in Set(buildIds.map(\.hex)) { try record.execute(arguments: [id]) }
-            let ids = try Int64.fetchAll(
-                db,
-                sql: """
-                    SELECT DISTINCT m.report_id FROM missing_symbols m
-                    WHERE m.build_id IN (\(databaseQuestionMarks(count: buildIds.count)))
-                      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = m.report_id
-                                      AND j.state IN ('queued', 'running'))
-                    ORDER BY m.report_id
-                    """,
-                arguments: StatementArguments(buildIds.map(\.hex)))
-            for id in ids { _ = try Self.insertReprocessingJob(db, reportId: id, now: now) }
+            try db.execute("DELETE FROM arrivals_during_job WHERE job_id NOT IN (SELECT id FROM jobs WHERE state = 'running')")
+            for id in hex {
+                try db.execute(
+                    "INSERT INTO arrivals_during_job (job_id, build_id) SELECT id, ? FROM jobs WHERE state = 'running' ON CONFLICT DO NOTHING",
+                    id)
+            }
+            let ids = try db.rows(
+                """
+                SELECT DISTINCT m.report_id FROM missing_symbols m
+                WHERE m.build_id IN (\(sqlPlaceholders(hex.count)))
+                  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = m.report_id AND j.state IN ('queued', 'running'))
+                ORDER BY m.report_id
+                """,
+                hex.map(\.sqlValue)
+            ).map { try $0.int64(0) }
+            for id in ids { _ = try ServiceDatabase.insertReprocessingJob(db, reportId: id, now: now) }
             return ids
         }
+    }
+
+    /// Queues reprocessing for every stored report, or those filed under group `fingerprint`
+    /// (merged-in reports included), that has no job queued or running: after new grouping
+    /// rules (`stackline reprocess`). One transaction; returns how many were queued.
+    public func requeueReports(inGroup fingerprint: String? = nil) throws -> Int {
+        try write { db in
+            let now = self.now()
+            let filter = fingerprint == nil ? "" : "AND r.id IN (SELECT report_id FROM results WHERE fingerprint = ?)"
+            return try db.execute(
+                """
+                INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
+                SELECT r.id, 'queued', ?, 0, ?, ?, ? FROM reports r
+                WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = r.id AND j.state IN ('queued', 'running'))
+                \(filter)
+                ORDER BY r.id
+                """,
+                [JobPriority.reprocessing.sqlValue, now.sqlValue, now.sqlValue, now.sqlValue] + (fingerprint.map { [.text($0)] } ?? []))
+        }
+    }
+}
+
+extension ServiceDatabase {
+    static func insertReprocessingJob(_ db: SQLExecutor, reportId: Int64, now: Int64) throws -> Int64 {
+        guard let id = try db.int64(
+            """
+            INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
+            VALUES (?, 'queued', ?, 0, ?, ?, ?)
+            RETURNING id
+            """,
+            reportId, JobPriority.reprocessing, now, now, now)
+        else { throw StorageError.reportNotFound(reportId) }
+        return id
     }
 
     /// Called by a completion, in its transaction: when one of the build ids `missing` was
@@ -72,34 +94,7 @@ extension ServiceDatabase {
             """,
             [jobId.sqlValue] + ids.map(\.sqlValue) + [reportId.sqlValue])
         guard arrived else { return false }
-        try db.execute(
-            """
-            INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
-            VALUES (?, 'queued', ?, 0, ?, ?, ?)
-            """,
-            reportId, JobPriority.reprocessing, now, now, now)
+        _ = try insertReprocessingJob(db, reportId: reportId, now: now)
         return true
-    }
-}
-
-extension ServiceDatabase {
-    /// Queues reprocessing for every stored report, or those filed under group `fingerprint`
-    /// (merged-in reports included), that has no job queued or running: after new grouping
-    /// rules (`stackline reprocess`). One transaction; returns how many were queued.
-    public func requeueReports(inGroup fingerprint: String? = nil) throws -> Int {
-        try immediate { db in
-            let now = clock()
-            let filter = fingerprint == nil ? "" : "AND r.id IN (SELECT report_id FROM results WHERE fingerprint = ?)"
-            try db.execute(
-                sql: """
-                    INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
-                    SELECT r.id, 'queued', ?, 0, ?, ?, ? FROM reports r
-                    WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = r.id AND j.state IN ('queued', 'running'))
-                    \(filter)
-                    ORDER BY r.id
-                    """,
-                arguments: [JobPriority.reprocessing, now, now, now] + (fingerprint.map { [$0] } ?? []))
-            return db.changesCount
-        }
     }
 }

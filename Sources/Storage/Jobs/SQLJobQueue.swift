@@ -260,13 +260,14 @@ enum SQLJobQueue {
     static let attemptsPostgres = attempts + " FOR UPDATE"
 
     /// The leasing statement for each batch size (index = jobs leased), written once rather
-    /// than on every claim (statements are prepared once per text).
+    /// than on every claim (statements are prepared once per text). The list's values are cast
+    /// because PostgreSQL types a bare `VALUES` placeholder as text.
     static let leaseSQL: [String] = (0...maxClaimBatch).map { count in
         """
         UPDATE jobs
         SET state = 'running', attempts = attempts + 1, lease_token = chosen.column2,
             lease_expires_at = ?, updated_at = ?
-        FROM (VALUES \(Array(repeating: "(?, ?)", count: max(count, 1)).joined(separator: ", "))) AS chosen
+        FROM (VALUES \(Array(repeating: "(CAST(? AS BIGINT), CAST(? AS BIGINT))", count: max(count, 1)).joined(separator: ", "))) AS chosen
         WHERE jobs.id = chosen.column1 AND jobs.state = 'queued'
         RETURNING jobs.id, jobs.report_id, jobs.attempts, jobs.lease_token, jobs.lease_expires_at
         """

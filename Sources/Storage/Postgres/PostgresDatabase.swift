@@ -1,0 +1,119 @@
+import Foundation
+import PostgresClient
+import SQLInterface
+
+/// The PostgreSQL backend: the same store code as SQLite's (`SQLStore`), over a small pool of
+/// libpq connections. Several `serve` nodes can share one database; what keeps them from
+/// stepping on each other is in the statements (row locks, `SKIP LOCKED` claims, fencing
+/// tokens), not in this process.
+///
+/// Sendable: the pool's state is guarded by `condition`; a connection is used by one thread
+/// at a time, between its checkout and its return.
+public final class PostgresDatabase: @unchecked Sendable {
+    public typealias Clock = @Sendable () -> Int64
+
+    /// The URL as given, for messages (`PostgresURL.redacted` strips any password).
+    public let url: String
+    private let password: String?
+    private let clock: Clock
+    private let maxConnections: Int
+    private let condition = NSCondition()
+    private var idle: [PostgresConnection] = []
+    private var open = 0
+
+    /// How many times a transaction the server aborted to break a deadlock, a serialization
+    /// failure or a unique-key race (two nodes inserting the same new group) is run again.
+    static let retries = 8
+
+    /// Connects once (so a wrong URL or password fails here, not at the first job) and brings
+    /// the schema up to date under an advisory lock.
+    public init(url: String, password: String? = nil, maxConnections: Int = 8, clock: @escaping Clock = PostgresDatabase.systemClock)
+        throws
+    {
+        self.url = url
+        self.password = password
+        self.clock = clock
+        self.maxConnections = max(1, maxConnections)
+        let first = try PostgresConnection(url: url, password: password)
+        try Self.migrate(first)
+        idle.append(first)
+        open = 1
+    }
+
+    public static let systemClock: Clock = { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Applies the migrations this database has not seen, in order, each in its own
+    /// transaction, holding an advisory lock so concurrent starts run them once.
+    static func migrate(_ connection: PostgresConnection) throws {
+        try connection.transaction { db in
+            try db.rows("SELECT 1 FROM (SELECT pg_advisory_xact_lock(?)) AS locked", PostgresSchema.migrationLock)
+            try db.executeScript("CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at bigint NOT NULL)")
+            let applied = Set(try db.rows("SELECT name FROM schema_migrations").map { try $0.string(0) })
+            for migration in PostgresSchema.migrations where !applied.contains(migration.name) {
+                try db.executeScript(migration.sql)
+                try db.execute(
+                    "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", migration.name, Self.systemClock())
+            }
+        }
+    }
+
+    private func checkout() throws -> PostgresConnection {
+        condition.lock()
+        while idle.isEmpty && open >= maxConnections { condition.wait() }
+        if let connection = idle.popLast() {
+            condition.unlock()
+            if !connection.isConnected {
+                do { try connection.reset() } catch {
+                    checkin(connection)
+                    throw error
+                }
+            }
+            return connection
+        }
+        open += 1
+        condition.unlock()
+        do {
+            return try PostgresConnection(url: url, password: password)
+        } catch {
+            condition.lock()
+            open -= 1
+            condition.signal()
+            condition.unlock()
+            throw error
+        }
+    }
+
+    private func checkin(_ connection: PostgresConnection) {
+        condition.lock()
+        idle.append(connection)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Runs `body` in a transaction on a pooled connection, again from the start when the
+    /// server aborted it for a reason another attempt can get past.
+    private func transaction<T>(_ body: (SQLExecutor) throws -> T) throws -> T {
+        var attempt = 0
+        while true {
+            let connection = try checkout()
+            defer { checkin(connection) }
+            do {
+                return try connection.transaction { try body($0) }
+            } catch let error as PostgresError where attempt < Self.retries
+                && (error.isDeadlock || error.isSerializationFailure || error.isUniqueViolation)
+            {
+                attempt += 1
+            }
+        }
+    }
+}
+
+extension PostgresDatabase: SQLStore {
+    public func now() -> Int64 { clock() }
+
+    public func write<T>(_ body: (SQLExecutor) throws -> T) throws -> T { try transaction(body) }
+
+    public func read<T>(_ body: (SQLExecutor) throws -> T) throws -> T { try transaction(body) }
+}
+
+extension PostgresDatabase: JobLeasing {}

@@ -85,6 +85,21 @@ public final class PostgresConnection: SQLExecutor, @unchecked Sendable {
         }
     }
 
+    public func insert(_ sql: String, _ arguments: [SQLValue]) throws -> Int64 {
+        guard let id = try rows(sql + " RETURNING id", arguments).first?.optionalInt64(0) else {
+            throw PostgresError.statement(sqlState: "P0002", message: "the insert returned no id", sql: sql)
+        }
+        return id
+    }
+
+    /// libpq holds the whole result once the query returns, so this only spares the caller
+    /// the rows after the one it stops at.
+    public func scan(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Bool) throws {
+        for row in try rows(sql, arguments) {
+            guard try body(row) else { return }
+        }
+    }
+
     /// Runs statements with no parameters, several at once (a migration's script), through the
     /// simple query protocol: they run in one implicit transaction unless they manage their own.
     public func executeScript(_ sql: String) throws(PostgresError) {

@@ -20,6 +20,16 @@ public protocol SQLExecutor: AnyObject {
 
     /// Runs one statement and returns its rows (a `RETURNING` clause's too).
     func rows(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow]
+
+    /// Inserts one row into a table keyed by an `id` the database assigns, and returns that id:
+    /// SQLite's last row id (cheaper than `RETURNING`, measured on the submit path:
+    /// scripts/bench-queue-store.sh), PostgreSQL's `RETURNING id`.
+    func insert(_ sql: String, _ arguments: [SQLValue]) throws -> Int64
+
+    /// Runs one query and hands its rows to `body` one at a time until `body` returns false:
+    /// for a scan that usually stops early (an affinity claim's first hit), where reading and
+    /// converting every row would be the cost.
+    func scan(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Bool) throws
 }
 
 extension SQLExecutor {
@@ -30,6 +40,10 @@ extension SQLExecutor {
 
     public func rows(_ sql: String, _ arguments: SQLBindable...) throws -> [SQLRow] {
         try rows(sql, arguments.map(\.sqlValue))
+    }
+
+    public func insert(_ sql: String, _ arguments: SQLBindable...) throws -> Int64 {
+        try insert(sql, arguments.map(\.sqlValue))
     }
 
     /// The first row, or nil.

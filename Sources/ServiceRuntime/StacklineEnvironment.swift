@@ -1,3 +1,4 @@
+import Foundation
 import WorkerProtocol
 
 /// Every environment variable a Stackline program reads, read once by the program's entry point
@@ -12,6 +13,13 @@ public struct StacklineEnvironment: Sendable, Equatable {
     /// `STACKLINE_DB`: the service database when `--db` is not given. Default
     /// `./data/stackline.sqlite` (`DatabaseLocation.defaultPath`).
     public var database: String?
+    /// `STACKLINE_DB_PASSWORD`: the password of a `postgres://` database, kept off the command
+    /// line (a URL with a password in it is refused there). libpq's own `PGPASSWORD` and
+    /// `PGPASSFILE` apply too. No default.
+    public var databasePassword: String?
+    /// `STACKLINE_DB_PASSWORD_FILE`: a file whose first line is that password (a secret mounted
+    /// as a file). Used when `STACKLINE_DB_PASSWORD` is not set. No default.
+    public var databasePasswordFile: String?
     /// `STACKLINE_SYMBOLS`: the debug-file store when `--symbols` is not given. Default `./symbols`.
     public var symbols: String?
     /// `STACKLINE_WORKER`: the `stackline-worker` executable `master` and `serve` start. Default:
@@ -71,6 +79,8 @@ public struct StacklineEnvironment: Sendable, Equatable {
             return v
         }
         database = value("STACKLINE_DB")
+        databasePassword = value("STACKLINE_DB_PASSWORD")
+        databasePasswordFile = value("STACKLINE_DB_PASSWORD_FILE")
         symbols = value("STACKLINE_SYMBOLS")
         worker = value("STACKLINE_WORKER")
         groupingRules = value(Self.groupingRulesVariable)
@@ -91,5 +101,32 @@ public struct StacklineEnvironment: Sendable, Equatable {
     /// unusable value, which `master`, `serve` and the worker refuse at start.
     public func maxFrame() throws(FrameLimitError) -> Int {
         try Framing.maxFrame(parsing: maxFrameBytes)
+    }
+}
+
+extension StacklineEnvironment {
+    /// The database password: `STACKLINE_DB_PASSWORD`, else the first line of
+    /// `STACKLINE_DB_PASSWORD_FILE`, else nil (libpq then reads `PGPASSWORD`/`PGPASSFILE`).
+    public func databasePasswordValue() throws(DatabasePasswordError) -> String? {
+        if let databasePassword { return databasePassword }
+        guard let path = databasePasswordFile else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else { throw .unreadable(path) }
+        let line = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).first ?? ""
+        let password = line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
+        guard !password.isEmpty else { throw .empty(path) }
+        return password
+    }
+}
+
+/// Why the database password could not be read.
+public enum DatabasePasswordError: Error, CustomStringConvertible {
+    case unreadable(String)
+    case empty(String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path): "STACKLINE_DB_PASSWORD_FILE: cannot read \(path)"
+        case .empty(let path): "STACKLINE_DB_PASSWORD_FILE: \(path) holds no password on its first line"
+        }
     }
 }

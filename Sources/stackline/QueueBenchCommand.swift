@@ -5,11 +5,13 @@ import Foundation
 import Storage
 import JSONFormat
 import ReportModel
+import Synchronization
 
-/// `stackline bench-queue-store` (hidden): the SQLite job store alone, with no worker and no
-/// parsing, to find where one master's store stops scaling (docs/scaling.md;
-/// scripts/bench-queue-store.sh). Everything runs on one thread, as one master's
-/// writer connection does.
+/// `stackline bench-queue-store` (hidden): the job store alone, SQLite or PostgreSQL, with no
+/// worker and no parsing, to find where the store stops scaling (docs/scaling.md;
+/// scripts/bench-queue-store.sh). The phases run on one thread, as one master's writer
+/// connection does, except the last: 1, 2 and 4 claimers at once, each with its own
+/// connection, as the slots of several masters would be.
 struct QueueBenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-queue-store",
@@ -20,23 +22,35 @@ struct QueueBenchCommand: ParsableCommand {
             few-KB compressed result and a group key (so the group ledger runs as it does for a \
             real result); then N affinity claims (two remote workers, each holding 1,000 build ids \
             of its own, taking turns), each followed by a completion; then both again in batches \
-            (4 and 8 jobs per claim statement, their completions in one transaction). Prints \
-            operations/s and µs per operation for each phase. Reports are never parsed; results are made up front.
+            (4 and 8 jobs per claim statement, their completions in one transaction); then N jobs \
+            each for 1, 2 and 4 concurrent claimers (batches of 4, one connection each). Prints \
+            operations/s and µs per operation for each phase. Reports are never parsed; results are made up front. \
+            --db postgres://USER@HOST:PORT/DB runs it on an empty PostgreSQL database instead \
+            (password from STACKLINE_DB_PASSWORD, STACKLINE_DB_PASSWORD_FILE or libpq's PGPASSWORD/PGPASSFILE).
             """,
         shouldDisplay: false)
 
     @Option(help: "Reports per phase (the database ends with four times as many).")
     var reports: Int = 10_000
 
-    @Option(help: "The database to create (must not exist); kept afterwards. Default: a new temporary directory, removed afterwards.")
+    @Option(help: """
+        The SQLite database to create (must not exist; kept afterwards), or an empty PostgreSQL database's \
+        postgres:// URL. Default: a new temporary directory, removed afterwards.
+        """)
     var db: String?
 
     @Flag(help: "Machine-readable output.")
     var json = false
 
+    @Flag(help: "Skip the concurrent claimers' phase (the one-thread phases alone, as before it existed).")
+    var oneThread = false
+
     func validate() throws {
         guard reports >= 1 else { throw ValidationError("--reports must be at least 1") }
-        if let db, FileManager.default.fileExists(atPath: db) {
+        if let db, PostgresURL.hasPassword(db) {
+            throw ValidationError("--db: a password in the URL would show in the process list; use STACKLINE_DB_PASSWORD or STACKLINE_DB_PASSWORD_FILE")
+        }
+        if let db, !PostgresURL.isPostgres(db), FileManager.default.fileExists(atPath: db) {
             throw ValidationError("\(db) exists: the benchmark needs a new database")
         }
     }
@@ -54,11 +68,19 @@ struct QueueBenchCommand: ParsableCommand {
         }
         defer { if let temporary { try? FileManager.default.removeItem(at: temporary) } }
 
-        let store = try ServiceDatabase(path: path)
-        var bench = QueueStoreBench(store: store, reports: reports)
+        let open: () throws -> any QueueStore
+        if PostgresURL.isPostgres(path) {
+            let password = try processEnvironment.databasePasswordValue()
+            open = { try PostgresDatabase(url: path, password: password) }
+        } else {
+            open = { try ServiceDatabase(path: path) }
+        }
+        let store = try open()
+        var bench = QueueStoreBench(store: store, open: open, reports: reports, concurrent: !oneThread)
         let outcome = try bench.run()
+        let bytes = try (store as? ServiceDatabase)?.databaseBytes() ?? (store as? PostgresDatabase)?.databaseBytes() ?? 0
         let summary = QueueBenchJSON(
-            reports: reports, database: path, databaseBytes: try store.databaseBytes(), outcome: outcome)
+            reports: reports, database: PostgresURL.redacted(path), databaseBytes: bytes, outcome: outcome)
         if json {
             print(try encodeJSON(summary))
         } else {
@@ -69,7 +91,9 @@ struct QueueBenchCommand: ParsableCommand {
 
 /// The benchmark itself: data made up front (deterministic), then the timed phases.
 private struct QueueStoreBench {
-    let store: ServiceDatabase
+    let store: any QueueStore
+    /// Opens another connection to the same database (a concurrent claimer's own).
+    let open: () throws -> any QueueStore
     let reports: Int
     private var random = SplitMix64(seed: 0x5741_434b_4c49_4e45)
 
@@ -88,8 +112,12 @@ private struct QueueStoreBench {
     /// Lease of every claim: long enough that nothing expires during the run.
     private static let leaseMs: Int64 = 600_000
 
-    init(store: ServiceDatabase, reports: Int) {
+    let concurrent: Bool
+
+    init(store: any QueueStore, open: @escaping () throws -> any QueueStore, reports: Int, concurrent: Bool) {
         self.store = store
+        self.open = open
+        self.concurrent = concurrent
         self.reports = reports
         var random = SplitMix64(seed: 0x4255_494c_4449_4453)
         appIds = (0..<Self.appIdCount).map { _ in random.hex(bytes: 20) }
@@ -135,7 +163,7 @@ private struct QueueStoreBench {
                 throw ValidationError("the queue ran dry after \(i) of \(reports) claims")
             }
             let c1 = Instant()
-            try store.complete(jobId: job.jobId, token: job.leaseToken, result: result(for: job, results, groups))
+            try store.complete(jobId: job.jobId, token: job.leaseToken, result: Self.result(for: job, results, groups))
             completeTime.add(from: c1, to: Instant())
             claimTime.add(from: c0, to: c1)
         }
@@ -170,7 +198,7 @@ private struct QueueStoreBench {
                 continue
             }
             outcome.affinity.count(match)
-            try store.complete(jobId: job.jobId, token: job.leaseToken, result: result(for: job, results, groups))
+            try store.complete(jobId: job.jobId, token: job.leaseToken, result: Self.result(for: job, results, groups))
             completeTime.add(from: c1, to: Instant())
             done += 1
         }
@@ -196,7 +224,7 @@ private struct QueueStoreBench {
             let c1 = Instant()
             guard !jobs.isEmpty else { throw ValidationError("the queue ran dry after \(done) of \(reports) batched claims") }
             let outcomes = try store.complete(jobs.map {
-                Completion(jobId: $0.jobId, token: $0.leaseToken, result: result(for: $0, results, groups))
+                Completion(jobId: $0.jobId, token: $0.leaseToken, result: Self.result(for: $0, results, groups))
             })
             guard outcomes.allSatisfy({ $0 == .stored }) else { throw ValidationError("a batched completion was refused") }
             completeTime.add(from: c1, to: Instant())
@@ -225,7 +253,7 @@ private struct QueueStoreBench {
                 continue
             }
             let outcomes = try store.complete(claimed.map {
-                Completion(jobId: $0.job.jobId, token: $0.job.leaseToken, result: result(for: $0.job, results, groups))
+                Completion(jobId: $0.job.jobId, token: $0.job.leaseToken, result: Self.result(for: $0.job, results, groups))
             })
             guard outcomes.allSatisfy({ $0 == .stored }) else { throw ValidationError("a batched completion was refused") }
             completeTime.add(from: c1, to: Instant())
@@ -235,9 +263,46 @@ private struct QueueStoreBench {
         outcome.phases.append(Phase(name: "  of which claim", operations: reports, elapsed: claimTime))
         outcome.phases.append(Phase(name: "  of which complete", operations: reports, elapsed: completeTime))
 
+        // (e) Concurrent claimers: 1, 2 and 4 threads, each with a connection of its own,
+        // claiming `localBatch` jobs at a time and completing them in one transaction, until
+        // `reports` jobs are done. On SQLite they take turns at the one write lock; on
+        // PostgreSQL `SKIP LOCKED` sends them past each other's rows.
+        var total = 4 * reports
+        for claimers in concurrent ? [1, 2, 4] : [] {
+            let batch = (total..<(total + reports)).map { StorableReport(makeReport($0)) }
+            for start in stride(from: 0, to: batch.count, by: 64) {
+                _ = try store.submit(Array(batch[start..<min(start + 64, batch.count)]))
+            }
+            total += reports
+            let stores = try (0..<claimers).map { _ in try open() }
+            let failures = Mutex<[String]>([])
+            let completed = Mutex(0)
+            let (resultsCopy, groupsCopy, leaseMs) = (results, groups, Self.leaseMs)
+            t = Stopwatch()
+            DispatchQueue.concurrentPerform(iterations: claimers) { i in
+                do {
+                    while true {
+                        let jobs = try stores[i].claim(leaseMs: leaseMs, limit: Self.localBatch)
+                        if jobs.isEmpty { break }
+                        let outcomes = try stores[i].complete(jobs.map {
+                            Completion(jobId: $0.jobId, token: $0.leaseToken, result: Self.result(for: $0, resultsCopy, groupsCopy))
+                        })
+                        if !outcomes.allSatisfy({ $0 == .stored }) { failures.withLock { $0.append("a fresh lease was stale") } }
+                        completed.withLock { $0 += jobs.count }
+                    }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            if let failure = failures.withLock({ $0.first }) { throw ValidationError("concurrent claimers: \(failure)") }
+            outcome.phases.append(
+                t.phase("\(claimers) concurrent claimer\(claimers == 1 ? "" : "s"), \(Self.localBatch) per claim", operations: reports))
+            guard completed.withLock({ $0 }) == reports else { throw ValidationError("concurrent claimers finished \(completed.withLock { $0 }) of \(reports)") }
+        }
+
         let counts = try store.stateCounts()
-        guard counts[.done] == 4 * reports, try store.unfinishedCount() == 0 else {
-            throw ValidationError("expected \(4 * reports) jobs done, found \(counts)")
+        guard counts[.done] == total, try store.unfinishedCount() == 0 else {
+            throw ValidationError("expected \(total) jobs done, found \(counts)")
         }
         return outcome
     }
@@ -300,7 +365,7 @@ private struct QueueStoreBench {
 
     /// The result of `job`: one of the prepared JSON documents and its group; every fourth report
     /// lacks a debug file.
-    private func result(for job: ClaimedJob, _ results: [JobResult], _ groups: [GroupKey]) -> JobResult {
+    private static func result(for job: ClaimedJob, _ results: [JobResult], _ groups: [GroupKey]) -> JobResult {
         var result = results[Int(job.jobId % Int64(results.count))]
         result.group = groups[Int((job.jobId - 1) % Int64(groups.count))]
         if job.jobId % 4 == 0, let id = job.buildIds.last {

@@ -10,7 +10,6 @@ enum Backend: String, CaseIterable, CustomStringConvertible, Sendable {
     var description: String { rawValue }
 }
 
-typealias QueueStore = SQLStore & JobLeasing
 
 /// One store of `backend` with a clock the test moves by hand. `another()` opens a second
 /// store on the same database, as a second process or node would.

@@ -16,3 +16,6 @@ public protocol SQLStore: Sendable {
     /// One read-only transaction: a consistent snapshot.
     func read<T>(_ body: (SQLExecutor) throws -> T) throws -> T
 }
+
+/// A store the master's lease loop and the queue's own commands run on, whichever the backend.
+public typealias QueueStore = SQLStore & JobLeasing

@@ -51,12 +51,10 @@ extension SQLJobQueue {
     ) throws -> [(jobId: Int64, choice: AffinityMatch)] {
         // On PostgreSQL the window is locked (`SKIP LOCKED`, as a plain claim's candidates):
         // the rows not chosen are released when the claim commits.
-        let candidates = try db.rows(
-            db.dialect == .sqlite ? affinityWindowSQLite : affinityWindowPostgres, now, affinityCandidates)
         var hits: [(jobId: Int64, choice: AffinityMatch)] = []
         var neutral: [(jobId: Int64, choice: AffinityMatch)] = []
         var fallback: [(jobId: Int64, choice: AffinityMatch)] = []
-        for row in candidates where hits.count < limit {
+        try db.scan(db.dialect == .sqlite ? affinityWindowSQLite : affinityWindowPostgres, [.integer(now), .integer(Int64(affinityCandidates))]) { row in
             let id = try row.int64(0)
             switch match(buildIds: try row.optionalString(2), affinity: affinity) {
             case .hit:
@@ -67,6 +65,7 @@ extension SQLJobQueue {
                 let runAfter = try row.int64(1)
                 if fallback.count < limit, now - runAfter >= affinity.waitMs { fallback.append((id, .fallback)) }
             }
+            return hits.count < limit
         }
         return Array((hits + neutral + fallback).prefix(limit))
     }

@@ -69,15 +69,12 @@ extension SQLStore {
 
 extension ServiceDatabase {
     static func insertReprocessingJob(_ db: SQLExecutor, reportId: Int64, now: Int64) throws -> Int64 {
-        guard let id = try db.int64(
+        try db.insert(
             """
             INSERT INTO jobs (report_id, state, priority, attempts, run_after, created_at, updated_at)
             VALUES (?, 'queued', ?, 0, ?, ?, ?)
-            RETURNING id
             """,
             reportId, JobPriority.reprocessing, now, now, now)
-        else { throw StorageError.reportNotFound(reportId) }
-        return id
     }
 
     /// Called by a completion, in its transaction: when one of the build ids `missing` was

@@ -314,23 +314,20 @@ enum SQLJobQueue {
         {
             return SubmitOutcome(reportId: existing, jobId: nil, duplicate: true)
         }
-        guard let reportId = try db.int64(
+        let reportId = try db.insert(
             """
             INSERT INTO reports (raw, raw_size, format, digest, app, version, kind, received_at, namespace, build_ids,
                                  os_version, device_model, device_id)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            RETURNING id
             """,
             storable.compressed, report.raw.count, report.format, storable.digest, report.app, report.version,
             report.kind.rawValue, now, report.namespace, report.buildIds?.map(\.hex).joined(separator: " "),
             report.device?.osVersion, report.device?.model, report.device?.id)
-        else { throw StorageError.reportNotFound(0) }
         let state: JobState = report.rejectedBecause == nil ? .queued : .failed
-        let jobId = try db.int64(
+        let jobId = try db.insert(
             """
             INSERT INTO jobs (report_id, state, priority, attempts, run_after, last_error, created_at, updated_at)
             VALUES (?, ?, ?, 0, ?, ?, ?, ?)
-            RETURNING id
             """,
             reportId, state.rawValue, report.priority, now, report.rejectedBecause, now, now)
         return SubmitOutcome(reportId: reportId, jobId: jobId, duplicate: false)

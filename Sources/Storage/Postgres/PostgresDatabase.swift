@@ -117,3 +117,10 @@ extension PostgresDatabase: SQLStore {
 }
 
 extension PostgresDatabase: JobLeasing {}
+
+extension PostgresDatabase {
+    /// The database's size on disk, as PostgreSQL counts it.
+    public func databaseBytes() throws -> Int64 {
+        try read { db in try db.int64("SELECT pg_database_size(current_database())") ?? 0 }
+    }
+}

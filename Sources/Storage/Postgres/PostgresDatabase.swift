@@ -118,6 +118,8 @@ extension PostgresDatabase: SQLStore {
 
 extension PostgresDatabase: JobLeasing {}
 
+extension PostgresDatabase: WorkerRoster {}
+
 extension PostgresDatabase {
     /// The database's size on disk, as PostgreSQL counts it.
     public func databaseBytes() throws -> Int64 {

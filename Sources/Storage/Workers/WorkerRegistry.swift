@@ -1,4 +1,4 @@
-import GRDB
+import SQLInterface
 
 /// One connected remote worker as the master last saw it (the `workers` table, what `stackline workers` lists).
 public struct WorkerRow: Codable, Sendable, Equatable {
@@ -43,14 +43,15 @@ public struct WorkerRow: Codable, Sendable, Equatable {
     }
 }
 
-extension ServiceDatabase {
+extension SQLStore {
     /// Writes every row (insert or replace by id) in one transaction, so a reader never sees
     /// half of the master's snapshot.
     public func saveWorkers(_ rows: [WorkerRow]) throws {
         guard !rows.isEmpty else { return }
-        try immediate { db in
-            let upsert = try db.cachedStatement(
-                sql: """
+        try write { db in
+            for row in rows {
+                try db.execute(
+                    """
                     INSERT INTO workers (id, name, address, slots, busy, jobs_done, cache_bytes, holds, fetches,
                                          affinity_hits, affinity_claims, connected_at, last_heartbeat)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -60,12 +61,9 @@ extension ServiceDatabase {
                         holds = excluded.holds, fetches = excluded.fetches, affinity_hits = excluded.affinity_hits,
                         affinity_claims = excluded.affinity_claims, connected_at = excluded.connected_at,
                         last_heartbeat = excluded.last_heartbeat
-                    """)
-            for row in rows {
-                try upsert.execute(arguments: [
+                    """,
                     row.id, row.name, row.address, row.slots, row.busy, row.jobsDone, row.cacheBytes, row.holds,
-                    row.fetches, row.affinityHits, row.affinityClaims, row.connectedAt, row.lastHeartbeat,
-                ])
+                    row.fetches, row.affinityHits, row.affinityClaims, row.connectedAt, row.lastHeartbeat)
             }
         }
     }
@@ -73,55 +71,52 @@ extension ServiceDatabase {
     /// Deletes workers not heard from since `lastHeartbeatBefore` (ms); returns how many went.
     @discardableResult
     public func deleteWorkers(lastHeartbeatBefore: Int64) throws -> Int {
-        try immediate { db in
-            try db.execute(sql: "DELETE FROM workers WHERE last_heartbeat < ?", arguments: [lastHeartbeatBefore])
-            return db.changesCount
-        }
+        try write { db in try db.execute("DELETE FROM workers WHERE last_heartbeat < ?", lastHeartbeatBefore) }
     }
 
     /// The token owning worker id `id`, which becomes `token` (at `now`) when no token did: one
     /// transaction, so of two tokens connecting a new id at once exactly one gets it.
     public func bindWorker(_ id: String, token: Int64, now: Int64) throws -> Int64 {
-        try immediate { db in
+        try write { db in
             try db.execute(
-                sql: """
-                    INSERT INTO worker_owners (worker_id, token_id, connected_at) VALUES (?, ?, ?)
-                    ON CONFLICT (worker_id) DO UPDATE SET connected_at = excluded.connected_at WHERE token_id = excluded.token_id
-                    """, arguments: [id, token, now])
-            return try Int64.fetchOne(db, sql: "SELECT token_id FROM worker_owners WHERE worker_id = ?", arguments: [id]) ?? token
+                """
+                INSERT INTO worker_owners (worker_id, token_id, connected_at) VALUES (?, ?, ?)
+                ON CONFLICT (worker_id) DO UPDATE SET connected_at = excluded.connected_at
+                WHERE worker_owners.token_id = excluded.token_id
+                """,
+                id, token, now)
+            return try db.int64("SELECT token_id FROM worker_owners WHERE worker_id = ?", id) ?? token
         }
     }
 
     /// The token owning worker id `id`, if one does.
     public func workerOwner(_ id: String) throws -> Int64? {
-        try pool.read { db in try Int64.fetchOne(db, sql: "SELECT token_id FROM worker_owners WHERE worker_id = ?", arguments: [id]) }
+        try read { db in try db.int64("SELECT token_id FROM worker_owners WHERE worker_id = ?", id) }
     }
 
     /// Forgets the owners of worker ids that are not connected (not in `workers`) and last
     /// connected before `before` (ms): a worker makes a new id each time it starts.
     public func forgetWorkerOwners(connectedBefore before: Int64) throws {
-        try immediate { db in
-            try db.execute(
-                sql: "DELETE FROM worker_owners WHERE connected_at < ? AND worker_id NOT IN (SELECT id FROM workers)", arguments: [before])
+        try write { db in
+            try db.execute("DELETE FROM worker_owners WHERE connected_at < ? AND worker_id NOT IN (SELECT id FROM workers)", before)
         }
     }
 
     /// Every recorded worker, by name then id.
     public func workers() throws -> [WorkerRow] {
-        try pool.read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, name, address, slots, busy, jobs_done, cache_bytes, holds, fetches,
-                           affinity_hits, affinity_claims, connected_at, last_heartbeat
-                    FROM workers ORDER BY name, id
-                    """
+        try read { db in
+            try db.rows(
+                """
+                SELECT id, name, address, slots, busy, jobs_done, cache_bytes, holds, fetches,
+                       affinity_hits, affinity_claims, connected_at, last_heartbeat
+                FROM workers ORDER BY name, id
+                """
             ).map { row in
                 WorkerRow(
-                    id: row["id"], name: row["name"], address: row["address"], slots: row["slots"], busy: row["busy"],
-                    jobsDone: row["jobs_done"], cacheBytes: row["cache_bytes"], holds: row["holds"],
-                    fetches: row["fetches"], affinityHits: row["affinity_hits"], affinityClaims: row["affinity_claims"],
-                    connectedAt: row["connected_at"], lastHeartbeat: row["last_heartbeat"])
+                    id: try row.string(0), name: try row.string(1), address: try row.optionalString(2), slots: try row.int(3),
+                    busy: try row.int(4), jobsDone: try row.int(5), cacheBytes: try row.int64(6), holds: try row.int(7),
+                    fetches: try row.int(8), affinityHits: try row.int(9), affinityClaims: try row.int(10),
+                    connectedAt: try row.int64(11), lastHeartbeat: try row.int64(12))
             }
         }
     }

@@ -1,7 +1,7 @@
 import Foundation
-import GRDB
 import Hashing
 import ReportModel
+import SQLInterface
 
 /// What a `stackline serve` API token may do. `admin` may do everything.
 public enum TokenScope: String, CaseIterable, Codable, Sendable {
@@ -58,11 +58,14 @@ public enum TokenError: Error, Equatable, CustomStringConvertible {
 /// the whole presented token is then compared with the stored one in constant time, so the
 /// time a wrong token takes says nothing about how much of it was right.
 public struct TokenStore: Sendable {
-    public let db: ServiceDatabase
+    public let db: any SQLStore
 
-    public init(db: ServiceDatabase) { self.db = db }
+    public init(db: any SQLStore) { self.db = db }
 
     static let prefix = "sl_"
+
+    /// The columns `record` reads, in its order.
+    private static let columns = "id, name, scope, namespace, created_at, revoked_at, last_used_at, token_hash"
 
     /// A namespace is a short identifier; it reaches logs, metrics labels and queries (`NamespaceName`).
     public static func isValidNamespace(_ ns: String) -> Bool {
@@ -77,16 +80,16 @@ public struct TokenStore: Sendable {
         }
         var rng = SystemRandomNumberGenerator()  // getrandom(2): a cryptographic source
         let secret = HexText.lowercase((0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) })
-        return try db.immediate { db in
-            let now = self.db.now()
+        let store = db
+        return try store.write { db in
+            let now = store.now()
             // The id is only known after the insert, and the digest covers it: insert a
             // unique placeholder, then set the real digest in the same transaction.
-            try db.execute(
-                sql: "INSERT INTO tokens (name, scope, namespace, token_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-                arguments: [name, scope.rawValue, namespace, "pending-" + UUID().uuidString, now])
-            let id = db.lastInsertedRowID
+            let id = try db.insert(
+                "INSERT INTO tokens (name, scope, namespace, token_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+                name, scope.rawValue, namespace, "pending-" + UUID().uuidString, now)
             let token = "\(Self.prefix)\(id)_\(secret)"
-            try db.execute(sql: "UPDATE tokens SET token_hash = ? WHERE id = ?", arguments: [SHA256.hex(Data(token.utf8)), id])
+            try db.execute("UPDATE tokens SET token_hash = ? WHERE id = ?", SHA256.hex(Data(token.utf8)), id)
             return CreatedToken(
                 record: TokenRecord(id: id, name: name, scope: scope, namespace: namespace, createdAt: now), token: token)
         }
@@ -94,22 +97,23 @@ public struct TokenStore: Sendable {
 
     /// Every token, oldest first, revoked ones included.
     public func list() throws -> [TokenRecord] {
-        try db.pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM tokens ORDER BY id").map(Self.record)
+        try db.read { db in
+            try db.rows("SELECT \(Self.columns) FROM tokens ORDER BY id").map(Self.record)
         }
     }
 
     /// Revokes a token: it stops working at once, its row stays for the record.
     @discardableResult
     public func revoke(id: Int64) throws -> TokenRecord {
-        try db.immediate { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM tokens WHERE id = ?", arguments: [id]) else {
+        let store = db
+        return try store.write { db in
+            guard let row = try db.row("SELECT \(Self.columns) FROM tokens WHERE id = ?", id) else {
                 throw TokenError.notFound(id)
             }
             var record = try Self.record(row)
             guard record.revokedAt == nil else { throw TokenError.alreadyRevoked(id) }
-            record.revokedAt = self.db.now()
-            try db.execute(sql: "UPDATE tokens SET revoked_at = ? WHERE id = ?", arguments: [record.revokedAt, id])
+            record.revokedAt = store.now()
+            try db.execute("UPDATE tokens SET revoked_at = ? WHERE id = ?", record.revokedAt, id)
             return record
         }
     }
@@ -144,28 +148,27 @@ public struct TokenStore: Sendable {
     }
 
     public func stored(id: Int64) throws -> StoredToken? {
-        let row = try db.pool.read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM tokens WHERE id = ?"), arguments: [id])
-        }
-        guard let row else { return nil }
-        return StoredToken(record: try Self.record(row), hash: row["token_hash"])
+        guard let row = try db.read({ db in try db.row("SELECT \(Self.columns) FROM tokens WHERE id = ?", id) }) else { return nil }
+        return StoredToken(record: try Self.record(row), hash: try row.string(7))
     }
 
     /// Records when a token was last used (callers throttle this: it is a write).
     public func touch(id: Int64, at time: Int64? = nil) throws {
-        try db.immediate { db in
-            try db.execute(sql: "UPDATE tokens SET last_used_at = ? WHERE id = ?", arguments: [time ?? self.db.now(), id])
+        let store = db
+        try store.write { db in
+            try db.execute("UPDATE tokens SET last_used_at = ? WHERE id = ?", time ?? store.now(), id)
         }
     }
 
-    private static func record(_ row: Row) throws -> TokenRecord {
+    private static func record(_ row: SQLRow) throws -> TokenRecord {
         TokenRecord(
-            id: row["id"], name: row["name"], scope: try row.stored("scope"), namespace: row["namespace"],
-            createdAt: row["created_at"], revokedAt: row["revoked_at"], lastUsedAt: row["last_used_at"])
+            id: try row.int64(0), name: try row.optionalString(1), scope: try row.stored(2, "scope"),
+            namespace: try row.optionalString(3), createdAt: try row.int64(4), revokedAt: try row.optionalInt64(5),
+            lastUsedAt: try row.optionalInt64(6))
     }
 }
 
-extension ServiceDatabase {
+extension SQLStore {
     /// The API tokens kept in this database.
     public var tokens: TokenStore { TokenStore(db: self) }
 }

@@ -78,9 +78,8 @@ struct QueueBenchCommand: ParsableCommand {
         let store = try open()
         var bench = QueueStoreBench(store: store, open: open, reports: reports, concurrent: !oneThread)
         let outcome = try bench.run()
-        let bytes = try (store as? ServiceDatabase)?.databaseBytes() ?? (store as? PostgresDatabase)?.databaseBytes() ?? 0
         let summary = QueueBenchJSON(
-            reports: reports, database: PostgresURL.redacted(path), databaseBytes: bytes, outcome: outcome)
+            reports: reports, database: PostgresURL.redacted(path), databaseBytes: try store.databaseBytes(), outcome: outcome)
         if json {
             print(try encodeJSON(summary))
         } else {

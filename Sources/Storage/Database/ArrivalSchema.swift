@@ -7,7 +7,7 @@ extension Schema {
     /// report whose job was running when its file arrived kept the file's image unresolved
     /// until the next add. The completion reads the rows of its own job: when a build id its
     /// result lists as missing arrived meanwhile, it queues the report again in the same
-    /// transaction (`ServiceDatabase.requeueIfArrived`).
+    /// transaction (`SQLJobQueue.requeueIfArrived`).
     static func registerArrivalsDuringJob(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v18: arrivals during a job") { db in
             try db.execute(

@@ -20,11 +20,10 @@ final class GRDBExecutor: SQLExecutor {
     }
 
     func rows(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {
-        let statement = try db.cachedStatement(sql: sql)
-        let cursor = try Row.fetchCursor(statement, arguments: Self.arguments(arguments))
         var rows: [SQLRow] = []
-        while let row = try cursor.next() {
-            rows.append(SQLRow(row.databaseValues.map(Self.value)))
+        try scan(sql, arguments) { row in
+            rows.append(row)
+            return true
         }
         return rows
     }

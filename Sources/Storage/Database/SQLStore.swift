@@ -15,6 +15,9 @@ public protocol SQLStore: Sendable {
 
     /// One read-only transaction: a consistent snapshot.
     func read<T>(_ body: (SQLExecutor) throws -> T) throws -> T
+
+    /// The database's size on disk, as the engine counts it.
+    func databaseBytes() throws -> Int64
 }
 
 /// A store the master's lease loop and the queue's own commands run on, whichever the backend.

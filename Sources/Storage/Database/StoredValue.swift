@@ -28,10 +28,21 @@ extension Row {
 extension SQLRow {
     /// The enum stored as text in column `i` (named `column` in the error), as `Row.stored`.
     func stored<T: RawRepresentable>(_ i: Int, _ column: String, as _: T.Type = T.self) throws -> T where T.RawValue == String {
+        try storedText(i, column) { T(rawValue: $0) }
+    }
+
+    /// The build id stored as hex text in column `i`, as `Row.storedBuildID`.
+    func storedBuildID(_ i: Int, _ column: String) throws -> BuildID {
+        try storedText(i, column) { try? BuildID($0) }
+    }
+
+    /// Column `i`'s text made into a value by `make`; NULL, or text `make` refuses, is the typed
+    /// error, quoted as GRDB's `DatabaseValue.description` quotes it.
+    private func storedText<T>(_ i: Int, _ column: String, _ make: (String) -> T?) throws -> T {
         let text = try optionalString(i)
-        guard let text, let known = T(rawValue: text) else {
+        guard let text, let value = make(text) else {
             throw StorageError.unknownStoredValue(column: column, value: text.map { "\"\($0)\"" } ?? "NULL")
         }
-        return known
+        return value
     }
 }

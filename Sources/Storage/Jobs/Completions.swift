@@ -33,12 +33,12 @@ extension SQLStore {
     public func complete(_ batch: [Completion]) throws -> [CompletionOutcome] {
         guard !batch.isEmpty else { return [] }
         return try write { db in
-            try ServiceDatabase.store(batch, in: db, now: self.now())
+            try SQLJobQueue.store(batch, in: db, now: self.now())
         }
     }
 }
 
-extension ServiceDatabase {
+extension SQLJobQueue {
     /// Stores `batch` inside the caller's transaction, on either backend.
     static func store(_ batch: [Completion], in db: SQLExecutor, now: Int64) throws -> [CompletionOutcome] {
         var joins = GroupLedger.PendingJoins(now: now)

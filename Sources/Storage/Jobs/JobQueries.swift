@@ -61,12 +61,7 @@ extension SQLStore {
             else { return nil }
             let missing = try db.rows(
                 db.dialect == .sqlite ? SQLJobQueue.missingInOrderSQLite : SQLJobQueue.missingInOrderPostgres, reportId
-            ).map { row in
-                guard let id = try? BuildID(try row.string(0)) else {
-                    throw StorageError.unknownStoredValue(column: "build_id", value: try row.optionalString(0) ?? "NULL")
-                }
-                return MissingDebugFile(buildID: id, imageName: try row.optionalString(1))
-            }
+            ).map { row in MissingDebugFile(buildID: try row.storedBuildID(0, "build_id"), imageName: try row.optionalString(1)) }
             return (row, missing)
         }
         guard let (row, missing) = found else { return nil }

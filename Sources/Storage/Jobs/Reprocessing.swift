@@ -11,7 +11,7 @@ extension SQLStore {
     public func enqueueReprocessing(reportId: Int64) throws -> Int64 {
         try write { db in
             guard try db.bool("SELECT 1 FROM reports WHERE id = ?", reportId) else { throw StorageError.reportNotFound(reportId) }
-            return try ServiceDatabase.insertReprocessingJob(db, reportId: reportId, now: self.now())
+            return try SQLJobQueue.insertReprocessingJob(db, reportId: reportId, now: self.now())
         }
     }
 
@@ -42,7 +42,7 @@ extension SQLStore {
                 """,
                 hex.map(\.sqlValue)
             ).map { try $0.int64(0) }
-            for id in ids { _ = try ServiceDatabase.insertReprocessingJob(db, reportId: id, now: now) }
+            for id in ids { _ = try SQLJobQueue.insertReprocessingJob(db, reportId: id, now: now) }
             return ids
         }
     }
@@ -67,7 +67,7 @@ extension SQLStore {
     }
 }
 
-extension ServiceDatabase {
+extension SQLJobQueue {
     static func insertReprocessingJob(_ db: SQLExecutor, reportId: Int64, now: Int64) throws -> Int64 {
         try db.insert(
             """

@@ -5,7 +5,7 @@ import SQLInterface
 
 /// The job queue on either backend (`JobLeasing`'s requirements, written once): submits, claims,
 /// leases and their fencing tokens, failures and lease recovery. Completions are
-/// `ServiceDatabase.store(_:in:now:)` (Completions.swift), the group ledger's entry.
+/// `SQLJobQueue.store(_:in:now:)` (Completions.swift), the group ledger's entry.
 ///
 /// Claims differ between backends in one clause only: on PostgreSQL the candidate rows are
 /// locked `FOR UPDATE SKIP LOCKED`, so concurrent claimers on any node pass each other's rows

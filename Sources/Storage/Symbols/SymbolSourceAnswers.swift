@@ -40,10 +40,7 @@ extension SQLStore {
                     """,
                     chunk.map(\.sqlValue))
                 for row in rows {
-                    let text = try row.optionalString(0)
-                    guard let text, let id = try? BuildID(text) else {
-                        throw StorageError.unknownStoredValue(column: "build_id", value: text.map { "\"\($0)\"" } ?? "NULL")
-                    }
+                    let id = try row.storedBuildID(0, "build_id")
                     let outcome = SymbolSourceAnswer.Outcome(rawValue: try row.string(2)) ?? .failed
                     found[id, default: []].append(
                         SymbolSourceAnswer(

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import JSONFormat
 import ReportModel
 import SQLInterface
@@ -83,15 +82,6 @@ public struct GroupTriage: Sendable, Codable, Equatable {
             resolvedVersion: try row.optionalString(2), ignoreUntil: try row.optionalInt64(3), ignoreReports: try row.optionalInt(4),
             ignoreUsers: try row.optionalInt(5), ignoreReportsSeen: try row.int(6), changedAt: try row.optionalInt64(7),
             regressedVersion: try row.optionalString(8), regressedAt: try row.optionalInt64(9), assignee: try row.optionalString(10))
-    }
-
-    init(row: Row) throws {
-        self.init(
-            state: try row.stored("state"),
-            resolution: (row["resolution"] as String?) == nil ? nil : try row.stored("resolution") as Resolution,
-            resolvedVersion: row["resolved_version"], ignoreUntil: row["ignore_until"], ignoreReports: row["ignore_reports"],
-            ignoreUsers: row["ignore_users"], ignoreReportsSeen: row["ignore_reports_seen"], changedAt: row["changed_at"],
-            regressedVersion: row["regressed_version"], regressedAt: row["regressed_at"], assignee: row["assignee"])
     }
 }
 

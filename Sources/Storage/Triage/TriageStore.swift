@@ -207,8 +207,8 @@ extension ServiceDatabase {
     }
 
     static func triage(_ db: Database, _ fingerprint: String) throws -> GroupTriage {
-        try Row.fetchOne(db, sql: "SELECT * FROM group_states WHERE fingerprint = ?", arguments: [fingerprint])
-            .map(GroupTriage.init(row:)) ?? .open
+        try GRDBExecutor(db).row("SELECT \(GroupTriage.columns) FROM group_states WHERE fingerprint = ?", fingerprint)
+            .map(GroupTriage.init) ?? .open
     }
 
     private static func ensureStateRow(_ db: Database, _ fingerprint: String, now: Int64) throws {

@@ -120,7 +120,7 @@ let package = Package(
         ),
         // The PostgreSQL backend's connection: libpq behind SQLExecutor, synchronous like GRDB,
         // because the store's callers are OS threads and a thread pool, never an event loop.
-        .target(name: "PostgresClient", dependencies: ["CLibPQ", "SQLInterface"]),
+        .target(name: "PostgresClient", dependencies: ["CLibPQ", "SQLInterface", "ReportModel"]),
         .target(
             name: "Storage",
             dependencies: [

@@ -1,4 +1,5 @@
 import Foundation
+import ReportModel
 import SQLInterface
 
 /// The type OIDs this client encodes or decodes: built-in types, whose OIDs never change.
@@ -123,22 +124,7 @@ func decodeText(_ text: String, type: UInt32, column: Int) throws(PostgresError)
 
 /// bytea's text output (`bytea_output = hex`, the default since 9.0): `\x` then two hex digits a byte.
 private func hexBytea(_ text: String) -> Data? {
-    let utf8 = Array(text.utf8)
-    guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else { return nil }
-    func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-    var out = Data(capacity: (utf8.count - 2) / 2)
-    var i = 2
-    while i < utf8.count {
-        guard let hi = nibble(utf8[i]), let lo = nibble(utf8[i + 1]) else { return nil }
-        out.append(hi << 4 | lo)
-        i += 2
-    }
-    return out
+    let utf8 = text.utf8
+    guard utf8.starts(with: "\\x".utf8), let bytes = HexText.bytes(utf8.dropFirst(2)) else { return nil }
+    return Data(bytes)
 }

@@ -28,24 +28,8 @@ public struct NamespaceKey: Sendable, Equatable {
 
     /// A key written as hex digits (what `openssl enc -K` takes).
     public init(hex: String) throws(NamespaceKeyError) {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { throw .notHex }
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
-        var bytes = Data(capacity: digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { throw .notHex }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        try self.init(bytes: bytes)
+        guard let bytes = HexText.bytes(hex.utf8) else { throw .notHex }
+        try self.init(bytes: Data(bytes))
     }
 
     /// A fresh random key from the system's secure generator.

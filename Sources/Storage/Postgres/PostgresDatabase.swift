@@ -42,8 +42,8 @@ public final class PostgresDatabase: @unchecked Sendable {
 
     public static let systemClock: Clock = { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    /// Applies the migrations this database has not seen, in order, each in its own
-    /// transaction, holding an advisory lock so concurrent starts run them once.
+    /// Applies the migrations this database has not seen, in order, in one transaction that
+    /// holds an advisory lock, so concurrent starts run them once.
     static func migrate(_ connection: PostgresConnection) throws {
         try connection.transaction { db in
             try db.rows("SELECT 1 FROM (SELECT pg_advisory_xact_lock(?)) AS locked", PostgresSchema.migrationLock)

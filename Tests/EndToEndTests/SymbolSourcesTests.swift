@@ -217,9 +217,3 @@ extension SymbolSourcesTests {
     }
 }
 
-/// A loopback port nothing listens on right now (bound, read, closed).
-func freeLoopbackPort() throws -> Int {
-    let out = try runProcess(
-        "python3", ["-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1]); s.close()"])
-    return try #require(Int(out.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
-}

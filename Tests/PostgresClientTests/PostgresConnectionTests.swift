@@ -212,7 +212,7 @@ import Testing
     }
 
     @Test func connectFailureIsReadableAndHidesThePassword() throws {
-        let port = try Self.closedPort()
+        let port = try freeLoopbackPort()
         let failure = #expect(throws: PostgresError.self) {
             try PostgresConnection(url: "postgres://postgres@127.0.0.1:\(port)/nothing?connect_timeout=5", password: "s3cret-pass")
         }
@@ -290,20 +290,5 @@ import Testing
         // The prepared statement went with the old session: it is prepared again.
         #expect(try db.rows("SELECT id FROM t WHERE id = ?", 1).map(\.values) == [[.integer(1)]])
         #expect(try db.execute("INSERT INTO t (id) VALUES (?)", 2) == 1)
-    }
-
-    /// A loopback port with nothing listening: bound, read and closed, so nothing took it since.
-    static func closedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard ok else { throw TestSupportError("bind failed: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -206,7 +206,7 @@ import Testing
     @Test func aTransportErrorIsNotRemembered() async throws {
         let scene = try Scene()
         defer { scene.remove() }
-        let cache = try scene.cache("http://127.0.0.1:\(try freePort())", capacity: 1 << 20)
+        let cache = try scene.cache("http://127.0.0.1:\(try freeLoopbackPort())", capacity: 1 << 20)
         let id = try BuildID("aabbccddeeff00112233445566778899aabbccdd")
         let first = try await onThread { cache.ensure([id]) }
         #expect(first.missing == [id])
@@ -403,13 +403,6 @@ private func symbolicatedFrame(_ program: Program, stores: [SymbolStoreDirectory
     return try #require(out.threads.first?.frames.last)
 }
 
-/// A loopback port nothing listens on right now (python3 binds port 0 and reports it).
-private func freePort() throws -> Int {
-    let out = try runChecked(
-        "python3", ["-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"]).stdout
-    guard let port = Int(out.trimmingCharacters(in: .whitespacesAndNewlines)) else { throw TestSupportError("no port: \(out)") }
-    return port
-}
 
 // MARK: - Servers
 
@@ -424,7 +417,7 @@ private final class DebuginfodServer: @unchecked Sendable {
     init(serving directory: String, files: Int, scratch: String) throws {
         var lastLog = ""
         for attempt in 0..<3 {
-            let port = try freePort()
+            let port = try freeLoopbackPort()
             let logPath = scratch + "/debuginfod-\(attempt).log"
             _ = FileManager.default.createFile(atPath: logPath, contents: nil)
             let process = Process()
@@ -577,7 +570,7 @@ extension FetchedDebugFilesTests {
         let server = try await scene.debuginfod(files: 1)
         defer { server.stop() }
         let nowhere = try BuildID(String(repeating: "5a", count: 20))
-        let downURL = "http://127.0.0.1:\(try freePort())"
+        let downURL = "http://127.0.0.1:\(try freeLoopbackPort())"
         // An hour's backoff: nothing here depends on how fast this machine is.
         let down = try SymbolSource(.init(url: downURL, timeoutSeconds: 5), option: "--symbol-source", retryDelay: { _ in .seconds(3600) })
         let up = try SymbolSource(

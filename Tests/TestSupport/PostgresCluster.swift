@@ -118,7 +118,7 @@ public final class PostgresCluster: @unchecked Sendable {
     private func startServer(newPort: Bool) throws(TestSupportError) {
         var lastError = TestSupportError("no attempt")
         for _ in 0..<(newPort ? 5 : 1) {
-            if newPort { port = try Self.freePort() }
+            if newPort { port = try freeLoopbackPort() }
             let options = "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off"
             do {
                 try pgCtl(["start", "-w", "-t", "60", "-l", directory + "/server.log", "-o", options])
@@ -154,22 +154,6 @@ public final class PostgresCluster: @unchecked Sendable {
         }
     }
 
-    /// A loopback port nothing listens on now: the kernel's pick for port 0.
-    private static func freePort() throws(TestSupportError) -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestSupportError("socket failed: errno \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw TestSupportError("bind on 127.0.0.1 failed: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 
     // MARK: - Cleaning up
 

@@ -11,7 +11,7 @@ import ServiceLifecycle
 /// its own tables. Stopping it at any point loses nothing and repeats nothing but a delivery
 /// whose answer was not recorded yet (docs/alerts.md, "Retries and dedupe").
 public final class AlertService: Service, Sendable {
-    let db: ServiceDatabase
+    let db: any SQLStore
     let configuration: AlertConfiguration
     let evaluator: RuleEvaluator
     let delivery: AlertDelivery
@@ -23,7 +23,7 @@ public final class AlertService: Service, Sendable {
     /// routes share.
     private let queue = DispatchQueue(label: "stackline.alerts.db")
 
-    public init(db: ServiceDatabase, configuration: AlertConfiguration, logger: Logger, batch: Int = 1000) {
+    public init(db: any SQLStore, configuration: AlertConfiguration, logger: Logger, batch: Int = 1000) {
         self.db = db
         self.configuration = configuration
         self.evaluator = RuleEvaluator(configuration: configuration)
@@ -58,7 +58,9 @@ public final class AlertService: Service, Sendable {
     /// Evaluates the rules on every result stored since the cursor, a batch at a time.
     public func evaluate() throws {
         var cursor = try db.alertCursor()
-        let last = try db.alertSnapshot { try $0.lastPosition() }
+        // Results past the horizon may still have neighbours below them in transactions not yet
+        // committed (`ResultPositions`): they wait for the next pass.
+        let last = try db.alertHorizon()
         if cursor == nil {
             // First run on this database: what was stored before alerts were enabled is history, not news.
             try db.recordAlertEvents([], cursorFrom: nil, to: last)
@@ -67,14 +69,14 @@ public final class AlertService: Service, Sendable {
         }
         guard var position = cursor else { return }
         if position > last {
-            // Positions are result rowids; a full VACUUM may renumber them lower. Start again from the end.
+            // Positions are SQLite's result rowids, which a full VACUUM may renumber lower. Start again from the end.
             logger.warning("alert cursor is past the last result; moved back to it", metadata: ["cursor": "\(position)", "last": "\(last)"])
             try db.recordAlertEvents([], cursorFrom: position, to: last)
             position = last
         }
         while true {
             let (candidates, events) = try db.alertSnapshot { facts in
-                let candidates = try facts.candidates(after: position, limit: batch)
+                let candidates = try facts.candidates(after: position, through: last, limit: batch)
                 return (candidates, try evaluator.events(facts: facts, cursor: position, candidates: candidates))
             }
             guard let next = candidates.last?.position else { return }

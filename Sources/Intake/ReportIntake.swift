@@ -27,12 +27,12 @@ public struct ReportIntake: Sendable {
         case refused(ParseRefusal)
     }
 
-    public let db: ServiceDatabase
+    public let db: any SQLStore
     /// In process for the CLI; `serve` parses in child processes (`ParserPool`), so a parser
     /// defect costs a request, never the server.
     public let parser: any ReportParser
 
-    public init(db: ServiceDatabase, parser: any ReportParser = InProcessParser()) {
+    public init(db: any SQLStore, parser: any ReportParser = InProcessParser()) {
         self.db = db
         self.parser = parser
     }

@@ -13,7 +13,7 @@ internal import WorkerProtocol
 /// keeps recovering leases while it runs, and drains on SIGTERM/SIGINT.
 /// Sendable: `signalSources`, its one mutable field, is touched only by the thread in `run()` (installed at the start, cancelled at the end); the rest is immutable or locks itself (`StopFlag`, `WorkerCensus`).
 public final class Dispatcher: @unchecked Sendable {
-    private let db: ServiceDatabase
+    private let db: any ServiceStore
     private let config: MasterConfiguration
     private let logger: Logger
     private let stop = StopFlag()
@@ -26,7 +26,7 @@ public final class Dispatcher: @unchecked Sendable {
     /// transactions (the remote pool's, when there is one).
     private let completions: CompletionCommitter
 
-    public init(db: ServiceDatabase, config: MasterConfiguration, logger: Logger, remote: RemoteWorkerPool? = nil) {
+    public init(db: any ServiceStore, config: MasterConfiguration, logger: Logger, remote: RemoteWorkerPool? = nil) {
         self.db = db
         self.config = config
         self.logger = logger
@@ -44,7 +44,7 @@ public final class Dispatcher: @unchecked Sendable {
         if recovered.requeued + recovered.failed > 0 {
             logger.notice("recovered expired leases", metadata: ["requeued": "\(recovered.requeued)", "failed": "\(recovered.failed)"])
         }
-        logger.info("master started", metadata: ["workers": "\(config.workers)", "db": "\(db.path)", "once": "\(config.once)"])
+        logger.info("master started", metadata: ["workers": "\(config.workers)", "db": "\(db.location)", "once": "\(config.once)"])
         // The first pass runs before any worker, so the one full VACUUM an older database
         // needs to switch to incremental auto-vacuum holds up no job of ours.
         var nextRetention = runRetention(reclaim: .convertIfNeeded)

@@ -58,7 +58,7 @@ public final class SymbolSourceFetcher: @unchecked Sendable {
     /// Asks for what is queued until `stop` is set. At start it queues the ids that stored
     /// reports lack (the most recently needed first), so reports processed before the sources
     /// were configured, or before a restart, are fetched for too.
-    func run(db: ServiceDatabase, stop: StopFlag) {
+    func run(db: any SQLStore, stop: StopFlag) {
         do {
             let lacked = try db.lackedBuildIds(limit: Self.maxQueued)
             // The misses recorded before a restart still count for their time.
@@ -88,7 +88,7 @@ public final class SymbolSourceFetcher: @unchecked Sendable {
         }
     }
 
-    private func settle(_ ids: [BuildID], db: ServiceDatabase) {
+    private func settle(_ ids: [BuildID], db: any SQLStore) {
         let pin = cache.ensure(ids)
         // The files stay in the cache; nothing here reads them.
         pin.release()

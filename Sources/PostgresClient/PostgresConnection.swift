@@ -111,8 +111,9 @@ public final class PostgresConnection: SQLExecutor, @unchecked Sendable {
     /// Runs `body` inside BEGIN … COMMIT. Any error thrown out of `body` rolls the transaction
     /// back and is rethrown; a transaction a failed statement aborted (the error caught inside
     /// `body`) is rolled back and reported, never committed as if whole.
-    public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        try executeScript("BEGIN")
+    /// `begin` is the statement that opens it: `BEGIN`, or one that names an isolation level.
+    public func transaction<T>(begin: String = "BEGIN", _ body: (PostgresConnection) throws -> T) throws -> T {
+        try executeScript(begin)
         do {
             let value = try body(self)
             if PQtransactionStatus(connection) == PQTRANS_INERROR {
@@ -283,6 +284,7 @@ public final class PostgresConnection: SQLExecutor, @unchecked Sendable {
     private static func decodeRows(_ result: OpaquePointer, text: Bool) throws(PostgresError) -> [SQLRow] {
         let rowCount = PQntuples(result), columnCount = PQnfields(result)
         let types = (0..<columnCount).map { PQftype(result, $0) }
+        let columns = (0..<columnCount).map { c in PQfname(result, c).map { String(cString: $0) } ?? "" }
         var rows: [SQLRow] = []
         rows.reserveCapacity(Int(rowCount))
         for r in 0..<rowCount {
@@ -302,7 +304,7 @@ public final class PostgresConnection: SQLExecutor, @unchecked Sendable {
                     values.append(try decodeBinary(bytes, type: types[Int(c)], column: Int(c)))
                 }
             }
-            rows.append(SQLRow(values))
+            rows.append(SQLRow(values, columns: columns))
         }
         return rows
     }

@@ -19,6 +19,7 @@ enum TypeOID {
     static let unknown: UInt32 = 705
     static let bpchar: UInt32 = 1042
     static let varchar: UInt32 = 1043
+    static let numeric: UInt32 = 1700
 
     static let textual: Set<UInt32> = [char, name, text, bpchar, varchar, unknown]
 
@@ -114,6 +115,11 @@ func decodeText(_ text: String, type: UInt32, column: Int) throws(PostgresError)
         return .real(v)
     case TypeOID.bool:
         return .integer(text == "t" ? 1 : 0)
+    case TypeOID.numeric:
+        // What `SUM` and `AVG` of integers answer: an integer when it is one, as SQLite's would be.
+        if let v = Int64(text) { return .integer(v) }
+        if let v = Double(text) { return .real(v) }
+        return .text(text)
     case TypeOID.bytea:
         guard let d = hexBytea(text) else { throw .unsupportedType(oid: type, column: column) }
         return .blob(d)

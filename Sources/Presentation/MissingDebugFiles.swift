@@ -7,7 +7,7 @@ import SymbolStore
 /// the report was processed no longer counts: for an id not found, any file; for one whose
 /// stored file was unusable (unreadable, another architecture) or had no line tables, a file
 /// stored after the reports were last processed.
-public func missingDebugFiles(db: ServiceDatabase, store: SymbolStoreDirectory) throws -> [MissingSymbolSummary] {
+public func missingDebugFiles(db: any SQLStore, store: SymbolStoreDirectory) throws -> [MissingSymbolSummary] {
     var missing = try db.missingSymbols { summary in
         guard let entry = store.entry(buildID: summary.file.buildID) else { return false }
         return summary.file.status == .notFound || entry.addedAt > summary.lastProcessed

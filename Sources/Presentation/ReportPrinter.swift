@@ -24,14 +24,14 @@ public enum ReportPrinter {
     }
 
     /// The group a result was filed under, if it was grouped.
-    public static func group(of result: StoredResult, in db: ServiceDatabase) -> GroupSummary? {
+    public static func group(of result: StoredResult, in db: any SQLStore) -> GroupSummary? {
         guard let fingerprint = result.fingerprint else { return nil }
         return (try? db.group(fingerprint: fingerprint, latest: 0))?.summary
     }
 
     /// What each symbol source last said about the build ids `report` could not find: joined
     /// when a report is read (page, API, `report`), never stored with it.
-    public static func sourceAnswers(for report: SymbolicatedReport, in db: ServiceDatabase) throws -> [BuildID: [SymbolSourceAnswer]] {
+    public static func sourceAnswers(for report: SymbolicatedReport, in db: any SQLStore) throws -> [BuildID: [SymbolSourceAnswer]] {
         try db.sourceAnswers(buildIds: notFoundIds(report))
     }
 

@@ -103,4 +103,9 @@ extension SQLDialect {
     /// PostgreSQL names them `LEAST`/`GREATEST` (its `MIN` is only the aggregate).
     public var least: String { self == .sqlite ? "MIN" : "LEAST" }
     public var greatest: String { self == .sqlite ? "MAX" : "GREATEST" }
+
+    /// Appended to a `SELECT` whose rows the transaction goes on to update from what it read:
+    /// PostgreSQL locks them until commit, so a concurrent writer waits and reads the result;
+    /// SQLite needs nothing, its write transaction already excludes every other writer.
+    public var forUpdate: String { self == .sqlite ? "" : " FOR UPDATE" }
 }

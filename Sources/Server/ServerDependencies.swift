@@ -119,7 +119,7 @@ public struct ServerDependencies: Sendable {
     /// and the symcache indexer child.
     /// `fetched`: the symbol sources' cache (`--symbol-source`), served behind the store.
     public init(
-        db: ServiceDatabase, store: SymbolStoreDirectory, fetched: SymbolStoreDirectory? = nil, limits: ServerLimits,
+        db: any ServiceStore, store: SymbolStoreDirectory, fetched: SymbolStoreDirectory? = nil, limits: ServerLimits,
         census: WorkerCensus, remote: RemoteWorkerPool? = nil, worker: WorkerLaunch, metrics: ServerMetrics, logger: Logger
     ) {
         let parser = ParserPool(
@@ -130,7 +130,7 @@ public struct ServerDependencies: Sendable {
             store: fetched.map { StoreWithFetchedFiles(store: store, fetched: $0) } ?? store,
             writer: GroupCommitWriter(intake: ReportIntake(db: db, parser: parser), commit: GroupCommit(db: db)),
             indexer: SymbolCacheIndexer(executable: SymbolCacheIndexer.currentExecutable, storeRoot: store.root, logger: logger),
-            clock: db, limits: limits, census: census, remote: remote, worker: worker, metrics: metrics, logger: logger)
+            clock: StoreClock(db), limits: limits, census: census, remote: remote, worker: worker, metrics: metrics, logger: logger)
     }
 
     /// Applies the ingest rate limit when the request's token is an ingest token (admin

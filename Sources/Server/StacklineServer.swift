@@ -53,11 +53,11 @@ public struct TLSSetupError: Error, CustomStringConvertible {
 /// finish within the drain time). A report answered with 2xx was committed before its answer.
 public struct StacklineServer: Sendable {
     public let configuration: ServerConfiguration
-    public let db: ServiceDatabase
+    public let db: any ServiceStore
     public let store: SymbolStoreDirectory
     public let logger: Logger
 
-    public init(configuration: ServerConfiguration, db: ServiceDatabase, store: SymbolStoreDirectory, logger: Logger) {
+    public init(configuration: ServerConfiguration, db: any ServiceStore, store: SymbolStoreDirectory, logger: Logger) {
         self.configuration = configuration
         self.db = db
         self.store = store

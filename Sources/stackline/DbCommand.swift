@@ -32,7 +32,7 @@ struct DbBackupCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let db = try database.open(for: "db backup")
+        let db = try database.openSQLite(for: "db backup")
         let counts = try db.backup(to: destination)
         if json {
             print(try encodeJSON(counts))
@@ -55,7 +55,7 @@ struct DbCheckCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let db = try database.open(for: "db check")
+        let db = try database.openSQLite(for: "db check")
         let check = try db.check()
         if json {
             print(try encodeJSON(check))

@@ -111,7 +111,7 @@ struct GroupCommand: ParsableCommand {
     }
 
     /// The whole fingerprint `prefix` names; a change needs no more of the group than that.
-    private func find(_ db: ServiceDatabase, _ prefix: String) throws -> String {
+    private func find(_ db: any ServiceStore, _ prefix: String) throws -> String {
         do {
             guard let found = try db.groupFingerprint(prefix: prefix) else {
                 throw fail("stackline group: no group with fingerprint \(prefix)")
@@ -122,7 +122,7 @@ struct GroupCommand: ParsableCommand {
         }
     }
 
-    private func perform(_ action: Action, on group: String, _ db: ServiceDatabase) throws {
+    private func perform(_ action: Action, on group: String, _ db: any ServiceStore) throws {
         let now = db.now()
         do {
             switch action {
@@ -179,7 +179,7 @@ struct GroupCommand: ParsableCommand {
         }
     }
 
-    private func show(_ detail: GroupDetail, _ db: ServiceDatabase) throws {
+    private func show(_ detail: GroupDetail, _ db: any ServiceStore) throws {
         let g = detail.summary
         let history = try db.groupHistory(fingerprint: g.fingerprint, limit: 20)
         let representative = try g.representativeReportId.flatMap { try db.result(reportId: $0) }

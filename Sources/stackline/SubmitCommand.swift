@@ -104,7 +104,7 @@ struct SubmitCommand: ParsableCommand {
         let ids = entries.compactMap(\.reportId)
         var finished = true
         if wait && !ids.isEmpty {
-            finished = try WaitProgress(db: db, reportIds: ids, timeout: timeout).run()
+            finished = try WaitProgress(db: StoreJobStates(store: db), reportIds: ids, timeout: timeout).run()
         }
         let failed = try printResults(entries, db: db)
         if !finished {
@@ -113,7 +113,7 @@ struct SubmitCommand: ParsableCommand {
         if failed || entries.contains(where: { $0.reportId == nil }) { throw ExitCode(1) }
     }
 
-    private func submit(_ item: ReportInput, program: Data?, registry: FormatRegistry, db: ServiceDatabase) throws -> [ReportIntake.Outcome] {
+    private func submit(_ item: ReportInput, program: Data?, registry: FormatRegistry, db: any ServiceStore) throws -> [ReportIntake.Outcome] {
         var data: Data
         do { data = try item.load(limit: maxSize) } catch SubmitError.tooLarge(let label, let limit) {
             // A core past the limit (a process with large heaps) keeps its stacks and headers.
@@ -144,7 +144,7 @@ struct SubmitCommand: ParsableCommand {
     }
 
     /// Prints what `--json` and `--wait` ask for; true when a waited-for report failed.
-    private func printResults(_ entries: [Submission], db: ServiceDatabase) throws -> Bool {
+    private func printResults(_ entries: [Submission], db: any ServiceStore) throws -> Bool {
         var failed = false
         var documents: [JSONValue] = []
         for entry in entries {

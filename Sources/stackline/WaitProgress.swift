@@ -12,8 +12,12 @@ protocol JobStateSource {
     var idleHint: String { get }
 }
 
-extension ServiceDatabase: JobStateSource {
-    func runningCount() throws -> Int { try stateCounts()[.running] ?? 0 }
+/// The database's job states, whichever the backend.
+struct StoreJobStates: JobStateSource {
+    let store: any SQLStore
+
+    func states(reportIds: [Int64]) throws -> [Int64: JobState] { try store.states(reportIds: reportIds) }
+    func runningCount() throws -> Int { try store.stateCounts()[.running] ?? 0 }
     var idleHint: String { "waiting for a master: run `stackline master`" }
 }
 

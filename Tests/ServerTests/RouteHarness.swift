@@ -45,7 +45,7 @@ final class RouteHarness: Sendable {
             queries: DatabaseQueries(db: db, store: store), store: store,
             writer: GroupCommitWriter(intake: ReportIntake(db: db, parser: InProcessParser()), commit: GroupCommit(db: db)),
             indexer: SymbolCacheIndexer(executable: TestPaths.stackline, storeRoot: store.root, logger: logger),
-            clock: db, limits: limits, census: WorkerCensus(),
+            clock: StoreClock(db), limits: limits, census: WorkerCensus(),
             worker: WorkerLaunch(executable: TestPaths.worker, arguments: []), metrics: Self.metrics, logger: logger)
     }
 

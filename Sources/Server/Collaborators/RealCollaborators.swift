@@ -14,10 +14,10 @@ import SystemCalls
 
 /// The database's queries, and the missing-files query against `store`.
 public struct DatabaseQueries: ServerQueries {
-    public let db: ServiceDatabase
+    public let db: any ServiceStore
     public let store: SymbolStoreDirectory
 
-    public init(db: ServiceDatabase, store: SymbolStoreDirectory) {
+    public init(db: any ServiceStore, store: SymbolStoreDirectory) {
         self.db = db
         self.store = store
     }
@@ -122,4 +122,10 @@ public struct GroupCommitWriter: ReportWriter {
 extension SymbolCacheIndexer: SymbolCacheIndexing {}
 
 /// The database's clock: the time it stamps rows with, so a route's "now" and the rows agree.
-extension ServiceDatabase: ServerClock {}
+public struct StoreClock: ServerClock {
+    public let store: any SQLStore
+
+    public init(_ store: any SQLStore) { self.store = store }
+
+    public func now() -> Int64 { store.now() }
+}

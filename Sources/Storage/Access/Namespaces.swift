@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+import SQLInterface
 
 /// A namespace as stored: its key and configuration are opaque here (SDKProtocol checks them).
 public struct StoredNamespace: Sendable, Equatable {
@@ -31,30 +31,15 @@ public struct SDKRecordRow: Sendable {
     }
 }
 
-extension ServiceDatabase {
+extension SQLStore {
     /// One namespace, or nil when none of that name was created.
     public func namespace(_ name: String) throws -> StoredNamespace? {
-        try pool.read { db in
-            try Row.fetchOne(db, sql: Self.namespaceQuery + " WHERE n.name = ?", arguments: [name]).map(Self.storedNamespace)
-        }
+        try read { db in try db.row(NamespaceRows.query + " WHERE n.name = ?", name).map(NamespaceRows.stored) }
     }
 
     /// Every namespace, by name.
     public func namespaces() throws -> [StoredNamespace] {
-        try pool.read { db in
-            try Row.fetchAll(db, sql: Self.namespaceQuery + " ORDER BY n.name").map(Self.storedNamespace)
-        }
-    }
-
-    private static let namespaceQuery = """
-        SELECT n.*, (SELECT COUNT(*) FROM reports r WHERE r.namespace = n.name) AS report_count FROM namespaces n
-        """
-
-    private static func storedNamespace(_ row: Row) -> StoredNamespace {
-        StoredNamespace(
-            name: row["name"], aesKey: row["aes_key"], configuration: row["configuration"],
-            reportCount: row["report_count"], createdAt: Date(milliseconds: row["created_at"]),
-            updatedAt: Date(milliseconds: row["updated_at"]))
+        try read { db in try db.rows(NamespaceRows.query + " ORDER BY n.name").map(NamespaceRows.stored) }
     }
 
     /// Sets (or replaces) a namespace's AES key, creating the namespace if needed.
@@ -67,25 +52,25 @@ extension ServiceDatabase {
         try upsertNamespace(name, column: "configuration", value: json)
     }
 
-    private func upsertNamespace(_ name: String, column: String, value: some DatabaseValueConvertible) throws {
-        try immediate { db in
-            let now = clock()
+    private func upsertNamespace(_ name: String, column: String, value: some SQLBindable) throws {
+        try write { db in
+            let now = now()
             try db.execute(
-                sql: """
-                    INSERT INTO namespaces (name, \(column), created_at, updated_at) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (name) DO UPDATE SET \(column) = excluded.\(column), updated_at = excluded.updated_at
-                    """,
-                arguments: [name, value, now, now])
+                """
+                INSERT INTO namespaces (name, \(column), created_at, updated_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT (name) DO UPDATE SET \(column) = excluded.\(column), updated_at = excluded.updated_at
+                """,
+                name, value, now, now)
         }
     }
 
     /// The reports an SDK record with this `report_id` already became in this namespace (empty
     /// when it was never stored, or its reports were pruned).
     public func sdkRecordReports(namespace: String, sdkReportId: String) throws -> [Int64] {
-        try pool.read { db in
-            try Int64.fetchAll(
-                db, sql: "SELECT report_id FROM sdk_records WHERE namespace = ? AND sdk_report_id = ? ORDER BY report_id",
-                arguments: [namespace, sdkReportId])
+        try read { db in
+            try db.rows(
+                "SELECT report_id FROM sdk_records WHERE namespace = ? AND sdk_report_id = ? ORDER BY report_id", namespace, sdkReportId
+            ).map { try $0.int64(0) }
         }
     }
 
@@ -93,19 +78,33 @@ extension ServiceDatabase {
     /// `report_sessions` for release health). A row already there is kept (two uploads of one
     /// record racing end with one row per report).
     public func recordSDKReports(_ record: SDKRecordRow, reportIds: [Int64], session: SessionIdentity? = nil) throws {
-        try immediate { db in
-            let now = clock()
+        try write { db in
+            let now = now()
             for id in reportIds {
                 if let session { try SessionCounters.insertReportSession(db, reportId: id, session, createdTime: record.createdTime, receivedAt: now) }
                 try db.execute(
-                    sql: """
-                        INSERT OR IGNORE INTO sdk_records
-                            (namespace, sdk_report_id, report_id, monitor_type, created_time, meta, received_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [record.namespace, record.sdkReportId, id, record.monitorType, record.createdTime,
-                                record.meta, now])
+                    """
+                    INSERT INTO sdk_records (namespace, sdk_report_id, report_id, monitor_type, created_time, meta, received_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    """,
+                    record.namespace, record.sdkReportId, id, record.monitorType, record.createdTime, record.meta, now)
             }
         }
+    }
+}
+
+/// How a namespace row is read.
+enum NamespaceRows {
+    static let query = """
+        SELECT n.name, n.aes_key, n.configuration, n.created_at, n.updated_at,
+               (SELECT COUNT(*) FROM reports r WHERE r.namespace = n.name) AS report_count
+        FROM namespaces n
+        """
+
+    static func stored(_ row: SQLRow) throws -> StoredNamespace {
+        StoredNamespace(
+            name: try row.string(0), aesKey: try row.optionalData(1), configuration: try row.optionalString(2),
+            reportCount: try row.int(5), createdAt: Date(milliseconds: try row.int64(3)),
+            updatedAt: Date(milliseconds: try row.int64(4)))
     }
 }

@@ -34,9 +34,11 @@ final class GRDBExecutor: SQLExecutor {
     }
 
     func scan(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Bool) throws {
-        let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: Self.arguments(arguments))
+        let statement = try db.cachedStatement(sql: sql)
+        let columns = statement.columnNames
+        let cursor = try Row.fetchCursor(statement, arguments: Self.arguments(arguments))
         while let row = try cursor.next() {
-            guard try body(SQLRow(row.databaseValues.map(Self.value))) else { return }
+            guard try body(SQLRow(row.databaseValues.map(Self.value), columns: columns)) else { return }
         }
     }
 

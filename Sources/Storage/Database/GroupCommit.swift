@@ -13,7 +13,7 @@ public final class GroupCommit: Sendable {
     private let writer: BatchWriter<StorableReport, SubmitOutcome>
 
     /// `maxBatch` bounds one transaction, so a burst never holds the write lock for long.
-    public init(db: ServiceDatabase, maxBatch: Int = 256) {
+    public init(db: any SQLStore, maxBatch: Int = 256) {
         writer = BatchWriter(
             name: "stackline-group-commit", maxBatch: maxBatch,
             writeBatch: { try db.submit($0) },

@@ -18,7 +18,21 @@ public protocol SQLStore: Sendable {
 
     /// The database's size on disk, as the engine counts it.
     func databaseBytes() throws -> Int64
+
+    /// Hands the space deleted rows held back to the file system, after a prune.
+    func reclaimSpace(_ policy: ReclaimPolicy) throws -> VacuumMethod
+
+    /// Throws unless a write transaction can be taken and committed (`/readyz`).
+    func checkWritable() throws
+
+    /// Where the data lives, for logs and messages (a password is never part of it).
+    var location: String { get }
 }
 
 /// A store the master's lease loop and the queue's own commands run on, whichever the backend.
 public typealias QueueStore = SQLStore & JobLeasing
+
+/// Everything `stackline serve` keeps in its database, on either backend: the queue, the
+/// roster of remote workers, and the rest as `SQLStore` extensions (groups, triage, search,
+/// sessions, alerts, tokens, retention).
+public typealias ServiceStore = SQLStore & JobLeasing & WorkerRoster

@@ -109,6 +109,8 @@ public final class ServiceDatabase: Sendable {
 }
 
 extension ServiceDatabase: SQLStore {
+    public var location: String { path }
+
     public func write<T>(_ body: (SQLExecutor) throws -> T) throws -> T {
         try pool.write { try body(GRDBExecutor($0)) }
     }

@@ -31,6 +31,16 @@ extension SQLRow {
         try storedText(i, column) { T(rawValue: $0) }
     }
 
+    /// The enum stored as text in the column named `column`.
+    func stored<T: RawRepresentable>(_ column: String, as _: T.Type = T.self) throws -> T where T.RawValue == String {
+        try stored(try position(column), column)
+    }
+
+    /// The build id stored as hex text in the column named `column`.
+    func storedBuildID(_ column: String) throws -> BuildID {
+        try storedBuildID(try position(column), column)
+    }
+
     /// The build id stored as hex text in column `i`, as `Row.storedBuildID`.
     func storedBuildID(_ i: Int, _ column: String) throws -> BuildID {
         try storedText(i, column) { try? BuildID($0) }

@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+import SQLInterface
 
 /// A group list filtered by `version` and/or `since`, answered from the ledger's counters
 /// (`GroupCounters`) instead of from every report under the filter (issue 33 §5): the reports
@@ -38,11 +38,9 @@ struct CountedGroupFilter {
         var last: Int64?
     }
 
-    /// The rows `ServiceDatabase.summary` reads (the group's columns and `n`, `first`, `last`,
+    /// The rows `GroupRows.summary` reads (the group's columns and `n`, `first`, `last`,
     /// `u`, `se`), for the groups that pass `conditions` over `groups g`, in the list's order.
-    func rows(_ db: Database, conditions: [String], arguments: [any DatabaseValueConvertible], sort: GroupSort, limit: Int)
-        throws -> [Row]
-    {
+    func rows(_ db: SQLExecutor, conditions: [String], arguments: [SQLValue], sort: GroupSort, limit: Int) throws -> [SQLRow] {
         let groupFilter = conditions.isEmpty ? "" : "AND " + conditions.joined(separator: " AND ")
         var candidates: [String: Candidate] = [:]
         if let since {
@@ -51,44 +49,43 @@ struct CountedGroupFilter {
             // Whole days from the counters; the day `since` falls in, unless it starts it, from its reports.
             let firstWholeDay = since == edgeStart ? edgeDay : edgeDay + 1
             let (table, versionMatch): (String, String) = version == nil ? ("group_days", "") : ("group_version_days", "d.version = ? AND")
-            let versionArgument: [any DatabaseValueConvertible] = version.map { [$0] } ?? []
-            // By day: left to itself the planner reads all of group_days in its key's order.
-            let index = version == nil ? " INDEXED BY group_days_by_day" : ""
-            for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT d.fingerprint, SUM(d.count) FROM \(table) d\(index) JOIN groups g ON g.fingerprint = d.fingerprint
-                    WHERE \(versionMatch) d.day >= ? \(groupFilter) GROUP BY d.fingerprint
-                    """,
-                arguments: StatementArguments(versionArgument + [firstWholeDay] + arguments))
+            let versionArgument: [SQLValue] = version.map { [.text($0)] } ?? []
+            // By day: left to itself SQLite's planner reads all of group_days in its key's order.
+            let index = version == nil && db.dialect == .sqlite ? " INDEXED BY group_days_by_day" : ""
+            for row in try db.rows(
+                """
+                SELECT d.fingerprint, SUM(d.count) FROM \(table) d\(index) JOIN groups g ON g.fingerprint = d.fingerprint
+                WHERE \(versionMatch) d.day >= ? \(groupFilter) GROUP BY d.fingerprint
+                """,
+                versionArgument + [.integer(firstWholeDay)] + arguments)
             {
-                candidates[row[0]] = Candidate(fingerprint: row[0], count: row[1])
+                candidates[try row.string(0)] = Candidate(fingerprint: try row.string(0), count: try row.int(1))
             }
             if since != edgeStart {
-                for fingerprint in try String.fetchAll(
-                    db,
-                    sql: """
-                        SELECT d.fingerprint FROM \(table) d\(index) JOIN groups g ON g.fingerprint = d.fingerprint
-                        WHERE \(versionMatch) d.day = ? \(groupFilter)
-                        """,
-                    arguments: StatementArguments(versionArgument + [edgeDay] + arguments))
+                for row in try db.rows(
+                    """
+                    SELECT d.fingerprint FROM \(table) d\(index) JOIN groups g ON g.fingerprint = d.fingerprint
+                    WHERE \(versionMatch) d.day = ? \(groupFilter)
+                    """,
+                    versionArgument + [.integer(edgeDay)] + arguments)
                 {
-                    let n = try Int.fetchOne(
-                        db.cachedStatement(sql: "SELECT COUNT(*) \(members(until: true))"),
-                        arguments: memberArguments(fingerprint, until: edgeStart + SessionCounters.dayMs)) ?? 0
+                    let fingerprint = try row.string(0)
+                    let n = try db.int(
+                        "SELECT COUNT(*) \(members(until: true))",
+                        memberArguments(fingerprint, until: edgeStart + SessionCounters.dayMs)) ?? 0
                     if n > 0 { candidates[fingerprint, default: Candidate(fingerprint: fingerprint, count: 0)].count += n }
                 }
             }
         } else if let version {
-            for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT v.fingerprint, v.count, v.users, v.sessions FROM group_versions v JOIN groups g ON g.fingerprint = v.fingerprint
-                    WHERE v.version = ? AND v.count > 0 \(groupFilter)
-                    """,
-                arguments: StatementArguments([version] + arguments))
+            for row in try db.rows(
+                """
+                SELECT v.fingerprint, v.count, v.users, v.sessions FROM group_versions v JOIN groups g ON g.fingerprint = v.fingerprint
+                WHERE v.version = ? AND v.count > 0 \(groupFilter)
+                """,
+                [.text(version)] + arguments)
             {
-                candidates[row[0]] = Candidate(fingerprint: row[0], count: row[1], users: row[2], sessions: row[3])
+                candidates[try row.string(0)] = Candidate(
+                    fingerprint: try row.string(0), count: try row.int(1), users: try row.int(2), sessions: try row.int(3))
             }
         }
         // The order before its tie-break on the last report, most first.
@@ -119,17 +116,21 @@ struct CountedGroupFilter {
             var users = c.users
             var sessions = c.sessions
             if users == nil || sessions == nil {
-                let row = try Row.fetchOne(
-                    db.cachedStatement(sql: """
-                        SELECT COUNT(DISTINCT \(ReportIdentitySQL.userKey)), COUNT(DISTINCT rs.session_id) \(members(until: false, identity: true))
-                        """),
-                    arguments: memberArguments(c.fingerprint, until: nil))
-                users = row?[0]
-                sessions = row?[1]
+                let row = try db.row(
+                    """
+                    SELECT COUNT(DISTINCT \(ReportIdentitySQL.userKey)), COUNT(DISTINCT rs.session_id) \(members(until: false, identity: true))
+                    """,
+                    memberArguments(c.fingerprint, until: nil))
+                users = try row?.optionalInt(0)
+                sessions = try row?.optionalInt(1)
             }
-            return try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT *, ? AS n, ? AS first, ? AS last, ? AS u, ? AS se FROM groups WHERE fingerprint = ?"),
-                arguments: [c.count, first, c.last, users ?? 0, sessions ?? 0, c.fingerprint])
+            return try db.row(
+                """
+                SELECT \(GroupRows.columns), CAST(? AS BIGINT) AS n, CAST(? AS BIGINT) AS first, CAST(? AS BIGINT) AS last,
+                       CAST(? AS BIGINT) AS u, CAST(? AS BIGINT) AS se
+                FROM groups g WHERE g.fingerprint = ?
+                """,
+                c.count, first, c.last, users ?? 0, sessions ?? 0, c.fingerprint)
         }
     }
 
@@ -137,19 +138,17 @@ struct CountedGroupFilter {
     /// index from `since` or its newest report, which under `version` starts on the first or
     /// last day the version has reports in the group (`group_version_days`), so it does not
     /// cross the reports of the versions before or after it.
-    private func end(_ db: Database, _ fingerprint: String, last: Bool) throws -> Int64? {
+    private func end(_ db: SQLExecutor, _ fingerprint: String, last: Bool) throws -> Int64? {
         var sql = "SELECT s.received_at \(members(until: false))"
         var arguments = memberArguments(fingerprint, until: nil)
         if let version {
-            guard let day = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT \(last ? "MAX" : "MIN")(day) FROM group_version_days WHERE fingerprint = ? AND version = ?"),
-                arguments: [fingerprint, version])
+            guard let day = try db.int64(
+                "SELECT \(last ? "MAX" : "MIN")(day) FROM group_version_days WHERE fingerprint = ? AND version = ?", fingerprint, version)
             else { return nil }
             sql += last ? " AND s.received_at < ?" : " AND s.received_at >= ?"
-            arguments += [last ? (day + 1) * SessionCounters.dayMs : day * SessionCounters.dayMs]
+            arguments.append(.integer(last ? (day + 1) * SessionCounters.dayMs : day * SessionCounters.dayMs))
         }
-        return try Int64.fetchOne(
-            db.cachedStatement(sql: sql + " ORDER BY s.received_at \(last ? "DESC" : "ASC") LIMIT 1"), arguments: arguments)
+        return try db.int64(sql + " ORDER BY s.received_at \(last ? "DESC" : "ASC") LIMIT 1", arguments)
     }
 
     /// A group's reports under the filter, read through the group's arrival index
@@ -167,11 +166,11 @@ struct CountedGroupFilter {
         return sql
     }
 
-    private func memberArguments(_ fingerprint: String, until: Int64?) -> StatementArguments {
-        var arguments: [any DatabaseValueConvertible] = [fingerprint]
-        if let since { arguments.append(since) }
-        if let until { arguments.append(until) }
-        if let version { arguments.append(version) }
-        return StatementArguments(arguments)
+    private func memberArguments(_ fingerprint: String, until: Int64?) -> [SQLValue] {
+        var arguments: [SQLValue] = [.text(fingerprint)]
+        if let since { arguments.append(.integer(since)) }
+        if let until { arguments.append(.integer(until)) }
+        if let version { arguments.append(.text(version)) }
+        return arguments
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
 import ReportModel
+import SQLInterface
 
 /// Which groups `stackline groups` lists.
 public struct GroupFilter: Sendable {
@@ -133,28 +133,28 @@ public enum GroupQueryError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-extension ServiceDatabase {
+extension SQLStore {
     /// Groups, most frequent first. Unfiltered counts come from the maintained `groups` table
     /// (users and sessions too: `GroupCounters`), most filtered ones from the counters by day
     /// and version (`CountedGroupFilter`); the rest (a namespace, an order that only the
     /// window's reports decide) count the members under the filter.
     public func groups(_ filter: GroupFilter) throws -> [GroupSummary] {
-        try pool.read { db in
+        try read { db in
             var conditions: [String] = []
-            var arguments: [any DatabaseValueConvertible] = []
+            var arguments: [SQLValue] = []
             if let kind = filter.kind {
                 conditions.append("g.kind = ?")
-                arguments.append(kind.rawValue)
+                arguments.append(kind.rawValue.sqlValue)
             }
             if let app = filter.app {
                 conditions.append("g.app = ?")
-                arguments.append(app)
+                arguments.append(app.sqlValue)
             }
             if let state = filter.state {
                 conditions.append("COALESCE((SELECT gs.state FROM group_states gs WHERE gs.fingerprint = g.fingerprint), 'open') = ?")
-                arguments.append(state.rawValue)
+                arguments.append(state.rawValue.sqlValue)
             }
-            let rows: [Row]
+            let rows: [SQLRow]
             if filter.version == nil && filter.since == nil && filter.namespace == nil {
                 let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
                 let order = switch filter.sort {
@@ -163,27 +163,26 @@ extension ServiceDatabase {
                 case .sessions: "g.sessions DESC, g.count DESC, g.last_seen DESC"
                 case .lastSeen: "g.last_seen DESC, g.count DESC"
                 }
-                rows = try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT g.*, g.count AS n, g.first_seen AS first, g.last_seen AS last, g.users AS u, g.sessions AS se
-                        FROM groups g \(whereClause) ORDER BY \(order) LIMIT ?
-                        """,
-                    arguments: StatementArguments(arguments + [filter.limit]))
+                rows = try db.rows(
+                    """
+                    SELECT \(GroupRows.columns), g.count AS n, g.first_seen AS first, g.last_seen AS last, g.users AS u, g.sessions AS se
+                    FROM groups g \(whereClause) ORDER BY \(order), g.fingerprint LIMIT ?
+                    """,
+                    arguments + [filter.limit.sqlValue])
             } else if let counted = CountedGroupFilter(filter) {
                 rows = try counted.rows(db, conditions: conditions, arguments: arguments, sort: filter.sort, limit: filter.limit)
             } else {
                 if let version = filter.version {
                     conditions.append("COALESCE(r.version, '') = ?")
-                    arguments.append(version)
+                    arguments.append(version.sqlValue)
                 }
                 if let since = filter.since {
                     conditions.append("r.received_at >= ?")
-                    arguments.append(since)
+                    arguments.append(since.sqlValue)
                 }
                 if let namespace = filter.namespace {
                     conditions.append("r.namespace = ?")
-                    arguments.append(namespace)
+                    arguments.append(namespace.sqlValue)
                 }
                 let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
                 let order = switch filter.sort {
@@ -192,84 +191,53 @@ extension ServiceDatabase {
                 case .sessions: "se DESC, n DESC, last DESC"
                 case .lastSeen: "last DESC, n DESC"
                 }
-                rows = try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT g.*, COUNT(*) AS n, MIN(r.received_at) AS first, MAX(r.received_at) AS last,
-                            COUNT(DISTINCT \(ReportIdentitySQL.userKey)) AS u, COUNT(DISTINCT rs.session_id) AS se
-                        FROM results s JOIN reports r ON r.id = s.report_id JOIN groups g ON g.fingerprint = s.fingerprint
-                        LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
-                        \(whereClause)
-                        GROUP BY g.fingerprint ORDER BY \(order) LIMIT ?
-                        """,
-                    arguments: StatementArguments(arguments + [filter.limit]))
+                rows = try db.rows(
+                    """
+                    SELECT \(GroupRows.columns), COUNT(*) AS n, MIN(r.received_at) AS first, MAX(r.received_at) AS last,
+                        COUNT(DISTINCT \(ReportIdentitySQL.userKey)) AS u, COUNT(DISTINCT rs.session_id) AS se
+                    FROM results s JOIN reports r ON r.id = s.report_id JOIN groups g ON g.fingerprint = s.fingerprint
+                    LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
+                    \(whereClause)
+                    GROUP BY g.fingerprint ORDER BY \(order), g.fingerprint LIMIT ?
+                    """,
+                    arguments + [filter.limit.sqlValue])
             }
-            return try rows.map { try Self.summary(db, $0) }
+            return try rows.map { try GroupRows.summary(db, $0) }
         }
-    }
-
-    private static func summary(_ db: Database, _ row: Row) throws -> GroupSummary {
-        let fingerprint: String = row["fingerprint"]
-        var versions: [String: Int] = [:]
-        for v in try Row.fetchAll(
-            db, sql: "SELECT version, count FROM group_versions WHERE fingerprint = ?", arguments: [fingerprint])
-        {
-            versions[v["version"]] = v["count"]
-        }
-        let framesJSON: String = row["frames"]
-        return GroupSummary(
-            fingerprint: fingerprint, kind: try row.stored("kind"), title: row["title"], count: row["n"],
-            firstSeen: Date(milliseconds: row["first"]), lastSeen: Date(milliseconds: row["last"]),
-            versions: versions, rulesVersion: row["rules_version"], app: row["app"],
-            representativeReportId: row["representative_report_id"],
-            frames: (try? JSONDecoder().decode([String].self, from: Data(framesJSON.utf8))) ?? [],
-            users: row["u"], sessions: row["se"], triage: try triage(db, fingerprint))
     }
 
     /// The whole fingerprint of the group `prefix` names (a fingerprint or a unique prefix of
     /// it), without reading the group's members: what a change to a group or a facet needs.
     public func groupFingerprint(prefix: String) throws -> String? {
-        try pool.read { db in try Self.fingerprint(db, prefix: prefix) }
-    }
-
-    static func fingerprint(_ db: Database, prefix: String) throws -> String? {
-        let escaped = prefix.lowercased().filter(\.isHexDigit)
-        guard !escaped.isEmpty else { return nil }
-        let matches = try String.fetchAll(db, sql: "SELECT fingerprint FROM groups WHERE fingerprint LIKE ? LIMIT 6", arguments: [escaped + "%"])
-        if matches.count > 1 { throw GroupQueryError.ambiguousFingerprint(prefix, matches) }
-        return matches.first
+        try read { db in try GroupRows.fingerprint(db, prefix: prefix) }
     }
 
     /// One group by fingerprint or unique prefix, with its latest report ids (newest first).
     public func group(fingerprint prefix: String, latest: Int = 10) throws -> GroupDetail? {
-        try pool.read { db in
-            guard let fingerprint = try Self.fingerprint(db, prefix: prefix),
-                let row = try Row.fetchOne(
-                    db,
-                    sql: """
-                        SELECT *, count AS n, first_seen AS first, last_seen AS last, users AS u, sessions AS se
-                        FROM groups WHERE fingerprint = ?
-                        """,
-                    arguments: [fingerprint])
-            else { return nil }
-            let summary = try Self.summary(db, row)
-            let ids = try Int64.fetchAll(
-                db,
-                sql: """
-                    SELECT report_id FROM results WHERE fingerprint = ? ORDER BY received_at DESC, report_id DESC LIMIT ?
+        try read { db in
+            guard let fingerprint = try GroupRows.fingerprint(db, prefix: prefix),
+                let row = try db.row(
+                    """
+                    SELECT \(GroupRows.columns), g.count AS n, g.first_seen AS first, g.last_seen AS last, g.users AS u, g.sessions AS se
+                    FROM groups g WHERE g.fingerprint = ?
                     """,
-                arguments: [summary.fingerprint, latest])
-            let impact = try Row.fetchAll(
-                db, sql: "SELECT version AS v, count AS n, users AS u, sessions AS se FROM group_versions WHERE fingerprint = ?",
-                arguments: [summary.fingerprint]
-            ).map { VersionImpact(version: $0["v"], reports: $0["n"], users: $0["u"], sessions: $0["se"]) }
+                    fingerprint)
+            else { return nil }
+            let summary = try GroupRows.summary(db, row)
+            let ids = try db.rows(
+                "SELECT report_id FROM results WHERE fingerprint = ? ORDER BY received_at DESC, report_id DESC LIMIT ?",
+                summary.fingerprint, latest
+            ).map { try $0.int64(0) }
+            let impact = try db.rows(
+                "SELECT version, count, users, sessions FROM group_versions WHERE fingerprint = ?", summary.fingerprint
+            ).map { VersionImpact(version: try $0.string(0), reports: try $0.int(1), users: try $0.int(2), sessions: try $0.int(3)) }
                 .sorted { a, b in
                     if a.version.isEmpty != b.version.isEmpty { return b.version.isEmpty }
                     return VersionOrder.compare(a.version, b.version) > 0
                 }
-            let merged = try String.fetchAll(
-                db, sql: "SELECT fingerprint FROM group_merges WHERE into_fingerprint = ? ORDER BY merged_at, fingerprint",
-                arguments: [summary.fingerprint])
+            let merged = try db.rows(
+                "SELECT fingerprint FROM group_merges WHERE into_fingerprint = ? ORDER BY merged_at, fingerprint", summary.fingerprint
+            ).map { try $0.string(0) }
             return GroupDetail(summary: summary, latestReportIds: ids, byVersion: impact, mergedGroups: merged)
         }
     }
@@ -278,43 +246,71 @@ extension ServiceDatabase {
     /// those `fixed` says the store has repaired since (it sees each summary, whose status and
     /// detail are those of the latest processing).
     public func missingSymbols(excluding fixed: (MissingSymbolSummary) -> Bool = { _ in false }) throws -> [MissingSymbolSummary] {
-        try pool.read { db in
+        try read { db in
             // The status of the latest processing per build id (rows of one id may differ: a
             // file stored as unreadable and removed since is not found in later reports).
             var latest: [String: (status: String, detail: String?)] = [:]
-            for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT m.build_id, m.status, m.detail FROM missing_symbols m
-                    JOIN results s ON s.report_id = m.report_id ORDER BY s.completed_at, m.report_id
-                    """)
+            for row in try db.rows(
+                """
+                SELECT m.build_id, m.status, m.detail FROM missing_symbols m
+                JOIN results s ON s.report_id = m.report_id ORDER BY s.completed_at, m.report_id
+                """)
             {
-                latest[row["build_id"]] = (row["status"], row["detail"])
+                latest[try row.string(0)] = (try row.string(1), try row.optionalString(2))
             }
-            return try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT m.build_id, MAX(m.image_name) AS image_name, COUNT(DISTINCT m.report_id) AS n,
-                           COUNT(DISTINCT s.fingerprint) AS groups, MAX(r.received_at) AS last,
-                           MAX(s.completed_at) AS processed
-                    FROM missing_symbols m JOIN reports r ON r.id = m.report_id
-                    LEFT JOIN results s ON s.report_id = m.report_id
-                    GROUP BY m.build_id ORDER BY n DESC, last DESC
-                    """
-            ).compactMap { row throws(StorageError) in
-                let hex: String = row["build_id"]
-                let id = try row.storedBuildID("build_id")
+            return try db.rows(
+                """
+                SELECT m.build_id, MAX(m.image_name) AS image_name, COUNT(DISTINCT m.report_id) AS n,
+                       COUNT(DISTINCT s.fingerprint) AS "groups", MAX(r.received_at) AS last,
+                       MAX(s.completed_at) AS processed
+                FROM missing_symbols m JOIN reports r ON r.id = m.report_id
+                LEFT JOIN results s ON s.report_id = m.report_id
+                GROUP BY m.build_id ORDER BY n DESC, last DESC, m.build_id
+                """
+            ).compactMap { row in
+                let hex = try row.string(0)
+                let id = try row.storedBuildID(0, "build_id")
                 let state = latest[hex]
-                let last = Date(milliseconds: row["last"])
+                let last = Date(milliseconds: try row.int64(4))
                 let summary = MissingSymbolSummary(
                     file: MissingDebugFile(
-                        buildID: id, imageName: row["image_name"],
+                        buildID: id, imageName: try row.optionalString(1),
                         status: state.flatMap { SymbolStatus(rawValue: $0.status) } ?? .notFound, detail: state?.detail),
-                    reportCount: row["n"], groupCount: row["groups"], lastSeen: last,
-                    lastProcessed: (row["processed"] as Int64?).map(Date.init(milliseconds:)) ?? last)
+                    reportCount: try row.int(2), groupCount: try row.int(3), lastSeen: last,
+                    lastProcessed: try row.optionalInt64(5).map(Date.init(milliseconds:)) ?? last)
                 return fixed(summary) ? nil : summary
             }
         }
+    }
+}
+
+/// How a group row becomes a `GroupSummary`: the group's own columns (`columns`, over `groups
+/// g`) followed by the counts the query chose, named `n`, `first`, `last`, `u` and `se`.
+enum GroupRows {
+    static let columns = "g.fingerprint, g.kind, g.title, g.rules_version, g.app, g.representative_report_id, g.frames"
+
+    static func summary(_ db: SQLExecutor, _ row: SQLRow) throws -> GroupSummary {
+        let fingerprint = try row.string(0)
+        var versions: [String: Int] = [:]
+        for v in try db.rows("SELECT version, count FROM group_versions WHERE fingerprint = ?", fingerprint) {
+            versions[try v.string(0)] = try v.int(1)
+        }
+        let framesJSON = try row.string(6)
+        return GroupSummary(
+            fingerprint: fingerprint, kind: try row.stored(1, "kind"), title: try row.string(2), count: try row.int("n"),
+            firstSeen: Date(milliseconds: try row.int64("first")), lastSeen: Date(milliseconds: try row.int64("last")),
+            versions: versions, rulesVersion: try row.int(3), app: try row.optionalString(4),
+            representativeReportId: try row.optionalInt64(5),
+            frames: (try? JSONDecoder().decode([String].self, from: Data(framesJSON.utf8))) ?? [],
+            users: try row.int("u"), sessions: try row.int("se"), triage: try TriageRows.triage(db, fingerprint))
+    }
+
+    static func fingerprint(_ db: SQLExecutor, prefix: String) throws -> String? {
+        let escaped = prefix.lowercased().filter(\.isHexDigit)
+        guard !escaped.isEmpty else { return nil }
+        let matches = try db.rows("SELECT fingerprint FROM groups WHERE fingerprint LIKE ? LIMIT 6", escaped + "%").map { try $0.string(0) }
+        if matches.count > 1 { throw GroupQueryError.ambiguousFingerprint(prefix, matches) }
+        return matches.first
     }
 }
 

@@ -1,4 +1,3 @@
-import GRDB
 import SQLInterface
 
 /// One job's completion, as the master hands it to the store: the job, the lease token it was
@@ -41,6 +40,7 @@ extension SQLStore {
 extension SQLJobQueue {
     /// Stores `batch` inside the caller's transaction, on either backend.
     static func store(_ batch: [Completion], in db: SQLExecutor, now: Int64) throws -> [CompletionOutcome] {
+        try ResultPositions.holdHorizon(db)
         var joins = GroupLedger.PendingJoins(now: now)
         let outcomes = try batch.map { try store($0, db, now: now, joins: &joins) }
         try joins.apply(db)

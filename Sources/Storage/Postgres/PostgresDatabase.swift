@@ -92,13 +92,13 @@ public final class PostgresDatabase: @unchecked Sendable {
 
     /// Runs `body` in a transaction on a pooled connection, again from the start when the
     /// server aborted it for a reason another attempt can get past.
-    private func transaction<T>(_ body: (SQLExecutor) throws -> T) throws -> T {
+    private func transaction<T>(begin: String, _ body: (SQLExecutor) throws -> T) throws -> T {
         var attempt = 0
         while true {
             let connection = try checkout()
             defer { checkin(connection) }
             do {
-                return try connection.transaction { try body($0) }
+                return try connection.transaction(begin: begin) { try body($0) }
             } catch let error as PostgresError where attempt < Self.retries
                 && (error.isDeadlock || error.isSerializationFailure || error.isUniqueViolation)
             {
@@ -111,9 +111,24 @@ public final class PostgresDatabase: @unchecked Sendable {
 extension PostgresDatabase: SQLStore {
     public func now() -> Int64 { clock() }
 
-    public func write<T>(_ body: (SQLExecutor) throws -> T) throws -> T { try transaction(body) }
+    public var location: String { PostgresURL.redacted(url) }
 
-    public func read<T>(_ body: (SQLExecutor) throws -> T) throws -> T { try transaction(body) }
+    /// A transaction that is given a transaction id: fails on a read-only server (a standby)
+    /// as well as on a lost connection.
+    public func checkWritable() throws {
+        try write { db in _ = try db.rows("SELECT 1 FROM (SELECT pg_current_xact_id()) AS assigned") }
+    }
+
+    /// READ COMMITTED: each statement sees what committed before it, and an `UPDATE` that
+    /// waited for a row lock re-checks its `WHERE` against the row as committed, which is what
+    /// the fencing tokens and the ledger's upserts rely on (docs/scaling.md).
+    public func write<T>(_ body: (SQLExecutor) throws -> T) throws -> T { try transaction(begin: "BEGIN", body) }
+
+    /// REPEATABLE READ: every statement of the read sees one snapshot, as a SQLite read
+    /// transaction does (a page's counts and its list agree).
+    public func read<T>(_ body: (SQLExecutor) throws -> T) throws -> T {
+        try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", body)
+    }
 }
 
 extension PostgresDatabase: JobLeasing {}
@@ -121,6 +136,11 @@ extension PostgresDatabase: JobLeasing {}
 extension PostgresDatabase: WorkerRoster {}
 
 extension PostgresDatabase {
+    /// Nothing: PostgreSQL's autovacuum makes deleted rows' space reusable, and a `VACUUM FULL`
+    /// locks each table for as long as it rewrites it, which a running installation cannot
+    /// afford (docs/backup.md).
+    public func reclaimSpace(_ policy: ReclaimPolicy) throws -> VacuumMethod { .none }
+
     /// The database's size on disk, as PostgreSQL counts it.
     public func databaseBytes() throws -> Int64 {
         try read { db in try db.int64("SELECT pg_database_size(current_database())") ?? 0 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLInterface
 
 /// Which reports `prune` deletes.
 public struct PruneRequest: Sendable {
@@ -66,7 +67,7 @@ public struct PruneOutcome: Sendable, Codable, Equatable {
     public var bytesAfter: Int64 = 0
 }
 
-extension ServiceDatabase {
+extension SQLStore {
     /// Deletes reports received before `request.receivedBefore` with their jobs, results and
     /// `missing_symbols` rows (and alert events raised before then, and the launch counters of
     /// the days that ended before then), moving them out of their groups through `GroupLedger` in the same
@@ -82,88 +83,83 @@ extension ServiceDatabase {
         var after: Int64 = 0
         var touched = Set<String>()
         while true {
-            let batchDone: Bool = try immediate { db in
-                let ids = try Int64.fetchAll(
-                    db,
-                    sql: """
-                        SELECT r.id FROM reports r
-                        WHERE r.received_at < ? AND r.id > ?
-                          AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = r.id AND j.state IN ('queued', 'running'))
-                          \(keep)
-                        ORDER BY r.id LIMIT ?
-                        """,
-                    arguments: [request.receivedBefore, after, request.batchSize])
+            let batchDone: Bool = try write { db in
+                // Locked, so a job queued for one of them on another node waits for this batch
+                // and then finds its report gone (PostgreSQL), instead of being deleted under it.
+                let ids = try db.rows(
+                    """
+                    SELECT r.id FROM reports r
+                    WHERE r.received_at < ? AND r.id > ?
+                      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = r.id AND j.state IN ('queued', 'running'))
+                      \(keep)
+                    ORDER BY r.id LIMIT ?\(db.dialect.forUpdate)
+                    """,
+                    request.receivedBefore, after, request.batchSize
+                ).map { try $0.int64(0) }
                 guard let last = ids.last else { return true }
                 after = last
-                let marks = databaseQuestionMarks(count: ids.count)
-                let arguments = StatementArguments(ids)
-                outcome.resultsDeleted += try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM results WHERE report_id IN (\(marks))", arguments: arguments) ?? 0
-                touched.formUnion(try GroupLedger.removeResults(GRDBExecutor(db), reportIds: ids))
-                try db.execute(sql: "DELETE FROM missing_symbols WHERE report_id IN (\(marks))", arguments: arguments)
-                outcome.missingSymbolsDeleted += db.changesCount
-                try db.execute(sql: "DELETE FROM jobs WHERE report_id IN (\(marks))", arguments: arguments)
-                outcome.jobsDeleted += db.changesCount
-                try db.execute(sql: "DELETE FROM reports WHERE id IN (\(marks))", arguments: arguments)
-                outcome.reportsDeleted += db.changesCount
+                let marks = sqlPlaceholders(ids.count)
+                let arguments = ids.map(\.sqlValue)
+                outcome.resultsDeleted += try db.int("SELECT COUNT(*) FROM results WHERE report_id IN (\(marks))", arguments) ?? 0
+                touched.formUnion(try GroupLedger.removeResults(db, reportIds: ids))
+                outcome.missingSymbolsDeleted += try db.execute("DELETE FROM missing_symbols WHERE report_id IN (\(marks))", arguments)
+                outcome.jobsDeleted += try db.execute("DELETE FROM jobs WHERE report_id IN (\(marks))", arguments)
+                outcome.reportsDeleted += try db.execute("DELETE FROM reports WHERE id IN (\(marks))", arguments)
                 return ids.count < request.batchSize
             }
             if batchDone { break }
         }
         // Alert events only keep the rules from sending one twice, and the cursor has passed
         // everything they were raised for; one still being delivered stays until it is done.
-        outcome.alertEventsDeleted = try immediate { db in
+        outcome.alertEventsDeleted = try write { db in
             let stale = """
                 SELECT e.id FROM alert_events e WHERE e.created_at < ?
                   AND NOT EXISTS (SELECT 1 FROM alert_deliveries d WHERE d.event_id = e.id AND d.state = 'pending')
                 """
-            try db.execute(sql: "DELETE FROM alert_deliveries WHERE event_id IN (\(stale))", arguments: [request.receivedBefore])
-            try db.execute(sql: "DELETE FROM alert_events WHERE id IN (\(stale))", arguments: [request.receivedBefore])
-            return db.changesCount
+            try db.execute("DELETE FROM alert_deliveries WHERE event_id IN (\(stale))", request.receivedBefore)
+            return try db.execute("DELETE FROM alert_events WHERE id IN (\(stale))", request.receivedBefore)
         }
         // Launch counters go by whole UTC days: a day is dropped once it ended before the cutoff,
         // so the oldest day kept is never counted in part.
         let firstKeptDay = max(0, request.receivedBefore) / SessionCounters.dayMs
-        outcome.sessionCounterRowsDeleted = try immediate { db in
-            try db.execute(sql: "DELETE FROM session_counters WHERE day < ?", arguments: [firstKeptDay])
-            return db.changesCount
+        outcome.sessionCounterRowsDeleted = try write { db in
+            try db.execute("DELETE FROM session_counters WHERE day < ?", firstKeptDay)
         }
         // A source's answer is shown only beside a report that lacks the file.
         try pruneSourceAnswers()
-        try pool.read { db in
+        try read { db in
             // Counted at the end, so a group that lost members in one batch and was emptied
             // in a later one counts once, as deleted.
             let fingerprints = Array(touched)
             for start in stride(from: 0, to: fingerprints.count, by: 500) {
                 let chunk = Array(fingerprints[start..<min(start + 500, fingerprints.count)])
-                outcome.groupsUpdated += try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM groups WHERE fingerprint IN (\(databaseQuestionMarks(count: chunk.count)))",
-                    arguments: StatementArguments(chunk)) ?? 0
+                outcome.groupsUpdated += try db.int(
+                    "SELECT COUNT(*) FROM groups WHERE fingerprint IN (\(sqlPlaceholders(chunk.count)))", chunk.map(\.sqlValue)) ?? 0
             }
             outcome.groupsDeleted = fingerprints.count - outcome.groupsUpdated
-            outcome.keptActive = try Int.fetchOne(
-                db,
-                sql: """
-                    SELECT COUNT(*) FROM reports r WHERE r.received_at < ?
-                      AND EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = r.id AND j.state IN ('queued', 'running'))
-                    """,
-                arguments: [request.receivedBefore]) ?? 0
-            outcome.keptRepresentatives = keep.isEmpty ? 0 : try Int.fetchOne(
-                db,
-                sql: """
-                    SELECT COUNT(*) FROM reports r WHERE r.received_at < ?
-                      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = r.id AND j.state IN ('queued', 'running'))
-                      AND r.id IN (SELECT representative_report_id FROM groups)
-                    """,
-                arguments: [request.receivedBefore]) ?? 0
+            outcome.keptActive = try db.int(
+                """
+                SELECT COUNT(*) FROM reports r WHERE r.received_at < ?
+                  AND EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = r.id AND j.state IN ('queued', 'running'))
+                """,
+                request.receivedBefore) ?? 0
+            outcome.keptRepresentatives = keep.isEmpty ? 0 : try db.int(
+                """
+                SELECT COUNT(*) FROM reports r WHERE r.received_at < ?
+                  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.report_id = r.id AND j.state IN ('queued', 'running'))
+                  AND r.id IN (SELECT representative_report_id FROM groups)
+                """,
+                request.receivedBefore) ?? 0
         }
         outcome.vacuum = try reclaimSpace(request.reclaim)
         outcome.bytesAfter = try databaseBytes()
         return outcome
     }
+}
 
+extension ServiceDatabase {
     /// Hands free pages back to the file system and checkpoints the WAL into the main file.
-    private func reclaimSpace(_ policy: ReclaimPolicy) throws -> VacuumMethod {
+    public func reclaimSpace(_ policy: ReclaimPolicy) throws -> VacuumMethod {
         let method: VacuumMethod = try pool.writeWithoutTransaction { db in
             let mode = try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") ?? 0
             if mode == 2 {

@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
 import Hashing
+import SQLInterface
 
 /// One app version's counts, from the session counters and the reports (`stackline releases`).
 /// Rates are not computed here: `ReleaseHealthJSON` derives them, and only where there are
@@ -49,7 +49,7 @@ public struct ReleaseCounts: Sendable, Equatable {
     }
 }
 
-extension ServiceDatabase {
+extension SQLStore {
     /// Release health per app and version, newest release first. `app` and `namespace` narrow
     /// it (both are bound as arguments).
     ///
@@ -58,63 +58,64 @@ extension ServiceDatabase {
     /// across days, OS versions and models by register maximum, so a user seen on three days is
     /// one user of the version.
     public func releaseHealth(app: String? = nil, namespace: String? = nil) throws -> [ReleaseCounts] {
-        try pool.read { db in try Self.releaseHealth(db, app: app, namespace: namespace) }
+        try read { db in try ReleaseHealth.releases(db, app: app, namespace: namespace) }
     }
 
     /// One version of `app`, as `releaseHealth(app:)` counts it (adoption included); nil when
     /// the version has neither launches nor reports.
     public func releaseHealth(app: String, version: String, namespace: String? = nil) throws -> ReleaseCounts? {
-        try pool.read { db in
-            try Self.releaseHealth(db, app: app, version: version, namespace: namespace).first { $0.version == version }
+        try read { db in
+            try ReleaseHealth.releases(db, app: app, version: version, namespace: namespace).first { $0.version == version }
         }
     }
+}
+
+/// Release health's reads, inside a transaction the caller holds.
+enum ReleaseHealth {
 
     /// The same, inside a read the caller holds (the alert rules' snapshot). `version` narrows
     /// it to one version of `app` (the velocity and release-health rules ask for one at a time):
     /// only that version's counters and reports are read, and the app's last day for adoption
     /// is summed without reading any other version's user sketches.
-    static func releaseHealth(_ db: Database, app: String?, version: String? = nil, namespace: String?) throws -> [ReleaseCounts] {
+    static func releases(_ db: SQLExecutor, app: String?, version: String? = nil, namespace: String?) throws -> [ReleaseCounts] {
         var releases: [ReleaseKey: ReleaseCounts] = [:]
         var days: [ReleaseKey: [Int64: ReleaseCounts.Day]] = [:]
         // The app's launches per day, for adoption.
         var appDays: [String: [Int64: Int]] = [:]
 
         var counterConditions: [String] = []
-        var counterArguments: [any DatabaseValueConvertible] = []
+        var counterArguments: [SQLValue] = []
         if let app {
             counterConditions.append("app = ?")
-            counterArguments.append(app)
+            counterArguments.append(app.sqlValue)
         }
         if let namespace {
             counterConditions.append("namespace = ?")
-            counterArguments.append(namespace)
+            counterArguments.append(namespace.sqlValue)
         }
         if let app, version != nil {
             // Adoption's denominator: every version's launches on the app's last day.
             let appConditions = counterConditions.joined(separator: " AND ")
-            if let row = try Row.fetchOne(
-                db,
-                sql: """
-                    SELECT day, SUM(sessions) AS n FROM session_counters
-                    WHERE \(appConditions) AND day = (SELECT MAX(day) FROM session_counters WHERE \(appConditions))
-                    """,
-                arguments: StatementArguments(counterArguments + counterArguments)),
-                let day = row["day"] as Int64?
+            if let row = try db.row(
+                """
+                SELECT day, SUM(sessions) AS n FROM session_counters
+                WHERE \(appConditions) AND day = (SELECT MAX(day) FROM session_counters WHERE \(appConditions))
+                GROUP BY day
+                """,
+                counterArguments + counterArguments),
+                let day = try row.optionalInt64(0)
             {
-                appDays[app] = [day: row["n"]]
+                appDays[app] = [day: try row.int(1)]
             }
             counterConditions.append("version = ?")
-            counterArguments.append(version)
+            counterArguments.append(version.sqlValue)
         }
         let counterWhere = counterConditions.isEmpty ? "" : "WHERE " + counterConditions.joined(separator: " AND ")
         // In release and day order, so one version's sketch and one day's are merged at a time.
-        let rows = try Row.fetchCursor(
-            db,
-            sql: """
-                SELECT app, version, day, sessions, users, first_seen, last_seen FROM session_counters
-                \(counterWhere) ORDER BY app, version, day
-                """,
-            arguments: StatementArguments(counterArguments))
+        let sql = """
+            SELECT app, version, day, sessions, users, first_seen, last_seen FROM session_counters
+            \(counterWhere) ORDER BY app, version, day
+            """
         var current: (key: ReleaseKey, users: HyperLogLog, day: Int64, dayUsers: HyperLogLog)?
         func finishDay() {
             guard let c = current else { return }
@@ -125,11 +126,11 @@ extension ServiceDatabase {
             finishDay()
             releases[c.key]?.users = c.users.estimate
         }
-        while let row = try rows.next() {
-            let key = ReleaseKey(app: row["app"], version: row["version"])
-            let day: Int64 = row["day"]
-            let sessions: Int = row["sessions"]
-            let sketch = try HyperLogLog(encoded: row["users"])
+        try db.scan(sql, counterArguments) { row in
+            let key = ReleaseKey(app: try row.string(0), version: try row.string(1))
+            let day = try row.int64(2)
+            let sessions = try row.int(3)
+            let sketch = try HyperLogLog(encoded: try row.data(4))
             if current?.key != key {
                 finishRelease()
                 current = (key, HyperLogLog(), day, HyperLogLog())
@@ -142,9 +143,10 @@ extension ServiceDatabase {
             current?.users.merge(sketch)
             current?.dayUsers.merge(sketch)
             releases[key]!.sessions += sessions
-            releases[key]!.seen(row["first_seen"], row["last_seen"])
+            releases[key]!.seen(try row.int64(5), try row.int64(6))
             days[key, default: [:]][day, default: .init(day: day)].sessions += sessions
             if version == nil { appDays[key.app, default: [:]][day, default: 0] += sessions }
+            return true
         }
         finishRelease()
 
@@ -165,27 +167,27 @@ extension ServiceDatabase {
 
     /// Adds the reports' counts (exact), per release and per day.
     private static func addReports(
-        _ db: Database, app: String?, version: String?, namespace: String?, releases: inout [ReleaseKey: ReleaseCounts],
+        _ db: SQLExecutor, app: String?, version: String?, namespace: String?, releases: inout [ReleaseKey: ReleaseCounts],
         days: inout [ReleaseKey: [Int64: ReleaseCounts.Day]]
     ) throws {
         var conditions = ["coalesce(s.app, r.app) IS NOT NULL"]
-        var arguments: [any DatabaseValueConvertible] = []
+        var arguments: [SQLValue] = []
         if let app {
             conditions.append("coalesce(s.app, r.app) = ?")
-            arguments.append(app)
+            arguments.append(app.sqlValue)
         }
         if let version {
             conditions.append("coalesce(s.version, r.version, '') = ?")
-            arguments.append(version)
+            arguments.append(version.sqlValue)
         }
         if let namespace {
             conditions.append("r.namespace = ?")
-            arguments.append(namespace)
+            arguments.append(namespace.sqlValue)
         }
         // The launch's day for an SDK report (its created_time), the day it arrived otherwise.
         let at = "coalesce(s.created_time, r.received_at)"
         let counts = """
-            SUM(r.kind = 'crash') AS crashes, SUM(r.kind = 'lag') AS hangs,
+            SUM(CASE WHEN r.kind = 'crash' THEN 1 ELSE 0 END) AS crashes, SUM(CASE WHEN r.kind = 'lag' THEN 1 ELSE 0 END) AS hangs,
             COUNT(DISTINCT CASE WHEN r.kind = 'crash' THEN s.session_id END) AS crashed_sessions,
             COUNT(DISTINCT CASE WHEN r.kind = 'crash' THEN s.user_key END) AS crashed_users,
             MIN(\(at)) AS first, MAX(\(at)) AS last
@@ -195,28 +197,25 @@ extension ServiceDatabase {
             WHERE \(conditions.joined(separator: " AND "))
             """
         let release = "coalesce(s.app, r.app) AS app, coalesce(s.version, r.version, '') AS version"
-        for row in try Row.fetchAll(
-            db, sql: "SELECT \(release), \(counts) \(from) GROUP BY 1, 2", arguments: StatementArguments(arguments))
-        {
-            let key = ReleaseKey(app: row["app"], version: row["version"])
+        for row in try db.rows("SELECT \(release), \(counts) \(from) GROUP BY 1, 2", arguments) {
+            let key = ReleaseKey(app: try row.string("app"), version: try row.string("version"))
             var counts = releases[key] ?? ReleaseCounts(app: key.app, version: key.version)
-            counts.crashes = row["crashes"]
-            counts.hangs = row["hangs"]
-            counts.crashedSessions = row["crashed_sessions"]
-            counts.crashedUsers = row["crashed_users"]
-            counts.seen(row["first"], row["last"])
+            counts.crashes = try row.int("crashes")
+            counts.hangs = try row.int("hangs")
+            counts.crashedSessions = try row.int("crashed_sessions")
+            counts.crashedUsers = try row.int("crashed_users")
+            counts.seen(try row.int64("first"), try row.int64("last"))
             releases[key] = counts
         }
-        for row in try Row.fetchAll(
-            db, sql: "SELECT \(release), \(at) / \(SessionCounters.dayMs) AS day, \(counts) \(from) GROUP BY 1, 2, 3",
-            arguments: StatementArguments(arguments))
+        for row in try db.rows(
+            "SELECT \(release), \(at) / \(SessionCounters.dayMs) AS day, \(counts) \(from) GROUP BY 1, 2, 3", arguments)
         {
-            let key = ReleaseKey(app: row["app"], version: row["version"])
-            let day: Int64 = row["day"]
+            let key = ReleaseKey(app: try row.string("app"), version: try row.string("version"))
+            let day = try row.int64("day")
             var counts = days[key, default: [:]][day] ?? .init(day: day)
-            counts.crashes = row["crashes"]
-            counts.hangs = row["hangs"]
-            counts.crashedSessions = row["crashed_sessions"]
+            counts.crashes = try row.int("crashes")
+            counts.hangs = try row.int("hangs")
+            counts.crashedSessions = try row.int("crashed_sessions")
             days[key, default: [:]][day] = counts
         }
     }

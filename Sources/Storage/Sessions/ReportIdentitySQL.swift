@@ -1,5 +1,5 @@
-import GRDB
 import ReportModel
+import SQLInterface
 
 /// Who and what device a report came from, as SQL over `reports r LEFT JOIN report_sessions rs`:
 /// what its SDK meta said first (`report_sessions`), else what the report itself says
@@ -16,20 +16,20 @@ enum ReportIdentitySQL {
     static let deviceModel = "coalesce(rs.device_model, r.device_model)"
 }
 
-extension ServiceDatabase {
+extension SQLStore {
     /// Who report `id` came from (`ReportIdentitySQL`); nil when there is no such report.
     public func reportOrigin(id: Int64) throws -> ReportOrigin? {
-        try pool.read { db in
-            guard let row = try Row.fetchOne(
-                db,
-                sql: """
-                    SELECT \(ReportIdentitySQL.deviceModel) AS model, \(ReportIdentitySQL.osVersion) AS os,
-                           coalesce(rs.user_id, \(ReportIdentitySQL.deviceId)) AS user, rs.session_id AS session
-                    FROM reports r LEFT JOIN report_sessions rs ON rs.report_id = r.id WHERE r.id = ?
-                    """,
-                arguments: [id])
+        try read { db in
+            guard let row = try db.row(
+                """
+                SELECT \(ReportIdentitySQL.deviceModel) AS model, \(ReportIdentitySQL.osVersion) AS os,
+                       coalesce(rs.user_id, \(ReportIdentitySQL.deviceId)) AS "user", rs.session_id AS session
+                FROM reports r LEFT JOIN report_sessions rs ON rs.report_id = r.id WHERE r.id = ?
+                """, id)
             else { return nil }
-            return ReportOrigin(deviceModel: row["model"], osVersion: row["os"], user: row["user"], session: row["session"])
+            return ReportOrigin(
+                deviceModel: try row.optionalString("model"), osVersion: try row.optionalString("os"),
+                user: try row.optionalString("user"), session: try row.optionalString("session"))
         }
     }
 }

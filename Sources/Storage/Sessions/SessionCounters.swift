@@ -1,8 +1,8 @@
 import Foundation
-import GRDB
 import Hashing
 import JSONFormat
 import ReportModel
+import SQLInterface
 
 /// Who an SDK record came from, as its meta says: the session, user and device (its id, model
 /// and OS version), and the app and version its SDK ran. Values are bounded where the meta is
@@ -109,31 +109,33 @@ public enum SessionCounters {
     /// Records who a report came from (`report_sessions`); a row already there is kept.
     /// `createdTime` is the record's, `receivedAt` the server's clock (`countedTime`).
     static func insertReportSession(
-        _ db: Database, reportId: Int64, _ identity: SessionIdentity, createdTime: Int64, receivedAt: Int64
+        _ db: SQLExecutor, reportId: Int64, _ identity: SessionIdentity, createdTime: Int64, receivedAt: Int64
     ) throws {
         // Who the report came from decides the users and sessions it counts for in its group:
         // a report already filed leaves them as it was counted and joins them as it now is.
-        let group = try String.fetchOne(
-            db.cachedStatement(sql: "SELECT fingerprint FROM results WHERE report_id = ?"), arguments: [reportId])
-        if let group { try GroupCounters.remove(GRDBExecutor(db), fingerprint: group, reportIds: [reportId]) }
-        try db.cachedStatement(
-            sql: """
-                INSERT OR IGNORE INTO report_sessions
-                    (report_id, app, version, session_id, user_key, user_id, device_id, created_time, os_version, device_model)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """
-        ).execute(arguments: [
+        let group = try db.string("SELECT fingerprint FROM results WHERE report_id = ?", reportId)
+        if let group { try GroupCounters.remove(db, fingerprint: group, reportIds: [reportId]) }
+        try db.execute(
+            """
+            INSERT INTO report_sessions
+                (report_id, app, version, session_id, user_key, user_id, device_id, created_time, os_version, device_model)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+            """,
             reportId, identity.app, identity.version, identity.sessionId, identity.userKey, identity.userId, identity.deviceId,
-            countedTime(created: createdTime, received: receivedAt), identity.osVersion, identity.deviceModel,
-        ])
-        if let group { try GroupCounters.add(GRDBExecutor(db), fingerprint: group, reportIds: [reportId]) }
+            countedTime(created: createdTime, received: receivedAt), identity.osVersion, identity.deviceModel)
+        if let group { try GroupCounters.add(db, fingerprint: group, reportIds: [reportId]) }
     }
 
     /// One counter row's key.
-    struct Key: Hashable {
+    struct Key: Hashable, Comparable {
         var namespace, app, version: String
         var day: Int64
         var osVersion, deviceModel: String
+
+        static func < (a: Key, b: Key) -> Bool {
+            (a.namespace, a.app, a.version, a.day, a.osVersion, a.deviceModel)
+                < (b.namespace, b.app, b.version, b.day, b.osVersion, b.deviceModel)
+        }
     }
 
     /// What a batch adds to one counter row.
@@ -145,23 +147,22 @@ public enum SessionCounters {
     }
 }
 
-extension ServiceDatabase {
+extension SQLStore {
     /// Counts launches into their day's counter rows, in one transaction. Answers, per launch,
     /// true when it was counted and false when its `report_id` was counted before (within
     /// `SessionCounters.duplicateWindow`, or earlier in `launches`).
     public func recordLaunches(_ launches: [SessionLaunch]) throws -> [Bool] {
         guard !launches.isEmpty else { return [] }
-        return try immediate { db in
-            let now = clock()
-            try db.cachedStatement(sql: "DELETE FROM session_record_ids WHERE received_at < ?")
-                .execute(arguments: [now - SessionCounters.duplicateWindow])
-            let remember = try db.cachedStatement(
-                sql: "INSERT OR IGNORE INTO session_record_ids (namespace, sdk_report_id, received_at) VALUES (?, ?, ?)")
+        return try write { db in
+            let now = now()
+            try db.execute("DELETE FROM session_record_ids WHERE received_at < ?", now - SessionCounters.duplicateWindow)
             var counted: [Bool] = []
             var additions: [SessionCounters.Key: SessionCounters.Addition] = [:]
             for launch in launches {
-                try remember.execute(arguments: [launch.namespace, launch.sdkReportId, now])
-                guard db.changesCount > 0 else {
+                let remembered = try db.execute(
+                    "INSERT INTO session_record_ids (namespace, sdk_report_id, received_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    launch.namespace, launch.sdkReportId, now)
+                guard remembered > 0 else {
                     counted.append(false)
                     continue
                 }
@@ -175,30 +176,38 @@ extension ServiceDatabase {
                 additions[key]!.lastSeen = max(additions[key]!.lastSeen, at)
                 if let hash = launch.userHash { additions[key]!.users.insert(hash: hash) }
             }
-            let find = try db.cachedStatement(
-                sql: """
-                    SELECT rowid, sessions, users, first_seen, last_seen FROM session_counters
-                    WHERE namespace = ? AND app = ? AND version = ? AND day = ? AND os_version = ? AND device_model = ?
-                    """)
-            for (key, addition) in additions {
-                let keyArguments: StatementArguments = [key.namespace, key.app, key.version, key.day, key.osVersion, key.deviceModel]
-                if let row = try Row.fetchOne(find, arguments: keyArguments) {
-                    var users = try HyperLogLog(encoded: row["users"])
+            // In key order, so two nodes counting into the same rows lock them in the same order.
+            let keyCondition = "namespace = ? AND app = ? AND version = ? AND day = ? AND os_version = ? AND device_model = ?"
+            for (key, addition) in additions.sorted(by: { $0.key < $1.key }) {
+                let keyArguments: [SQLValue] = [
+                    key.namespace.sqlValue, key.app.sqlValue, key.version.sqlValue, key.day.sqlValue, key.osVersion.sqlValue,
+                    key.deviceModel.sqlValue,
+                ]
+                // The sketch is merged here, not in SQL: the row is locked until commit so another
+                // node's merge waits and reads this one's.
+                if let row = try db.row(
+                    "SELECT users, first_seen, last_seen FROM session_counters WHERE \(keyCondition)\(db.dialect.forUpdate)",
+                    keyArguments)
+                {
+                    var users = try HyperLogLog(encoded: try row.data(0))
                     users.merge(addition.users)
-                    try db.cachedStatement(
-                        sql: "UPDATE session_counters SET sessions = sessions + ?, users = ?, first_seen = ?, last_seen = ? WHERE rowid = ?"
-                    ).execute(arguments: [
-                        addition.sessions, users.encoded, min(row["first_seen"], addition.firstSeen),
-                        max(row["last_seen"], addition.lastSeen), row["rowid"] as Int64,
-                    ])
+                    try db.execute(
+                        "UPDATE session_counters SET sessions = sessions + ?, users = ?, first_seen = ?, last_seen = ? WHERE \(keyCondition)",
+                        [
+                            addition.sessions.sqlValue, users.encoded.sqlValue, min(try row.int64(1), addition.firstSeen).sqlValue,
+                            max(try row.int64(2), addition.lastSeen).sqlValue,
+                        ] + keyArguments)
                 } else {
-                    try db.cachedStatement(
-                        sql: """
-                            INSERT INTO session_counters
-                                (namespace, app, version, day, os_version, device_model, sessions, users, first_seen, last_seen)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                            """
-                    ).execute(arguments: keyArguments + [addition.sessions, addition.users.encoded, addition.firstSeen, addition.lastSeen])
+                    try db.execute(
+                        """
+                        INSERT INTO session_counters
+                            (namespace, app, version, day, os_version, device_model, sessions, users, first_seen, last_seen)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                        keyArguments + [
+                            addition.sessions.sqlValue, addition.users.encoded.sqlValue, addition.firstSeen.sqlValue,
+                            addition.lastSeen.sqlValue,
+                        ])
                 }
             }
             return counted

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import JSONFormat
 import ReportModel
 import SQLInterface
@@ -99,20 +98,25 @@ enum StateTransitions {
 
 /// The history rows: written here and nowhere else.
 enum GroupHistory {
+    /// Returns the entry's id.
+    @discardableResult
     static func record(
         _ db: SQLExecutor, fingerprint: String, at: Int64, actor: String, action: String, detail: [String: String] = [:],
         note: String? = nil, reportId: Int64? = nil
-    ) throws {
+    ) throws -> Int64 {
         let detailJSON = detail.isEmpty ? nil : String(decoding: try JSONStyle.compact.encode(detail), as: UTF8.self)
-        try db.execute(
+        return try db.insert(
             "INSERT INTO group_history (fingerprint, at, actor, action, detail, note, report_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
             fingerprint, at, actor, action, detailJSON, note, reportId)
     }
 
-    static func entry(_ row: Row) -> GroupHistoryEntry {
-        let detail = (row["detail"] as String?).flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) }
+    /// The columns `entry` reads.
+    static let columns = "id, fingerprint, at, actor, action, detail, note, report_id"
+
+    static func entry(_ row: SQLRow) throws -> GroupHistoryEntry {
+        let detail = try row.optionalString(5).flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) }
         return GroupHistoryEntry(
-            id: row["id"], fingerprint: row["fingerprint"], at: row["at"], actor: row["actor"], action: row["action"],
-            detail: detail ?? [:], note: row["note"], reportId: row["report_id"])
+            id: try row.int64(0), fingerprint: try row.string(1), at: try row.int64(2), actor: try row.string(3),
+            action: try row.string(4), detail: detail ?? [:], note: try row.optionalString(6), reportId: try row.optionalInt64(7))
     }
 }

@@ -13,12 +13,13 @@ deps:
 build: deps
 	$(SWIFT) build
 
-# `man` first: a test renders the generated page. After the tests, a short libFuzzer pass over every fuzz target (docs/fuzzing.md), so the
-# harness keeps building and the seeds keep passing.
+# `man` first: a test renders the generated page. After the tests, every fuzz target's seeds
+# through the debug build's replay harness (docs/fuzzing.md), so the seeds keep passing;
+# `make fuzz` builds the libFuzzer harness and fuzzes.
 test: deps man
 	$(SWIFT) test
 	@$(MAKE) --no-print-directory test-api
-	@FUZZ_SECONDS=2 scripts/fuzz.sh --smoke
+	@scripts/fuzz.sh --replay
 
 # schemathesis (PyPI, into .build/schemathesis-venv) against the OpenAPI document a real
 # `stackline serve` serves: no 5xx, no response outside the document, no endpoint without auth.

@@ -2,6 +2,13 @@
 # Builds the libFuzzer harness and runs fuzz targets one after another (docs/fuzzing.md).
 #
 #   scripts/fuzz.sh [--smoke] [TARGET...]      (no TARGET: every target)
+#   scripts/fuzz.sh --replay [TARGET...]       (what `make test` runs)
+#
+# --replay runs every seed of every target once through the plain harness of the debug build
+# (`.build/debug/stackline-fuzz`, built with the tests), without libFuzzer: the seeds keep
+# passing, at no cost of a build of its own. The libFuzzer harness is a release build of the
+# whole package with -sanitize=fuzzer, which took longer than the rest of CI together; it is
+# built by `make fuzz` and --smoke.
 #
 # FUZZ_SECONDS   seconds per target (default 60; --smoke: 3)
 # FUZZ_NICE      niceness of the fuzzer processes (default 10)
@@ -17,29 +24,36 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 smoke=0
+replay=0
 if [ "${1:-}" = "--smoke" ]; then smoke=1; shift; fi
+if [ "${1:-}" = "--replay" ]; then replay=1; shift; fi
 seconds="${FUZZ_SECONDS:-$([ $smoke = 1 ] && echo 3 || echo 60)}"
 niceness="${FUZZ_NICE:-10}"
 out=.build-fuzz
 swift="${SWIFT:-swift}"
 
-# SwiftPM links every executable with --defsym main=…, which gold cannot combine with
-# libFuzzer's own main (it fails with an internal error); lld can.
-swiftc="$(command -v swiftc)"
-lld="$(dirname "$(readlink -f "$swiftc")")/ld.lld"
-[ -x "$lld" ] || lld="$(command -v ld.lld || true)"
-if [ -z "$lld" ] || [ ! -x "$lld" ]; then
-  echo "fuzz.sh: ld.lld not found next to swiftc or on PATH" >&2
-  exit 2
-fi
 mkdir -p "$out"
-printf '{"schemaVersion": "1.0", "linker": {"path": "%s"}}\n' "$lld" >"$out/toolset.json"
-nice -n "$niceness" "$swift" build -c release --scratch-path "$out" --product stackline-fuzz \
-  --toolset "$out/toolset.json" -Xswiftc -sanitize=fuzzer -Xswiftc -DSTACKLINE_LIBFUZZER
-# Run a private copy, so a rebuild during a long run changes nothing under it.
-fuzzer="$out/stackline-fuzz.run.$$"
-cp "$out/release/stackline-fuzz" "$fuzzer"
-trap 'rm -f "$fuzzer"' EXIT
+if [ $replay = 1 ]; then
+  "$swift" build --product stackline-fuzz >/dev/null
+  fuzzer=.build/debug/stackline-fuzz
+else
+  # SwiftPM links every executable with --defsym main=…, which gold cannot combine with
+  # libFuzzer's own main (it fails with an internal error); lld can.
+  swiftc="$(command -v swiftc)"
+  lld="$(dirname "$(readlink -f "$swiftc")")/ld.lld"
+  [ -x "$lld" ] || lld="$(command -v ld.lld || true)"
+  if [ -z "$lld" ] || [ ! -x "$lld" ]; then
+    echo "fuzz.sh: ld.lld not found next to swiftc or on PATH" >&2
+    exit 2
+  fi
+  printf '{"schemaVersion": "1.0", "linker": {"path": "%s"}}\n' "$lld" >"$out/toolset.json"
+  nice -n "$niceness" "$swift" build -c release --scratch-path "$out" --product stackline-fuzz \
+    --toolset "$out/toolset.json" -Xswiftc -sanitize=fuzzer -Xswiftc -DSTACKLINE_LIBFUZZER
+  # Run a private copy, so a rebuild during a long run changes nothing under it.
+  fuzzer="$out/stackline-fuzz.run.$$"
+  cp "$out/release/stackline-fuzz" "$fuzzer"
+  trap 'rm -f "$fuzzer"' EXIT
+fi
 
 # Seeds that are not files in the repository: ELF files from the accuracy fixtures' build
 # (the small ones; big seeds slow every mutation) and zips of fixtures as `symbols add` takes them.
@@ -102,6 +116,31 @@ seeds_for() {
 
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && mapfile -t targets < <("$fuzzer" --list | cut -f1)
+
+if [ $replay = 1 ]; then
+  found=0
+  printf '%-24s %8s %8s  %s\n' target inputs seconds result
+  for target in "${targets[@]}"; do
+    log="$out/logs/$target.replay.log"
+    mkdir -p "$out/logs" "$out/tmp"
+    start=$(date +%s)
+    status=0
+    # shellcheck disable=SC2046
+    SWIFT_BACKTRACE=enable=no TMPDIR="$out/tmp" nice -n "$niceness" timeout 600 "$fuzzer" "$target" $(seeds_for "$target") >"$log" 2>&1 || status=$?
+    inputs=$(grep -c "^$target " "$log" || true)
+    result=ok
+    if [ $status -ne 0 ]; then
+      found=1
+      result="failed (exit $status, see $log)"
+    fi
+    printf '%-24s %8s %8s  %s\n' "$target" "$inputs" "$(($(date +%s) - start))" "$result"
+    if [ $status -ne 0 ]; then
+      grep -E "FAILED|Fatal error|cannot read" "$log" | head -20 | sed 's/^/    | /' || true
+      tail -20 "$log" | sed 's/^/    | /'
+    fi
+  done
+  exit $found
+fi
 
 found=0
 printf '%-24s %12s %8s %8s  %s\n' target executions seconds corpus findings

@@ -63,14 +63,30 @@ public final class Dispatcher: @unchecked Sendable {
             thread.start()
         }
         for i in 0..<config.workers {
-            let slot = WorkerSlot(index: i, db: db, completions: completions, config: config, stop: stop, census: census, logger: logger)
             group.enter()
-            let thread = Thread { [stop, logger] in
+            let thread = Thread { [db, completions, config, stop, census, logger] in
                 defer { group.leave() }
-                do { try slot.run() } catch {
-                    logger.error("worker slot stopped", metadata: ["slot": "\(i)", "error": "\(error)"])
-                    errors.record(error)
-                    stop.set()
+                var outages = 0
+                while !stop.isSet {
+                    let slot = WorkerSlot(index: i, db: db, completions: completions, config: config, stop: stop, census: census, logger: logger)
+                    do {
+                        try slot.run()
+                        return
+                    } catch let error as StorageError where error.isUnavailable {
+                        // A database server restarting or out of reach (PostgreSQL) is waited
+                        // out: the slot starts again when it answers. Jobs it held come back by
+                        // lease expiry; their late results are refused by the fencing token.
+                        outages += 1
+                        let waitMs = Self.outageBackoff.baseDelay(afterAttempt: outages)
+                        logger.warning(
+                            "worker slot waits for the database", metadata: ["slot": "\(i)", "error": "\(error)", "retryMs": "\(waitMs)"])
+                        stop.wait(upTo: Double(waitMs) / 1000)
+                    } catch {
+                        logger.error("worker slot stopped", metadata: ["slot": "\(i)", "error": "\(error)"])
+                        errors.record(error)
+                        stop.set()
+                        return
+                    }
                 }
             }
             thread.name = "worker-slot-\(i)"
@@ -108,6 +124,9 @@ public final class Dispatcher: @unchecked Sendable {
         logger.info("master stopped")
         if let error = errors.first { throw error }
     }
+
+    /// How long a slot waits before trying a database that could not be reached again.
+    static let outageBackoff = Backoff(initialMs: 200, maxMs: 5_000, jitter: 100...100)
 
     /// One retention pass (`--retain`), logged; returns when the next is due, nil without
     /// retention. A failed pass is logged and tried again at the next interval: retention

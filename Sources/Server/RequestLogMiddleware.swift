@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import Storage
 
 /// The outermost middleware: turns every error into a `{"error": …}` response, counts the
 /// request in `/metrics`, and logs one line per request (method, path, status, bytes, ms).
@@ -19,6 +20,11 @@ struct RequestLogMiddleware: RouterMiddleware {
             response = try await next(request, context)
         } catch let error as APIError {
             response = JSONResponse.error(error.status, error.message, headers: error.headers)
+        } catch let error as StorageError where error.isUnavailable {
+            // The database is down or unreachable (PostgreSQL restarting, a network cut): the
+            // client's retry will be answered once it is back; SDKs keep the reports meanwhile.
+            logger.warning("request failed: database unavailable", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            response = JSONResponse.error(.serviceUnavailable, "the database is unavailable; retry later", headers: [.retryAfter: "5"])
         } catch let error as HTTPResponseError {
             // Hummingbird's own (404 for unknown routes, 405): same JSON shape as ours.
             response = JSONResponse.error(error.status, error.status.reasonPhrase)

@@ -6,15 +6,20 @@ import Testing
 /// A temp data directory plus helpers to drive the real `stackline` binaries against it.
 final class Harness {
     let dir: TempDirectory
+    /// The database the processes share: a SQLite file, or a PostgreSQL URL (`backend`).
     let dbPath: String
+    let backend: Backend
     let symbolsPath: String
     private var masters: [MasterProcess] = []
     /// Added to every process this harness starts (e.g. a smaller frame limit).
     var extraEnvironment: [String: String] = [:]
 
-    init() throws {
+    /// `database`: a location of `backend` to use instead of a new one (a PostgreSQL database
+    /// on a cluster of the test's own).
+    init(backend: Backend = .sqlite, database: String? = nil) throws {
         dir = try TempDirectory("e2e")
-        dbPath = dir.file("data/stackline.sqlite")
+        self.backend = backend
+        dbPath = try database ?? backend.newDatabase(in: dir.path)
         symbolsPath = dir.file("symbols")
         try FileManager.default.createDirectory(atPath: symbolsPath, withIntermediateDirectories: true)
         guard FileManager.default.isExecutableFile(atPath: TestPaths.stackline),
@@ -35,6 +40,19 @@ final class Harness {
     }
 
     func database() throws -> ServiceDatabase { try ServiceDatabase(path: dbPath) }
+
+    /// The database through the store's own code, whichever the backend.
+    func store() throws -> any ServiceStore {
+        switch backend {
+        case .sqlite: try ServiceDatabase(path: dbPath)
+        case .postgres: try PostgresDatabase(url: dbPath)
+        }
+    }
+
+    /// `query`'s rows, read through the engine's own shell (`Backend.rows`).
+    func sql(_ query: String) throws -> [[String: Any]] { try backend.rows(dbPath, query) }
+
+    func sqlInt(_ query: String) throws -> Int { try backend.int(dbPath, query) }
 
     /// Writes reports to files under `subdir` and returns their paths.
     func write(_ reports: [Data], subdir: String = "in") throws -> [String] {

@@ -46,8 +46,11 @@ func sdkBatch(_ records: [[String: Any]]) throws -> Data {
         return records
     }
 
-    @Test func anSDKBatchBecomesSymbolicatedGroupedReportsTaggedWithTheirNamespaces() throws {
-        let h = try Harness()
+    /// On both backends: the whole path (serve, parse children, master, worker, CLI, prune) runs
+    /// on PostgreSQL as on SQLite, checked by the same plain SQL through each engine's shell.
+    @Test(arguments: Backend.allCases)
+    func anSDKBatchBecomesSymbolicatedGroupedReportsTaggedWithTheirNamespaces(_ backend: Backend) throws {
+        let h = try Harness(backend: backend)
         let lag = try LagProgram.shared.get()
         #expect(try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, try CrashFixture.shared.binary()]).status == 0)
         #expect(try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, lag.binary]).status == 0)
@@ -57,7 +60,7 @@ func sdkBatch(_ records: [[String: Any]]) throws -> Data {
         #expect(setKey.status == 0, "\(setKey.stderr)")
         let prismKey = setKey.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(prismKey.count == 32)
-        #expect(try sqlite(h.dbPath, "SELECT lower(hex(aes_key)) AS k FROM namespaces WHERE name = 'prism'").first?["k"] as? String == prismKey)
+        #expect(try h.sql("SELECT \(backend == .sqlite ? "lower(hex(aes_key))" : "encode(aes_key, 'hex')") AS k FROM namespaces WHERE name = 'prism'").first?["k"] as? String == prismKey)
         let otherKey = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         #expect(try h.stackline(["namespaces", "set-key", "other", "--key", otherKey]).status == 0)
         let wrongKey = String(repeating: "ab", count: 16)
@@ -118,27 +121,27 @@ func sdkBatch(_ records: [[String: Any]]) throws -> Data {
         // Plain SQL: the exact bytes (digest by sha256sum) of each report, its namespace, and
         // meta filling only what the report lacks (the backtrace names its app, not its version).
         for (reportId, bytes, namespace) in [(crashId, crash, "prism"), (hangId, hang, "prism"), (otherId, crash2, "other")] {
-            let row = try #require(try sqlite(h.dbPath, "SELECT digest, namespace, app, version FROM reports WHERE id = \(reportId)").first)
+            let row = try #require(try h.sql("SELECT digest, namespace, app, version FROM reports WHERE id = \(reportId)").first)
             #expect(row["digest"] as? String == (try sha256sum(bytes)))
             #expect(row["namespace"] as? String == namespace)
         }
-        let crashRow = try #require(try sqlite(h.dbPath, "SELECT app, version FROM reports WHERE id = \(crashId)").first)
+        let crashRow = try #require(try h.sql("SELECT app, version FROM reports WHERE id = \(crashId)").first)
         #expect(crashRow["app"] as? String == "Demo")
         #expect(crashRow["version"] as? String == "2.1.0")
-        #expect(try sqlite(h.dbPath, "SELECT version FROM reports WHERE id = \(hangId)").first?["version"] as? String == "9.9")
-        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM reports") == 3)
+        #expect(try h.sql("SELECT version FROM reports WHERE id = \(hangId)").first?["version"] as? String == "9.9")
+        #expect(try h.sqlInt("SELECT COUNT(*) FROM reports") == 3)
         // The SDK's ids and meta are kept beside the reports.
-        let sdk = try sqlite(h.dbPath, "SELECT namespace, sdk_report_id, report_id, monitor_type, meta FROM sdk_records ORDER BY report_id")
+        let sdk = try h.sql("SELECT namespace, sdk_report_id, report_id, monitor_type, meta FROM sdk_records ORDER BY report_id")
         #expect(sdk.map { "\($0["namespace"]!)/\($0["sdk_report_id"]!)/\($0["report_id"]!)" }
             == ["prism/crash-1/\(crashId)", "other/crash-1/\(otherId)", "prism/hang-1/\(hangId)"])
         #expect((sdk.first?["meta"] as? String)?.contains("\"session_id\":\"s-1\"") == true)
 
         // Symbolicated and grouped by the real master and worker.
         try h.waitUntil("the SDK reports to be symbolicated", timeout: 180) {
-            try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM jobs WHERE state = 'done'") == 3
+            try h.sqlInt("SELECT COUNT(*) FROM jobs WHERE state = 'done'") == 3
         }
         for reportId in [crashId, hangId, otherId] {
-            let result = try #require(try sqlite(h.dbPath, "SELECT status, fingerprint FROM results WHERE report_id = \(reportId)").first)
+            let result = try #require(try h.sql("SELECT status, fingerprint FROM results WHERE report_id = \(reportId)").first)
             #expect(result["status"] as? String != "unsymbolicated", "report \(reportId): \(result)")
             #expect(result["fingerprint"] is String)
         }
@@ -176,7 +179,7 @@ func sdkBatch(_ records: [[String: Any]]) throws -> Data {
             "duplicate", "dropped", "duplicate", "refused", "refused", "refused", "dropped", "duplicate", "duplicate", "refused",
         ], "\(again)")
         #expect((second[2]["ids"] as? [Int]) == [crashId])
-        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM reports") == 3)
+        #expect(try h.sqlInt("SELECT COUNT(*) FROM reports") == 3)
 
         let metrics = try server.curl("GET", "/metrics", token: read)
         #expect(metrics.text.contains(#"stackline_sdk_records_total{status="dropped",monitor_class="other"} 4"#), "\(metrics.text)")
@@ -184,8 +187,8 @@ func sdkBatch(_ records: [[String: Any]]) throws -> Data {
         // Retention takes the SDK's record ids with their reports.
         let pruned = try h.stackline(["prune", "--older-than", "2100-01-01"])
         #expect(pruned.status == 0, "\(pruned.stderr)")
-        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM reports") == 0)
-        #expect(try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM sdk_records") == 0)
+        #expect(try h.sqlInt("SELECT COUNT(*) FROM reports") == 0)
+        #expect(try h.sqlInt("SELECT COUNT(*) FROM sdk_records") == 0)
     }
 
     // A namespaced token's uploads and reads, whole-batch refusals and the remote configuration

@@ -11,7 +11,8 @@ import Testing
 /// result, merge, unmerge, retention, the migration of an older file) each count is compared
 /// with COUNT and COUNT(DISTINCT) over `results ⋈ reports ⋈ report_sessions`, written here in
 /// the test with its own reading of who a report came from (the SDK's user, else the report's
-/// own device key), never read back through the counters.
+/// own device key) and read through the engine's own shell (sqlite3, psql), never read back
+/// through the counters. On both backends, but for the SQLite file's migration and `db check`.
 @Suite struct CountedReadsTests {
     typealias L = GroupLedgerTests
     static let day: Int64 = 86_400_000
@@ -27,15 +28,15 @@ import Testing
     /// session is recorded before the result (as intake does) unless `sessionAfterResult`.
     @discardableResult
     static func process(
-        _ f: Fixture, _ n: Int, version: String?, group: String, from origin: Origin, sessionAfterResult: Bool = false
+        _ f: StoreFixture, _ n: Int, version: String?, group: String, from origin: Origin, sessionAfterResult: Bool = false
     ) throws -> Int64 {
         var device: DeviceInfo?
         if case .device(let id) = origin { device = DeviceInfo(model: "iPhone15,2", osVersion: n % 2 == 0 ? "17.4" : nil, id: id) }
-        let id = try f.db.submit(
+        let id = try f.store.submit(
             NewReport(raw: Data("report \(n)".utf8), format: "test", kind: .crash, app: "App", version: version, device: device)).reportId
         func session() throws {
             guard case .sdk(let user, let session) = origin else { return }
-            try f.db.recordSDKReports(
+            try f.store.recordSDKReports(
                 SDKRecordRow(namespace: "ns", sdkReportId: "r\(n)", monitorType: "crash", createdTime: f.clock.now, meta: "{}"),
                 reportIds: [id],
                 session: SessionIdentity(
@@ -65,20 +66,30 @@ import Testing
         """
     static let user = "coalesce(rs.user_key, 'd:' || r.device_id)"
 
+    /// `text` as an SQL string literal, for the oracle's queries (the shells take no arguments).
+    static func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
+
+    static func int(_ value: Any?) throws -> Int { try L.int(value) }
+
+    static func string(_ value: Any?) throws -> String {
+        guard let text = value as? String else { throw TestSupportError("not text: \(String(describing: value))") }
+        return text
+    }
+
     /// Every group's reports under `version` and `since`, counted from the reports.
-    static func oracle(_ f: Fixture, version: String? = nil, since: Int64? = nil) throws -> [String: Counted] {
-        try DatabaseQueue(path: f.db.path).read { db in
-            var sql = "SELECT s.fingerprint, COUNT(*), MIN(r.received_at), MAX(r.received_at), COUNT(DISTINCT \(user)), "
-                + "COUNT(DISTINCT rs.session_id) \(members)"
-            var arguments: [any DatabaseValueConvertible] = []
-            if let version { sql += " AND COALESCE(r.version, '') = ?"; arguments.append(version) }
-            if let since { sql += " AND r.received_at >= ?"; arguments.append(since) }
-            var out: [String: Counted] = [:]
-            for row in try Row.fetchAll(db, sql: sql + " GROUP BY s.fingerprint", arguments: StatementArguments(arguments)) {
-                out[row[0]] = Counted(fingerprint: row[0], count: row[1], first: row[2], last: row[3], users: row[4], sessions: row[5])
-            }
-            return out
+    static func oracle(_ f: StoreFixture, version: String? = nil, since: Int64? = nil) throws -> [String: Counted] {
+        var sql = "SELECT s.fingerprint AS fp, COUNT(*) AS n, MIN(r.received_at) AS first_at, MAX(r.received_at) AS last_at, "
+            + "COUNT(DISTINCT \(user)) AS u, COUNT(DISTINCT rs.session_id) AS se \(members)"
+        if let version { sql += " AND COALESCE(r.version, '') = \(literal(version))" }
+        if let since { sql += " AND r.received_at >= \(since)" }
+        var out: [String: Counted] = [:]
+        for row in try f.sql(sql + " GROUP BY s.fingerprint") {
+            let fingerprint = try string(row["fp"])
+            out[fingerprint] = Counted(
+                fingerprint: fingerprint, count: try int(row["n"]), first: Int64(try int(row["first_at"])),
+                last: Int64(try int(row["last_at"])), users: try int(row["u"]), sessions: try int(row["se"]))
         }
+        return out
     }
 
     static func counted(_ g: GroupSummary) -> Counted {
@@ -101,11 +112,11 @@ import Testing
         }
     }
 
-    /// Every read that uses the counters, against the oracle; `db check` finds nothing.
+    /// Every read that uses the counters, against the oracle; on SQLite `db check` finds nothing.
     static func expectCountsMatchReports(
-        _ f: Fixture, reopened: ServiceDatabase? = nil, sourceLocation: SourceLocation = #_sourceLocation
+        _ f: StoreFixture, reopened: (any ServiceStore)? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
-        let db = reopened ?? f.db
+        let db = reopened ?? f.store
         let all = try oracle(f)
         // The unfiltered list, in each order the counters decide.
         for sort in [GroupSort.reports, .users, .sessions] {
@@ -113,18 +124,15 @@ import Testing
             #expect(listed == ordered(Array(all.values), by: sort), "sort \(sort)", sourceLocation: sourceLocation)
         }
         // Each group's page: its users and sessions, and per version its reports, users and sessions.
-        let perVersion: [String: [String: (n: Int, u: Int, s: Int)]] = try DatabaseQueue(path: f.db.path).read { db in
-            var out: [String: [String: (Int, Int, Int)]] = [:]
-            for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT s.fingerprint, COALESCE(r.version, ''), COUNT(*), COUNT(DISTINCT \(user)), COUNT(DISTINCT rs.session_id)
-                    \(members) GROUP BY 1, 2
-                    """)
-            {
-                out[row[0], default: [:]][row[1]] = (row[2], row[3], row[4])
-            }
-            return out
+        var perVersion: [String: [String: (n: Int, u: Int, s: Int)]] = [:]
+        for row in try f.sql(
+            """
+            SELECT s.fingerprint AS fp, COALESCE(r.version, '') AS v, COUNT(*) AS n, COUNT(DISTINCT \(user)) AS u,
+                   COUNT(DISTINCT rs.session_id) AS se
+            \(members) GROUP BY s.fingerprint, COALESCE(r.version, '')
+            """)
+        {
+            perVersion[try string(row["fp"]), default: [:]][try string(row["v"])] = (try int(row["n"]), try int(row["u"]), try int(row["se"]))
         }
         for (fingerprint, truth) in all {
             let detail = try #require(try db.group(fingerprint: fingerprint), sourceLocation: sourceLocation)
@@ -139,17 +147,20 @@ import Testing
             "version": "coalesce(rs.version, r.version)",
         ]
         for (name, column) in facetColumns {
-            let truth: [String: [(String?, Int)]] = try DatabaseQueue(path: f.db.path).read { db in
-                var out: [String: [(String?, Int)]] = [:]
-                for row in try Row.fetchAll(
-                    db,
-                    sql: "SELECT s.fingerprint, \(column) AS v, COUNT(*) AS n \(members) GROUP BY 1, 2 ORDER BY n DESC, v IS NULL, v")
-                {
-                    out[row[0], default: []].append((row[1], row[2]))
-                }
-                return out
+            var truth: [String: [(String?, Int)]] = [:]
+            for row in try f.sql("SELECT s.fingerprint AS fp, \(column) AS v, COUNT(*) AS n \(members) GROUP BY s.fingerprint, \(column)") {
+                truth[try string(row["fp"]), default: []].append((row["v"] as? String, try int(row["n"])))
             }
-            for (fingerprint, values) in truth {
+            for (fingerprint, unordered) in truth {
+                // Most reports first, then by value (bytewise), reports without one last.
+                let values = unordered.sorted { a, b in
+                    if a.1 != b.1 { return a.1 > b.1 }
+                    switch (a.0, b.0) {
+                    case let (x?, y?): return Array(x.utf8).lexicographicallyPrecedes(Array(y.utf8))
+                    case (_?, nil): return true
+                    default: return false
+                    }
+                }
                 let facets = try #require(try db.facets(key: try FacetKey(name), fingerprint: fingerprint, top: 2), sourceLocation: sourceLocation)
                 #expect(facets.values.map { "\($0.value ?? "-") \($0.count)" } == values.prefix(2).map { "\($0.0 ?? "-") \($0.1)" },
                         "\(fingerprint) \(name)", sourceLocation: sourceLocation)
@@ -160,12 +171,11 @@ import Testing
         // Trends: reports per UTC day over the last 30 days.
         let now = f.clock.now
         let trends = try db.dailyCounts(fingerprints: Array(all.keys), days: 30, now: now)
-        let days: [String: [Int64: Int]] = try DatabaseQueue(path: f.db.path).read { db in
-            var out: [String: [Int64: Int]] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT s.fingerprint, r.received_at / \(day), COUNT(*) \(members) GROUP BY 1, 2") {
-                out[row[0], default: [:]][row[1]] = row[2]
-            }
-            return out
+        var days: [String: [Int64: Int]] = [:]
+        for row in try f.sql(
+            "SELECT s.fingerprint AS fp, r.received_at / \(day) AS d, COUNT(*) AS n \(members) GROUP BY s.fingerprint, r.received_at / \(day)")
+        {
+            days[try string(row["fp"]), default: [:]][Int64(try int(row["d"]))] = try int(row["n"])
         }
         for fingerprint in all.keys {
             let firstDay = now / day - 29
@@ -189,12 +199,15 @@ import Testing
             let page = try db.groups(GroupFilter(version: version, since: since, limit: 2)).map(counted)
             #expect(page == Array(ordered(Array(truth.values), by: .reports).prefix(2)), sourceLocation: sourceLocation)
         }
-        #expect(try db.check().problems == [], sourceLocation: sourceLocation)
+        // `db check` is SQLite-only for now.
+        if let sqlite = db as? ServiceDatabase {
+            #expect(try sqlite.check().problems == [], sourceLocation: sourceLocation)
+        }
     }
 
     /// Reports over three days, in three groups and versions, from SDK users (some with several
     /// sessions), from devices that name only themselves, and from nobody.
-    static func fill(_ f: Fixture) throws -> [Int64] {
+    static func fill(_ f: StoreFixture) throws -> [Int64] {
         var ids: [Int64] = []
         let plan: [(String?, String, Origin)] = [
             ("1.0", "aaaa", .sdk(user: "ann", session: "s1")), ("1.0", "aaaa", .sdk(user: "ann", session: "s1")),
@@ -211,80 +224,83 @@ import Testing
         return ids
     }
 
-    @Test func ingestReprocessingAndLateSessionsKeepEveryCountExact() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
+    @Test(arguments: Backend.allCases) func ingestReprocessingAndLateSessionsKeepEveryCountExact(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
         let ids = try Self.fill(f)
         try Self.expectCountsMatchReports(f)
         // Reprocessing moves ann's first report from aaaa to bbbb: aaaa keeps ann (her other
         // reports), bbbb gains her session s1; then bob's only aaaa report leaves for cccc.
-        try f.db.enqueueReprocessing(reportId: ids[0])
+        try f.store.enqueueReprocessing(reportId: ids[0])
         try L.complete(f, group: L.group("bbbb"))
         try Self.expectCountsMatchReports(f)
-        try f.db.enqueueReprocessing(reportId: ids[3])
+        try f.store.enqueueReprocessing(reportId: ids[3])
         try L.complete(f, group: L.group("cccc"))
         try Self.expectCountsMatchReports(f)
-        #expect(try f.db.group(fingerprint: "aaaa")?.byVersion.first { $0.version == "1.1" }?.users == 2, "ann and dev-1 stay")
+        #expect(try f.store.group(fingerprint: "aaaa")?.byVersion.first { $0.version == "1.1" }?.users == 2, "ann and dev-1 stay")
         // Out of every group and back.
-        try f.db.enqueueReprocessing(reportId: ids[4])
+        try f.store.enqueueReprocessing(reportId: ids[4])
         try L.complete(f, group: nil)
         try Self.expectCountsMatchReports(f)
         // An SDK record naming a report already filed: it leaves its device's user for the SDK's.
         try Self.process(f, 20, version: "1.1", group: "aaaa", from: .device("dev-9"))
         try Self.process(f, 21, version: "1.1", group: "aaaa", from: .sdk(user: "dan", session: "s9"), sessionAfterResult: true)
         try Self.expectCountsMatchReports(f)
-        #expect(try f.db.group(fingerprint: "aaaa")?.summary.sessions == Self.oracle(f)["aaaa"]?.sessions)
+        #expect(try f.store.group(fingerprint: "aaaa")?.summary.sessions == Self.oracle(f)["aaaa"]?.sessions)
     }
 
-    @Test func mergeUnmergeAndRetentionKeepEveryCountExact() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
+    @Test(arguments: Backend.allCases) func mergeUnmergeAndRetentionKeepEveryCountExact(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
         _ = try Self.fill(f)
-        try f.db.mergeGroup("bbbb", into: "aaaa", actor: "alice")
+        try f.store.mergeGroup("bbbb", into: "aaaa", actor: "alice")
         try Self.expectCountsMatchReports(f)
         try Self.process(f, 30, version: "1.1", group: "bbbb", from: .sdk(user: "eve", session: "s30"))
         try Self.expectCountsMatchReports(f)
-        try f.db.unmergeGroup("bbbb", actor: "alice")
+        try f.store.unmergeGroup("bbbb", actor: "alice")
         try Self.expectCountsMatchReports(f)
         // Retention removes the first day and a half: users whose last report in a group goes leave it.
         let cutoff = f.clock.now - 40 * 3600
         let before = try Self.oracle(f)
-        _ = try f.db.prune(PruneRequest(receivedBefore: cutoff, reclaim: .incrementalOnly, batchSize: 2))
+        _ = try f.store.prune(PruneRequest(receivedBefore: cutoff, reclaim: .incrementalOnly, batchSize: 2))
         try Self.expectCountsMatchReports(f)
         #expect(try Self.oracle(f) != before, "the prune removed reports")
     }
 
     /// A file written before the counters existed: opening it fills them from its rows.
+    // SQLite only: the file of an older SQLite release, migrated; PostgreSQL's schema began after the counters.
     @Test func theMigrationFillsTheCountersOfAnOlderDatabase() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
+        let f = try StoreFixture(.sqlite)
+        defer { f.remove() }
         let ids = try Self.fill(f)
-        try f.db.enqueueReprocessing(reportId: ids[1])
+        try f.store.enqueueReprocessing(reportId: ids[1])
         try L.complete(f, group: L.group("cccc"))
-        let queue = try DatabaseQueue(path: f.db.path)
+        let queue = try DatabaseQueue(path: f.location)
         try queue.writeWithoutTransaction { try Self.undoCountedReads($0) }
         try queue.close()
         let clock = f.clock
-        try Self.expectCountsMatchReports(f, reopened: try ServiceDatabase(path: f.db.path, clock: { clock.now }))
+        try Self.expectCountsMatchReports(f, reopened: try ServiceDatabase(path: f.location, clock: { clock.now }))
     }
 
     /// `db check` names a counter that disagrees with the reports.
+    // SQLite only: `db check` is SQLite-only for now.
     @Test func dbCheckNamesACounterThatDisagrees() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
+        let f = try StoreFixture(.sqlite)
+        defer { f.remove() }
+        let db = try #require(f.store as? ServiceDatabase)
         _ = try Self.fill(f)
-        #expect(try f.db.check().problems == [])
-        try DatabaseQueue(path: f.db.path).writeWithoutTransaction { db in
+        #expect(try db.check().problems == [])
+        try DatabaseQueue(path: f.location).writeWithoutTransaction { db in
             try db.execute(sql: """
                 UPDATE groups SET users = users + 1 WHERE fingerprint = 'aaaa';
                 DELETE FROM group_version_sessions WHERE session_id = 's3';
                 UPDATE group_days SET count = count + 1 WHERE fingerprint = 'cccc';
                 """)
         }
-        try DatabaseQueue(path: f.db.path).writeWithoutTransaction { db in
+        try DatabaseQueue(path: f.location).writeWithoutTransaction { db in
             try db.execute(sql: "UPDATE group_facets SET count = count + 1 WHERE facet = 'device_model' AND fingerprint = 'bbbb'")
         }
-        let problems = try f.db.check().problems
+        let problems = try db.check().problems
         #expect(problems.contains { $0.hasPrefix("group_facets: ") })
         #expect(problems.contains("group aaaa: users or sessions are not its reports'"))
         #expect(problems.contains("group_version_sessions: 1 rows differ from the reports"))

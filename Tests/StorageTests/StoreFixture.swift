@@ -3,21 +3,17 @@ import ReportModel
 import Storage
 import TestSupport
 
-/// The backends the store's backend-independent suites run on: SQLite in a temporary file, and
-/// PostgreSQL in a fresh database of the test process's throwaway cluster (`PostgresCluster`).
-enum Backend: String, CaseIterable, CustomStringConvertible, Sendable {
-    case sqlite, postgres
-    var description: String { rawValue }
-}
 
 
 /// One store of `backend` with a clock the test moves by hand. `another()` opens a second
-/// store on the same database, as a second process or node would.
+/// store on the same database, as a second process or node would; `sql` reads it through the
+/// engine's own shell (`sqlite3`, `psql`), an oracle that shares no code with the store.
 struct StoreFixture {
     let backend: Backend
     let clock = ManualClock()
-    let store: any QueueStore
-    private let location: String
+    let store: any ServiceStore
+    /// The SQLite file's path or the PostgreSQL database's URL.
+    let location: String
     private let dir: TempDirectory?
 
     init(_ backend: Backend) throws {
@@ -34,7 +30,7 @@ struct StoreFixture {
         store = try Self.open(backend, location, clock)
     }
 
-    private static func open(_ backend: Backend, _ location: String, _ clock: ManualClock) throws -> any QueueStore {
+    private static func open(_ backend: Backend, _ location: String, _ clock: ManualClock) throws -> any ServiceStore {
         switch backend {
         case .sqlite: try ServiceDatabase(path: location, clock: { clock.now })
         case .postgres: try PostgresDatabase(url: location, clock: { clock.now })
@@ -42,9 +38,25 @@ struct StoreFixture {
     }
 
     /// A second connection to the same database, on the same clock.
-    func another() throws -> any QueueStore { try Self.open(backend, location, clock) }
+    func another() throws -> any ServiceStore { try Self.open(backend, location, clock) }
 
     func remove() { dir?.remove() }
+
+    /// `query`'s rows as JSON objects, read by the engine's own shell. Write it in the SQL
+    /// both engines accept.
+    func sql(_ query: String) throws -> [[String: Any]] {
+        switch backend {
+        case .sqlite: try sqlite(location, query)
+        case .postgres: try postgresRows(location, query)
+        }
+    }
+
+    /// The one integer `query` returns.
+    func sqlInt(_ query: String) throws -> Int {
+        let rows = try sql(query)
+        guard let value = rows.first?.values.first as? Int else { throw TestSupportError("\(query) → \(rows)") }
+        return value
+    }
 
     func report(_ n: Int, kind: ReportKind = .crash, version: String? = "1.0") -> NewReport {
         NewReport(raw: Data("report \(n)".utf8), format: "test", kind: kind, app: "App", version: version)

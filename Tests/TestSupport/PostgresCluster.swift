@@ -94,6 +94,17 @@ public final class PostgresCluster: @unchecked Sendable {
         try startServer(newPort: false)
     }
 
+    /// Stops the server (`mode` as for `restart`) and leaves it stopped until `start()`: the
+    /// database is gone for as long as the test wants.
+    public func stopServer(mode: String = "immediate") throws(TestSupportError) {
+        try pgCtl(["stop", "-m", mode])
+    }
+
+    /// Starts a server `stopServer` stopped, on the same port.
+    public func startServer() throws(TestSupportError) {
+        try startServer(newPort: false)
+    }
+
     /// Stops the server and removes its directory now instead of at exit.
     public func stop() {
         try? pgCtl(["stop", "-m", "immediate"])

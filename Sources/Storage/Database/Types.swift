@@ -224,6 +224,15 @@ public enum StorageError: Error, Equatable, CustomStringConvertible {
     case unknownStoredValue(column: String, value: String)
     /// `db backup` never replaces a file.
     case backupExists(String)
+    /// The database server cannot be reached, or the connection broke: nothing was written, and
+    /// the same call may succeed once it is back (`PostgresDatabase`).
+    case unavailable(String)
+
+    /// The database could not be reached: passing, unlike the others.
+    public var isUnavailable: Bool {
+        if case .unavailable = self { return true }
+        return false
+    }
 
     public var description: String {
         switch self {
@@ -235,6 +244,7 @@ public enum StorageError: Error, Equatable, CustomStringConvertible {
         case .cannotCreate(let path, let why): "cannot create \(path) for the database: \(why)"
         case .unknownStoredValue(let column, let value): "stored \(column) \(value) is not a value this version knows"
         case .backupExists(let path): "\(path) exists: a backup is written to a new file, never over one"
+        case .unavailable(let why): "the database is unavailable: \(why)"
         }
     }
 }

@@ -91,8 +91,21 @@ public final class PostgresDatabase: @unchecked Sendable {
     }
 
     /// Runs `body` in a transaction on a pooled connection, again from the start when the
-    /// server aborted it for a reason another attempt can get past.
+    /// server aborted it for a reason another attempt can get past. A server that cannot be
+    /// reached is `StorageError.unavailable`, which callers treat as passing (the master's
+    /// slots wait and try again, routes answer 503); the connection is made again at its next use.
     private func transaction<T>(begin: String, _ body: (SQLExecutor) throws -> T) throws -> T {
+        do {
+            return try retrying(begin: begin, body)
+        } catch let error as PostgresError {
+            switch error {
+            case .connect(let why), .connectionLost(let why): throw StorageError.unavailable(why)
+            default: throw error
+            }
+        }
+    }
+
+    private func retrying<T>(begin: String, _ body: (SQLExecutor) throws -> T) throws -> T {
         var attempt = 0
         while true {
             let connection = try checkout()

@@ -2,11 +2,12 @@ import Foundation
 import GRDB
 import Storage
 import ReportModel
+import SQLInterface
 import TestSupport
 import Testing
 
-/// Compressed results, the migration that converts old rows, and `prune`, checked against
-/// the SQLite file with plain SQL.
+/// Compressed results and `prune` on both backends, checked with plain SQL through the
+/// engine's own shell; the migrations that convert old SQLite rows, and SQLite's vacuum.
 @Suite struct RetentionTests {
     /// A result that compresses like a real one: repetitive JSON with varying addresses.
     static func resultJSON(_ n: Int, frames: Int = 300) -> Data {
@@ -26,26 +27,44 @@ import Testing
         return Data(out.stdout.utf8)
     }
 
-    @Test func resultsAreStoredCompressedWithTheirSize() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let json = Self.resultJSON(1)
-        let id = try f.db.submit(f.report(1)).reportId
-        let job = try #require(try f.db.claim(leaseMs: 30_000))
-        try f.db.complete(jobId: job.jobId, token: job.leaseToken, result: JobResult(symbolicatedJSON: json, status: .unsymbolicated))
+    /// `hex` (either case) as bytes; nil unless it is whole bytes of hex digits.
+    static func bytes(hex: String) -> Data? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var out = Data(capacity: digits.count / 2)
+        for i in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[i...i + 1], as: UTF8.self), radix: 16) else { return nil }
+            out.append(byte)
+        }
+        return out
+    }
 
-        let queue = try DatabaseQueue(path: f.db.path)
-        let row = try #require(try queue.read {
-            try Row.fetchOne($0, sql: "SELECT typeof(symbolicated) AS t, symbolicated, symbolicated_size FROM results WHERE report_id = ?", arguments: [id])
-        })
-        let type: String = row["t"], stored: Data = row["symbolicated"], size: Int = row["symbolicated_size"]
-        #expect(type == "blob")
+    @Test(arguments: Backend.allCases) func resultsAreStoredCompressedWithTheirSize(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let json = Self.resultJSON(1)
+        let id = try f.store.submit(f.report(1)).reportId
+        let job = try #require(try f.store.claim(leaseMs: 30_000))
+        try f.store.complete(jobId: job.jobId, token: job.leaseToken, result: JobResult(symbolicatedJSON: json, status: .unsymbolicated))
+
+        // The engines name a value's type and write bytes as hex with different functions.
+        let (typeOf, hex, binary) = switch backend {
+        case .sqlite: ("typeof(symbolicated)", "hex(symbolicated)", "blob")
+        case .postgres: ("pg_typeof(symbolicated)::text", "encode(symbolicated, 'hex')", "bytea")
+        }
+        let row = try #require(try f.sql(
+            "SELECT \(typeOf) AS t, \(hex) AS h, symbolicated_size AS size FROM results WHERE report_id = \(id)").first)
+        let type = try #require(row["t"] as? String), size = try #require(row["size"] as? Int)
+        let hexText = try #require(row["h"] as? String)
+        let stored = try #require(Self.bytes(hex: hexText))
+        #expect(type == binary)
         #expect(size == json.count)
         #expect(stored.count * 10 < json.count, "\(stored.count) bytes stored for \(json.count)")
         #expect(try Self.perlInflate(stored) == json)
-        #expect(try f.db.result(reportId: id)?.symbolicatedJSON == json)
+        #expect(try f.store.result(reportId: id)?.symbolicatedJSON == json)
     }
 
+    // SQLite-only: it rewrites a SQLite file into the v2 layout and checks GRDB's migration of it.
     @Test func migrationCompressesResultsStoredAsText() throws {
         let f = try Fixture()
         defer { f.dir.remove() }
@@ -103,6 +122,7 @@ import Testing
         return out
     }
 
+    // SQLite-only: it rewrites a SQLite file into the v3 layout and checks GRDB's migration of it.
     @Test func migrationMovesMissingBuildIdsIntoTheTableAndDropsTheColumn() throws {
         let f = try Fixture()
         defer { f.dir.remove() }
@@ -164,16 +184,15 @@ import Testing
         try GroupLedgerTests.expectLedgerMatchesResults(f)
     }
 
-    @Test func aReportWhoseStoredBytesAreUnreadableFailsOnceAndTheNextIsClaimed() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let bad = try f.db.submit(f.report(1)).reportId
-        let good = try f.db.submit(f.report(2)).reportId
-        let queue = try DatabaseQueue(path: f.db.path)
-        try queue.write { try $0.execute(sql: "UPDATE reports SET raw = x'00112233' WHERE id = ?", arguments: [bad]) }
-        let claimed = try #require(try f.db.claim(leaseMs: 30_000))
+    @Test(arguments: Backend.allCases) func aReportWhoseStoredBytesAreUnreadableFailsOnceAndTheNextIsClaimed(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let bad = try f.store.submit(f.report(1)).reportId
+        let good = try f.store.submit(f.report(2)).reportId
+        _ = try f.store.write { try $0.execute("UPDATE reports SET raw = ? WHERE id = ?", Data([0x00, 0x11, 0x22, 0x33]), bad) }
+        let claimed = try #require(try f.store.claim(leaseMs: 30_000))
         #expect(claimed.reportId == good)
-        let status = try #require(try f.db.jobStatus(reportId: bad))
+        let status = try #require(try f.store.jobStatus(reportId: bad))
         #expect(status.state == .failed)
         #expect(status.attempts == 1)
         #expect(status.lastError?.hasPrefix("report \(bad): stored bytes are unreadable") == true)
@@ -187,7 +206,7 @@ import Testing
         var active: Set<Int64> = []
     }
 
-    static func buildCorpus(_ f: Fixture, count: Int = 240) throws -> Corpus {
+    static func buildCorpus(_ f: StoreFixture, count: Int = 240) throws -> Corpus {
         var corpus = Corpus()
         var rng = SeededGenerator(seed: 42)
         var reprocessLater: [Int64] = []
@@ -195,25 +214,25 @@ import Testing
         for n in 0..<count {
             f.clock.advance(milliseconds: Int64.random(in: 1...Int64(2 * 86_400_000 * 100 / count), using: &rng))
             let version = versions[Int.random(in: 0..<versions.count, using: &rng)]
-            let id = try f.db.submit(
+            let id = try f.store.submit(
                 NewReport(raw: Data("report \(n)".utf8), format: "test", kind: .crash, app: "App", version: version)
             ).reportId
             corpus.ids.append(id)
             corpus.receivedAt[id] = f.clock.now
-            let job = try #require(try f.db.claim(leaseMs: 86_400_000 * 365))
+            let job = try #require(try f.store.claim(leaseMs: 86_400_000 * 365))
             switch n % 23 {
             case 5:
                 corpus.active.insert(id)  // left running
                 continue
             case 11:
-                _ = try f.db.fail(jobId: job.jobId, token: job.leaseToken, failure: .permanent("input error"), policy: RetryPolicy())
+                _ = try f.store.fail(jobId: job.jobId, token: job.leaseToken, failure: .permanent("input error"), policy: RetryPolicy())
                 continue
             default: break
             }
             // Skewed: group g holds about 1/2^(g+1) of the reports, so small groups are all old.
             let g = 7 - Int(log2(Double(Int.random(in: 1...255, using: &rng))))
             let missing = n % 4 == 0 ? ["ab0\(n % 3)cd"] : []
-            try f.db.complete(
+            try f.store.complete(
                 jobId: job.jobId, token: job.leaseToken,
                 result: JobResult(
                     symbolicatedJSON: resultJSON(n), status: missing.isEmpty ? .complete : .partial,
@@ -223,111 +242,124 @@ import Testing
         }
         // A few old reports move to another group on reprocessing, as `symbols add` causes.
         for id in corpus.ids.prefix(40) where !corpus.active.contains(id) && id % 5 == 0 {
-            _ = try f.db.enqueueReprocessing(reportId: id)
-            let job = try #require(try f.db.claim(leaseMs: 60_000))
+            _ = try f.store.enqueueReprocessing(reportId: id)
+            let job = try #require(try f.store.claim(leaseMs: 60_000))
             #expect(job.reportId == id)
-            try f.db.complete(
+            try f.store.complete(
                 jobId: job.jobId, token: job.leaseToken,
                 result: JobResult(symbolicatedJSON: resultJSON(Int(id)), status: .complete, group: GroupLedgerTests.group("moved")))
         }
         // Reprocessing queued and never run: these reports must survive a prune.
         for id in reprocessLater {
-            _ = try f.db.enqueueReprocessing(reportId: id)
+            _ = try f.store.enqueueReprocessing(reportId: id)
             corpus.active.insert(id)
         }
         return corpus
     }
 
-    /// Every table against the surviving reports, in plain SQL.
-    static func expectConsistent(_ f: Fixture, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    /// Every table against the surviving reports, in plain SQL through the engine's own shell.
+    static func expectConsistent(_ f: StoreFixture, sourceLocation: SourceLocation = #_sourceLocation) throws {
         try GroupLedgerTests.expectLedgerMatchesResults(f, sourceLocation: sourceLocation)
-        let queue = try DatabaseQueue(path: f.db.path)
-        try queue.read { db in
-            for row in try Row.fetchAll(db, sql: "SELECT fingerprint, count, representative_report_id FROM groups") {
-                let fingerprint: String = row["fingerprint"]
-                let members = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM results WHERE fingerprint = ?", arguments: [fingerprint])
-                #expect(row["count"] == members, "\(fingerprint)", sourceLocation: sourceLocation)
-                let versionSum = try Int.fetchOne(db, sql: "SELECT SUM(count) FROM group_versions WHERE fingerprint = ?", arguments: [fingerprint])
-                #expect(versionSum == members, "\(fingerprint) versions", sourceLocation: sourceLocation)
-                let representative: Int64? = row["representative_report_id"]
-                let isMember = try Bool.fetchOne(
-                    db, sql: "SELECT COUNT(*) > 0 FROM results WHERE report_id = ? AND fingerprint = ?",
-                    arguments: [representative, fingerprint])
-                #expect(isMember == true, "\(fingerprint) representative \(representative.map(String.init) ?? "nil")", sourceLocation: sourceLocation)
-            }
-            let orphans = try Int.fetchOne(
-                db,
-                sql: """
-                    SELECT (SELECT COUNT(*) FROM jobs WHERE report_id NOT IN (SELECT id FROM reports))
-                         + (SELECT COUNT(*) FROM results WHERE report_id NOT IN (SELECT id FROM reports))
-                         + (SELECT COUNT(*) FROM missing_symbols WHERE report_id NOT IN (SELECT id FROM reports))
-                         + (SELECT COUNT(*) FROM group_versions WHERE fingerprint NOT IN (SELECT fingerprint FROM groups))
-                    """)
-            #expect(orphans == 0, sourceLocation: sourceLocation)
+        let groups = try f.sql(
+            """
+            SELECT g.fingerprint, g.count, g.representative_report_id AS representative,
+                   (SELECT COUNT(*) FROM results s WHERE s.fingerprint = g.fingerprint) AS members,
+                   (SELECT SUM(v.count) FROM group_versions v WHERE v.fingerprint = g.fingerprint) AS version_sum,
+                   (SELECT COUNT(*) FROM results s WHERE s.report_id = g.representative_report_id AND s.fingerprint = g.fingerprint)
+                       AS representative_is_member
+            FROM groups g
+            """)
+        for row in groups {
+            let fingerprint = try #require(row["fingerprint"] as? String, sourceLocation: sourceLocation)
+            let members = try #require(row["members"] as? Int, sourceLocation: sourceLocation)
+            #expect(row["count"] as? Int == members, "\(fingerprint)", sourceLocation: sourceLocation)
+            #expect(row["version_sum"] as? Int == members, "\(fingerprint) versions", sourceLocation: sourceLocation)
+            let representative = row["representative"] as? Int
+            #expect(
+                (row["representative_is_member"] as? Int ?? 0) > 0,
+                "\(fingerprint) representative \(representative.map(String.init) ?? "nil")", sourceLocation: sourceLocation)
         }
+        let orphans = try f.sqlInt(
+            """
+            SELECT (SELECT COUNT(*) FROM jobs WHERE report_id NOT IN (SELECT id FROM reports))
+                 + (SELECT COUNT(*) FROM results WHERE report_id NOT IN (SELECT id FROM reports))
+                 + (SELECT COUNT(*) FROM missing_symbols WHERE report_id NOT IN (SELECT id FROM reports))
+                 + (SELECT COUNT(*) FROM group_versions WHERE fingerprint NOT IN (SELECT fingerprint FROM groups)) AS orphans
+            """)
+        #expect(orphans == 0, sourceLocation: sourceLocation)
     }
 
-    static func surviving(_ f: Fixture) throws -> Set<Int64> {
-        try Set(DatabaseQueue(path: f.db.path).read { try Int64.fetchAll($0, sql: "SELECT id FROM reports") })
+    static func surviving(_ f: StoreFixture) throws -> Set<Int64> {
+        Set(try f.sql("SELECT id FROM reports").map { row in
+            guard let id = row["id"] as? Int else { throw TestSupportError("unexpected row \(row)") }
+            return Int64(id)
+        })
     }
 
-    @Test(arguments: [1, 7, 500])
-    func pruneDeletesOldReportsAndKeepsEveryCountExact(batchSize: Int) throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
+    @Test(arguments: Backend.allCases, [1, 7, 500])
+    func pruneDeletesOldReportsAndKeepsEveryCountExact(_ backend: Backend, batchSize: Int) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
         let corpus = try Self.buildCorpus(f)
         try Self.expectConsistent(f)
         let cutoff = f.clock.now - 30 * 86_400_000
         let expected = Set(corpus.ids.filter { corpus.receivedAt[$0]! >= cutoff || corpus.active.contains($0) })
         #expect(expected.count < corpus.ids.count / 2, "most of the corpus is old")
-        let before = try f.db.groups(GroupFilter(limit: 100))
+        let before = try f.store.groups(GroupFilter(limit: 100))
         let groupsBefore = Set(before.map(\.fingerprint))
 
-        let outcome = try f.db.prune(PruneRequest(receivedBefore: cutoff, batchSize: batchSize))
+        let outcome = try f.store.prune(PruneRequest(receivedBefore: cutoff, batchSize: batchSize))
         #expect(try Self.surviving(f) == expected)
         #expect(outcome.reportsDeleted == corpus.ids.count - expected.count)
         #expect(outcome.keptActive == corpus.active.filter { corpus.receivedAt[$0]! < cutoff }.count)
         try Self.expectConsistent(f)
-        let after = try f.db.groups(GroupFilter(limit: 100))
+        let after = try f.store.groups(GroupFilter(limit: 100))
         let groupsAfter = Set(after.map(\.fingerprint))
         #expect(outcome.groupsDeleted == groupsBefore.subtracting(groupsAfter).count)
         #expect(outcome.groupsDeleted > 0, "some small groups had only old reports")
         let shrunk = Set(before.filter { g in after.contains { $0.fingerprint == g.fingerprint && $0.count < g.count } }.map(\.fingerprint))
         #expect(outcome.groupsUpdated == shrunk.count)
-        #expect(outcome.vacuum == .incremental, "a database this code created has incremental auto-vacuum")
-        #expect(outcome.bytesAfter < outcome.bytesBefore)
+        switch backend {
+        case .sqlite:
+            #expect(outcome.vacuum == .incremental, "a database this code created has incremental auto-vacuum")
+            #expect(outcome.bytesAfter < outcome.bytesBefore)
+        case .postgres:
+            // Autovacuum makes the space reusable; a prune never rewrites tables (docs/backup.md).
+            #expect(outcome.vacuum == .none)
+        }
 
         // Nothing left to prune: a second pass deletes nothing.
-        let again = try f.db.prune(PruneRequest(receivedBefore: cutoff, batchSize: batchSize))
+        let again = try f.store.prune(PruneRequest(receivedBefore: cutoff, batchSize: batchSize))
         #expect(again.reportsDeleted == 0 && again.jobsDeleted == 0)
     }
 
-    @Test func keepGroupsKeepsEachGroupsRepresentative() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
+    @Test(arguments: Backend.allCases) func keepGroupsKeepsEachGroupsRepresentative(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
         let corpus = try Self.buildCorpus(f)
-        let before = try f.db.groups(GroupFilter(limit: 100))
+        let before = try f.store.groups(GroupFilter(limit: 100))
         let cutoff = f.clock.now - 30 * 86_400_000
         let representatives = Set(before.compactMap(\.representativeReportId))
         let expected = Set(corpus.ids.filter {
             corpus.receivedAt[$0]! >= cutoff || corpus.active.contains($0) || representatives.contains($0)
         })
 
-        let outcome = try f.db.prune(PruneRequest(receivedBefore: cutoff, keepGroups: true, batchSize: 10))
+        let outcome = try f.store.prune(PruneRequest(receivedBefore: cutoff, keepGroups: true, batchSize: 10))
         #expect(try Self.surviving(f) == expected)
         #expect(outcome.groupsDeleted == 0)
-        let after = try f.db.groups(GroupFilter(limit: 100))
+        let after = try f.store.groups(GroupFilter(limit: 100))
         #expect(Dictionary(uniqueKeysWithValues: after.map { ($0.fingerprint, $0.representativeReportId) })
             == Dictionary(uniqueKeysWithValues: before.map { ($0.fingerprint, $0.representativeReportId) }))
         #expect(outcome.keptRepresentatives == representatives.filter { corpus.receivedAt[$0]! < cutoff && !corpus.active.contains($0) }.count)
         try Self.expectConsistent(f)
     }
 
+    // SQLite-only: SQLite's auto_vacuum modes and VACUUM; PostgreSQL's prune reclaims nothing itself.
     @Test func aDatabaseWithoutIncrementalVacuumIsVacuumedOnceThenIncrementally() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
+        let f = try StoreFixture(.sqlite)
+        defer { f.remove() }
         _ = try Self.buildCorpus(f, count: 60)
-        let queue = try DatabaseQueue(path: f.db.path)
+        let queue = try DatabaseQueue(path: f.location)
         // As databases made before this change are.
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA auto_vacuum = NONE")
@@ -336,15 +368,15 @@ import Testing
         #expect(try queue.read { try Int.fetchOne($0, sql: "PRAGMA auto_vacuum") } == 0)
         try queue.close()
 
-        let incrementalOnly = try f.db.prune(PruneRequest(receivedBefore: f.clock.now - 80 * 86_400_000, reclaim: .incrementalOnly))
+        let incrementalOnly = try f.store.prune(PruneRequest(receivedBefore: f.clock.now - 80 * 86_400_000, reclaim: .incrementalOnly))
         #expect(incrementalOnly.reportsDeleted > 0)
         #expect(incrementalOnly.vacuum == .none)
-        let first = try f.db.prune(PruneRequest(receivedBefore: f.clock.now - 60 * 86_400_000))
+        let first = try f.store.prune(PruneRequest(receivedBefore: f.clock.now - 60 * 86_400_000))
         #expect(first.vacuum == .full)
         #expect(first.bytesAfter < first.bytesBefore)
-        let second = try f.db.prune(PruneRequest(receivedBefore: f.clock.now - 30 * 86_400_000))
+        let second = try f.store.prune(PruneRequest(receivedBefore: f.clock.now - 30 * 86_400_000))
         #expect(second.vacuum == .incremental)
-        #expect(try DatabaseQueue(path: f.db.path).read { try Int.fetchOne($0, sql: "PRAGMA auto_vacuum") } == 2)
+        #expect(try DatabaseQueue(path: f.location).read { try Int.fetchOne($0, sql: "PRAGMA auto_vacuum") } == 2)
         try Self.expectConsistent(f)
     }
 }

@@ -6,6 +6,7 @@ import TestSupport
 import Testing
 
 /// Launches into counter rows: one row per key whatever the launches, resends counted once.
+/// On both backends, the rows read by the engine's own shell; the migrations of old files on SQLite.
 @Suite struct SessionCounterTests {
     func launch(_ id: String, day: Int64 = 20_000, version: String = "1.0", os: String = "17.4", user: String?) -> SessionLaunch {
         SessionLaunch(
@@ -14,26 +15,27 @@ import Testing
     }
 
     /// A fixture whose clock reads day 20,000, the launches' day.
-    func fixture() throws -> Fixture {
-        let f = try Fixture()
+    func fixture(_ backend: Backend) throws -> StoreFixture {
+        let f = try StoreFixture(backend)
         f.clock.advance(milliseconds: 20_000 * SessionCounters.dayMs)
         return f
     }
 
-    @Test func manyLaunchesOfOneKeyMakeOneRow() throws {
-        let f = try fixture()
+    @Test(arguments: Backend.allCases) func manyLaunchesOfOneKeyMakeOneRow(_ backend: Backend) throws {
+        let f = try fixture(backend)
+        defer { f.remove() }
         // 1,000 launches of 37 users, in batches of 100: one row, 1,000 sessions, 37 users.
         for batch in 0..<10 {
-            let counted = try f.db.recordLaunches((0..<100).map { i in
+            let counted = try f.store.recordLaunches((0..<100).map { i in
                 let n = batch * 100 + i
                 return launch("boot-\(n)", user: "u:\(n % 37)")
             })
             #expect(counted == Array(repeating: true, count: 100))
         }
-        let rows = try sqlite(f.dir.file("queue.sqlite"), "SELECT sessions FROM session_counters")
+        let rows = try f.sql("SELECT sessions FROM session_counters")
         #expect(rows.count == 1)
         #expect(rows.first?["sessions"] as? Int == 1000)
-        let health = try f.db.releaseHealth(app: "Prism")
+        let health = try f.store.releaseHealth(app: "Prism")
         #expect(health.count == 1)
         #expect(health.first?.sessions == 1000)
         #expect(health.first?.users == 37)
@@ -41,11 +43,11 @@ import Testing
         #expect(health.first?.days.map(\.day) == [20_000])
 
         // Another day, OS or version is another row; the versions split the adoption.
-        _ = try f.db.recordLaunches([launch("b1", day: 20_001, user: "u:1"), launch("b2", os: "18.0", user: nil),
+        _ = try f.store.recordLaunches([launch("b1", day: 20_001, user: "u:1"), launch("b2", os: "18.0", user: nil),
                                      launch("b3", day: 20_001, version: "1.1", user: "u:2"), launch("b4", day: 20_001, version: "1.1", user: "u:3"),
                                      launch("b5", day: 20_001, version: "1.1", user: "u:2")])
-        #expect(try sqliteInt(f.dir.file("queue.sqlite"), "SELECT COUNT(*) FROM session_counters") == 4)
-        let byVersion = Dictionary(uniqueKeysWithValues: try f.db.releaseHealth(app: "Prism").map { ($0.version, $0) })
+        #expect(try f.sqlInt("SELECT COUNT(*) FROM session_counters") == 4)
+        let byVersion = Dictionary(uniqueKeysWithValues: try f.store.releaseHealth(app: "Prism").map { ($0.version, $0) })
         #expect(byVersion["1.0"]?.sessions == 1002)
         #expect(byVersion["1.0"]?.users == 37)
         #expect(byVersion["1.1"]?.sessions == 3)
@@ -53,62 +55,65 @@ import Testing
         #expect(byVersion["1.0"]?.adoptionDay == 20_001)
         #expect(byVersion["1.0"]?.adoption == 0.25)
         #expect(byVersion["1.1"]?.adoption == 0.75)
-        #expect(try f.db.releaseHealth(app: "Other").isEmpty)
-        #expect(try f.db.releaseHealth(app: "Prism", namespace: "elsewhere").isEmpty)
+        #expect(try f.store.releaseHealth(app: "Other").isEmpty)
+        #expect(try f.store.releaseHealth(app: "Prism", namespace: "elsewhere").isEmpty)
         // One version at a time (the alert rules' read) is that version's row, adoption included.
         for (version, whole) in byVersion {
-            #expect(try f.db.releaseHealth(app: "Prism", version: version) == whole, "\(version)")
+            #expect(try f.store.releaseHealth(app: "Prism", version: version) == whole, "\(version)")
         }
-        #expect(try f.db.releaseHealth(app: "Prism", version: "9.9") == nil)
-        #expect(try f.db.releaseHealth(app: "Prism", version: "1.0", namespace: "elsewhere") == nil)
+        #expect(try f.store.releaseHealth(app: "Prism", version: "9.9") == nil)
+        #expect(try f.store.releaseHealth(app: "Prism", version: "1.0", namespace: "elsewhere") == nil)
     }
 
     /// Retention drops the counters of whole days that ended before the cutoff, never part of
     /// a day: a cutoff inside day 20,002 keeps that day and the ones after it.
-    @Test func pruneDropsTheCountersOfDaysBeforeTheCutoff() throws {
-        let f = try fixture()
+    @Test(arguments: Backend.allCases) func pruneDropsTheCountersOfDaysBeforeTheCutoff(_ backend: Backend) throws {
+        let f = try fixture(backend)
+        defer { f.remove() }
         var launches: [SessionLaunch] = []
         for day in Int64(20_000)...20_003 {
             for n in 0..<3 { launches.append(launch("b-\(day)-\(n)", day: day, os: n == 0 ? "17.4" : "18.0", user: "u:\(n)")) }
         }
         // The server's clock on day 20,004, so no launch is ahead of it (`countedTime`).
         f.clock.advance(milliseconds: 4 * SessionCounters.dayMs)
-        _ = try f.db.recordLaunches(launches)
+        _ = try f.store.recordLaunches(launches)
         let cutoff = 20_002 * SessionCounters.dayMs + 3_600_000
-        let outcome = try f.db.prune(PruneRequest(receivedBefore: cutoff))
+        let outcome = try f.store.prune(PruneRequest(receivedBefore: cutoff))
         // Two rows a day (two OS versions), days 20,000 and 20,001 gone.
         #expect(outcome.sessionCounterRowsDeleted == 4)
-        let days = try sqlite(f.dir.file("queue.sqlite"), "SELECT DISTINCT day FROM session_counters ORDER BY day").compactMap { $0["day"] as? Int }
+        let days = try f.sql("SELECT DISTINCT day FROM session_counters ORDER BY day").compactMap { $0["day"] as? Int }
         #expect(days == [20_002, 20_003])
-        #expect(try f.db.releaseHealth(app: "Prism").first?.sessions == 6)
-        #expect(try f.db.prune(PruneRequest(receivedBefore: cutoff)).sessionCounterRowsDeleted == 0)
+        #expect(try f.store.releaseHealth(app: "Prism").first?.sessions == 6)
+        #expect(try f.store.prune(PruneRequest(receivedBefore: cutoff)).sessionCounterRowsDeleted == 0)
     }
 
     /// A device clock far ahead (or behind what the SDK keeps) counts the launch on the day it
     /// arrived: it must not become the app's last day, which adoption is measured on.
-    @Test func aLaunchFromAWrongClockCountsWhenItArrived() throws {
-        let f = try fixture()
-        _ = try f.db.recordLaunches([
+    @Test(arguments: Backend.allCases) func aLaunchFromAWrongClockCountsWhenItArrived(_ backend: Backend) throws {
+        let f = try fixture(backend)
+        defer { f.remove() }
+        _ = try f.store.recordLaunches([
             launch("now", user: "u:1"), launch("tomorrow", day: 20_001, user: "u:2"), launch("future", day: 30_000, user: "u:3"),
             launch("last-month", day: 19_970, user: "u:4"), launch("ancient", day: 100, user: "u:5"),
         ])
-        let days = try sqlite(f.dir.file("queue.sqlite"), "SELECT day, sessions FROM session_counters ORDER BY day")
+        let days = try f.sql("SELECT day, sessions FROM session_counters ORDER BY day")
         #expect(days.map { $0["day"] as? Int } == [19_970, 20_000, 20_001])
         #expect(days.map { $0["sessions"] as? Int } == [1, 3, 1])
-        #expect(try f.db.releaseHealth().first?.adoptionDay == 20_001)
+        #expect(try f.store.releaseHealth().first?.adoptionDay == 20_001)
     }
 
-    @Test func aResentLaunchIsCountedOnceWithinTheWindow() throws {
-        let f = try fixture()
-        #expect(try f.db.recordLaunches([launch("a", user: "u:1"), launch("a", user: "u:1"), launch("b", user: "u:2")]) == [true, false, true])
-        #expect(try f.db.recordLaunches([launch("a", user: "u:1"), launch("b", user: "u:2")]) == [false, false])
+    @Test(arguments: Backend.allCases) func aResentLaunchIsCountedOnceWithinTheWindow(_ backend: Backend) throws {
+        let f = try fixture(backend)
+        defer { f.remove() }
+        #expect(try f.store.recordLaunches([launch("a", user: "u:1"), launch("a", user: "u:1"), launch("b", user: "u:2")]) == [true, false, true])
+        #expect(try f.store.recordLaunches([launch("a", user: "u:1"), launch("b", user: "u:2")]) == [false, false])
         f.clock.advance(milliseconds: SessionCounters.duplicateWindow - 1)
-        #expect(try f.db.recordLaunches([launch("a", user: "u:1")]) == [false])
-        #expect(try f.db.releaseHealth().first?.sessions == 2)
+        #expect(try f.store.recordLaunches([launch("a", user: "u:1")]) == [false])
+        #expect(try f.store.releaseHealth().first?.sessions == 2)
         // Past the window the ids are forgotten: the table stays bounded by two days of launches.
         f.clock.advance(milliseconds: 2)
-        #expect(try f.db.recordLaunches([launch("c", user: "u:3")]) == [true])
-        #expect(try sqliteInt(f.dir.file("queue.sqlite"), "SELECT COUNT(*) FROM session_record_ids") == 1)
+        #expect(try f.store.recordLaunches([launch("c", user: "u:3")]) == [true])
+        #expect(try f.sqlInt("SELECT COUNT(*) FROM session_record_ids") == 1)
     }
 
     /// Crash reports 1, 2, … as SDK records with `metas` stored beside them, in an old schema.
@@ -125,6 +130,7 @@ import Testing
         }
     }
 
+    // SQLite-only: it upgrades a v12 SQLite file through GRDB's migrator; PostgreSQL has its own schema history.
     /// "v13: sessions" on a v12 database: the SDK reports stored before know their session, user
     /// and device from the meta kept beside them; a meta without them, or not an object, adds
     /// nothing. Checked with `sqlite3`.
@@ -155,6 +161,7 @@ import Testing
         #expect(rows.map { $0["created_time"] as? Int } == [1000, 1001, 1002])
     }
 
+    // SQLite-only: it upgrades a v13 SQLite file through GRDB's migrator; PostgreSQL has its own schema history.
     /// "v14: report context" on a v13 database: each SDK report's row learns the OS version and
     /// device model its kept meta named; a meta without them, with them as non-strings, or too
     /// long leaves them null. A search and a facet then read them. Checked with `sqlite3`.

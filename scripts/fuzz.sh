@@ -34,7 +34,8 @@ swift="${SWIFT:-swift}"
 
 mkdir -p "$out"
 if [ $replay = 1 ]; then
-  "$swift" build --product stackline-fuzz >/dev/null
+  # Already built by the tests' build: this only checks it is current (its output is noise then).
+  "$swift" build --product stackline-fuzz >"$out/replay-build.log" 2>&1 || { cat "$out/replay-build.log" >&2; exit 2; }
   fuzzer=.build/debug/stackline-fuzz
 else
   # SwiftPM links every executable with --defsym main=…, which gold cannot combine with

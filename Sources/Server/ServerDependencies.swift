@@ -86,6 +86,9 @@ public struct ServerDependencies: Sendable {
     public var worker: WorkerLaunch
     public var metrics: ServerMetrics
     public var logger: Logger
+    /// The key web session cookies are signed with (`WebSession`): the database's, so every
+    /// node sharing it accepts the others' cookies.
+    public var sessionKey: [UInt8]
     /// The server speaks TLS itself (`--tls-cert`): every client reached it over https.
     public var servesTLS = false
     /// Where handlers run blocking work (SQLite, disk, inflate, AES, parse): never on the
@@ -96,8 +99,9 @@ public struct ServerDependencies: Sendable {
     public init(
         queries: any ServerQueries, store: any SymbolStoring, writer: any ReportWriter, indexer: any SymbolCacheIndexing,
         clock: any ServerClock, limits: ServerLimits, census: WorkerCensus, remote: RemoteWorkerPool? = nil, worker: WorkerLaunch,
-        metrics: ServerMetrics, logger: Logger, blocking: BlockingWork = .shared
+        metrics: ServerMetrics, logger: Logger, blocking: BlockingWork = .shared, sessionKey: [UInt8] = WebSession.newKey()
     ) {
+        self.sessionKey = sessionKey
         self.queries = queries
         self.store = store
         self.writer = writer
@@ -119,7 +123,7 @@ public struct ServerDependencies: Sendable {
     /// and the symcache indexer child.
     /// `fetched`: the symbol sources' cache (`--symbol-source`), served behind the store.
     public init(
-        db: any ServiceStore, store: SymbolStoreDirectory, fetched: SymbolStoreDirectory? = nil, limits: ServerLimits,
+        db: any ServiceStore, store: SymbolStoreDirectory, fetched: SymbolStoreDirectory? = nil, sessionKey: [UInt8], limits: ServerLimits,
         census: WorkerCensus, remote: RemoteWorkerPool? = nil, worker: WorkerLaunch, metrics: ServerMetrics, logger: Logger
     ) {
         let parser = ParserPool(
@@ -130,7 +134,8 @@ public struct ServerDependencies: Sendable {
             store: fetched.map { StoreWithFetchedFiles(store: store, fetched: $0) } ?? store,
             writer: GroupCommitWriter(intake: ReportIntake(db: db, parser: parser), commit: GroupCommit(db: db)),
             indexer: SymbolCacheIndexer(executable: SymbolCacheIndexer.currentExecutable, storeRoot: store.root, logger: logger),
-            clock: StoreClock(db), limits: limits, census: census, remote: remote, worker: worker, metrics: metrics, logger: logger)
+            clock: StoreClock(db), limits: limits, census: census, remote: remote, worker: worker, metrics: metrics, logger: logger,
+            sessionKey: sessionKey)
     }
 
     /// Applies the ingest rate limit when the request's token is an ingest token (admin

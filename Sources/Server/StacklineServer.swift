@@ -124,8 +124,10 @@ public struct StacklineServer: Sendable {
             groupingRulesPath: masterConfig.groupingRulesPath,
             logger: masterLogger)
         let dispatcher = Dispatcher(db: db, config: masterConfig, logger: masterLogger, remote: remote)
+        let db = self.db
+        let sessionKey = try await BlockingWork.shared.run { try db.tokens.sessionKey(proposing: WebSession.newKey()) }
         var deps = ServerDependencies(
-            db: db, store: store, fetched: masterConfig.symbolSources?.fetchedStore, limits: configuration.limits,
+            db: db, store: store, fetched: masterConfig.symbolSources?.fetchedStore, sessionKey: sessionKey, limits: configuration.limits,
             census: dispatcher.census, remote: remote,
             worker: WorkerLaunch(executable: masterConfig.workerExecutable, arguments: masterConfig.workerArguments),
             metrics: metrics, logger: logger)

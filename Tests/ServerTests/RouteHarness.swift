@@ -37,6 +37,14 @@ final class RouteHarness: Sendable {
         store = SymbolStoreDirectory(root: symbols)
     }
 
+    /// A second node on `other`'s database and symbol store, as a second `serve` process would
+    /// be: its own connections, its own routes.
+    init(sharing other: RouteHarness) throws {
+        root = try TempDirectory("server-tests").path
+        db = try ServiceDatabase(path: other.dbPath)
+        store = other.store
+    }
+
     deinit { try? FileManager.default.removeItem(atPath: root) }
 
     func dependencies(_ limits: ServerLimits = ServerLimits()) -> ServerDependencies {
@@ -46,13 +54,25 @@ final class RouteHarness: Sendable {
             writer: GroupCommitWriter(intake: ReportIntake(db: db, parser: InProcessParser()), commit: GroupCommit(db: db)),
             indexer: SymbolCacheIndexer(executable: TestPaths.stackline, storeRoot: store.root, logger: logger),
             clock: StoreClock(db), limits: limits, census: WorkerCensus(),
-            worker: WorkerLaunch(executable: TestPaths.worker, arguments: []), metrics: Self.metrics, logger: logger)
+            worker: WorkerLaunch(executable: TestPaths.worker, arguments: []), metrics: Self.metrics, logger: logger,
+            // As `serve` does: the database's key, the first node's own when it has none yet.
+            sessionKey: (try? db.tokens.sessionKey(proposing: WebSession.newKey())) ?? WebSession.newKey())
     }
 
     /// Runs `body` against the router `makeRouter` builds, requests handed to it in process.
     func withRouter(_ limits: ServerLimits = ServerLimits(), _ body: @escaping @Sendable (RouteClient) async throws -> Void) async throws {
         let app = Application(router: StacklineServer.makeRouter(deps: dependencies(limits)))
         try await app.test(.router) { client in try await body(RouteClient(client: client)) }
+    }
+
+    /// `withRouter`, handing back what `body` returns.
+    func withRouterReturning<T: Sendable>(_ body: @escaping @Sendable (RouteClient) async throws -> T) async throws -> T {
+        let result = Locked<T?>(nil)
+        try await withRouter { client in
+            let value = try await body(client)
+            result.mutate { $0 = value }
+        }
+        return try #require(result.value)
     }
 
     /// A new token of `scope`, as `tokens create` makes it.

@@ -56,6 +56,39 @@ extension ServerRouteTests {
             }
         }
 
+        /// Two nodes on one database (issue 33 §2): a cookie one issues opens the other's pages,
+        /// and a sign-out on either ends it on both; a node started later reads the same key.
+        @Test func aSessionIsSharedByTheNodesOfOneDatabaseAndEndsOnAllOfThem() async throws {
+            let a = try RouteHarness()
+            let b = try RouteHarness(sharing: a)
+            let read = try a.token(.read)
+            let session = try await a.withRouterReturning { client in
+                let login = try await client.send(.post, "/login", body: form("token=\(read)"))
+                #expect(login.status == 303, "\(login)")
+                return String(try #require(login.headers[.setCookie]).split(separator: ";")[0])
+            }
+            let other = try await a.withRouterReturning { client in
+                String(try #require(try await client.send(.post, "/login", body: form("token=\(read)")).headers[.setCookie]).split(separator: ";")[0])
+            }
+            try await b.withRouter { client in
+                #expect(try await client.send(.get, "/symbols", headers: ["Cookie": session]).status == 200)
+                // Signed out on b: every session of the token issued so far ends, a's too.
+                let out = try await client.send(.post, "/logout", headers: ["Cookie": session])
+                #expect(out.status == 303, "\(out)")
+                #expect(try await client.send(.get, "/symbols", headers: ["Cookie": session]).status == 303)
+            }
+            try await a.withRouter { client in
+                #expect(try await client.send(.get, "/symbols", headers: ["Cookie": other]).status == 303)
+                // A new sign-in afterwards works, on either node. Sign-outs end what was issued up
+                // to their millisecond: the wait only makes sure the clock has moved past it.
+                try await Task.sleep(for: .milliseconds(5))
+                let again = try await client.send(.post, "/login", body: form("token=\(read)"))
+                let fresh = String(try #require(again.headers[.setCookie]).split(separator: ";")[0])
+                #expect(try await client.send(.get, "/symbols", headers: ["Cookie": fresh]).status == 200)
+            }
+            #expect(try a.db.tokens.sessionKey(proposing: WebSession.newKey()) == (try b.db.tokens.sessionKey(proposing: WebSession.newKey())))
+        }
+
         /// A sign-in lasts 12 hours (docs/web.md), on the clock the routes are given: a test
         /// clock moved past the cookie's expiry, with nothing else changed, ends the session.
         @Test func aSessionEndsTwelveHoursAfterSigningIn() async throws {

@@ -34,4 +34,23 @@ import Testing
         #expect(listed.map(\.name) == ["iOS SDK", "dashboard"])
         #expect(listed[0].lastUsedAt == 42 && listed[0].namespace == "ios-app" && listed[1].isRevoked)
     }
+
+    /// What every node of one database must agree on for the web view's sessions: the first
+    /// key proposed is the one all keep, and a sign-out recorded on one connection is read on
+    /// another, never moved back by an older one.
+    @Test(arguments: Backend.allCases) func theSessionKeyAndSignOutsAreSharedByEveryConnection(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let other = try f.another()
+        let first: [UInt8] = Array(repeating: 1, count: 32), second: [UInt8] = Array(repeating: 2, count: 32)
+        #expect(try f.store.tokens.sessionKey(proposing: first) == first)
+        #expect(try other.tokens.sessionKey(proposing: second) == first)
+        let created = try f.store.tokens.create(scope: .read, name: "web")
+        #expect(try other.tokens.storedForSession(id: created.record.id)?.sessionsEndedAt == nil)
+        try f.store.tokens.endSessions(of: created.record.id, at: 1_000)
+        try other.tokens.endSessions(of: created.record.id, at: 900)
+        #expect(try other.tokens.storedForSession(id: created.record.id)?.sessionsEndedAt == 1_000)
+        #expect(try f.sqlInt("SELECT ended_at FROM web_sign_outs WHERE token_id = \(created.record.id)") == 1_000)
+        #expect(try other.tokens.storedForSession(id: created.record.id + 1) == nil)
+    }
 }

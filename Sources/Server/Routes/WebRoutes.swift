@@ -16,7 +16,7 @@ import WebView
 /// triage forms (a `triage` token, same origin, a CSRF token: docs/triage.md); the
 /// pages read through the same queries as the API, and WebView renders them.
 func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDependencies) {
-    let sessions = WebSession(tokens: deps.queries.tokens, blocking: deps.blocking)
+    let sessions = WebSession(key: deps.sessionKey, tokens: deps.queries.tokens, blocking: deps.blocking)
     let web = router.group("").add(middleware: WebHeaders(logger: deps.logger))
 
     web.get("/login") { request, _ in
@@ -49,7 +49,7 @@ func addWebRoutes(to router: Router<StacklineRequestContext>, deps: ServerDepend
         // Ended on the server too: a copy of the cookie stops working with the browser's.
         let cookie = request.cookies[WebSession.cookieName]?.value
         if let token = try await sessions.token(of: cookie, now: deps.clock.now()) {
-            sessions.endSessions(of: token.id)
+            try await sessions.endSessions(of: token.id, now: deps.clock.now())
         }
         var response = WebPage.redirect("/login")
         response.headers[values: .setCookie].append(WebPage.cookie("", maxAge: 0, request: request, servesTLS: deps.servesTLS))

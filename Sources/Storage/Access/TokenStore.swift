@@ -160,11 +160,54 @@ public struct TokenStore: Sendable {
         }
     }
 
-    private static func record(_ row: SQLRow) throws -> TokenRecord {
+    fileprivate static func record(_ row: SQLRow) throws -> TokenRecord {
         TokenRecord(
             id: try row.int64(0), name: try row.optionalString(1), scope: try row.stored(2, "scope"),
             namespace: try row.optionalString(3), createdAt: try row.int64(4), revokedAt: try row.optionalInt64(5),
             lastUsedAt: try row.optionalInt64(6))
+    }
+}
+
+// The web view's sessions (`WebSession` in Server): what every node sharing the database must agree on.
+extension TokenStore {
+    /// The key web session cookies are signed with: the one already stored, or `proposed`
+    /// when there is none yet (the first node to start stores its own; the others read it).
+    public func sessionKey(proposing proposed: [UInt8]) throws -> [UInt8] {
+        let store = db
+        return try store.write { db in
+            try db.execute(
+                "INSERT INTO web_session_keys (id, key, created_at) VALUES (1, ?, ?) ON CONFLICT DO NOTHING", Data(proposed), store.now())
+            guard let key = try db.row("SELECT key FROM web_session_keys WHERE id = 1") else {
+                throw StorageError.unknownStoredValue(column: "web_session_keys.key", value: "NULL")
+            }
+            return Array(try key.data(0))
+        }
+    }
+
+    /// Ends every web session `tokenId` opened at or before `at` (sign-out), on every node.
+    public func endSessions(of tokenId: Int64, at: Int64) throws {
+        try db.write { db in
+            try db.execute(
+                """
+                INSERT INTO web_sign_outs (token_id, ended_at) VALUES (?, ?)
+                ON CONFLICT (token_id) DO UPDATE SET ended_at = \(db.dialect.greatest)(web_sign_outs.ended_at, excluded.ended_at)
+                """,
+                tokenId, at)
+        }
+    }
+
+    /// The token's row and when its web sessions were last ended (nil: never), in one read.
+    public func storedForSession(id: Int64) throws -> (token: StoredToken, sessionsEndedAt: Int64?)? {
+        try db.read { db in
+            guard let row = try db.row(
+                """
+                SELECT \(Self.columns), (SELECT o.ended_at FROM web_sign_outs o WHERE o.token_id = t.id) AS ended_at
+                FROM tokens t WHERE t.id = ?
+                """,
+                id)
+            else { return nil }
+            return (StoredToken(record: try Self.record(row), hash: try row.string(7)), try row.optionalInt64("ended_at"))
+        }
     }
 }
 

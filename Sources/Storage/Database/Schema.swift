@@ -205,6 +205,7 @@ enum Schema {
         registerCountedReads(&migrator)
         registerArrivalsDuringJob(&migrator)
         registerMissingSymbolPosition(&migrator)
+        registerSharedWebSessions(&migrator)
         return migrator
     }
 }

@@ -3,6 +3,7 @@ import Storage
 import Logging
 import Metrics
 import ServiceLifecycle
+import Synchronization
 
 /// The alerts of `stackline serve`: a ServiceLifecycle service beside the master. Every
 /// `pollSeconds` it evaluates the rules on the results stored since its cursor (kept in the
@@ -22,9 +23,16 @@ public final class AlertService: Service, Sendable {
     /// they run here, never on Swift concurrency's few cooperative threads, which the HTTP
     /// routes share.
     private let queue = DispatchQueue(label: "stackline.alerts.db")
+    /// This process, as the alerts' lease names it (`Singleton.alerts`).
+    let node: NodeIdentity
+    /// Whether the last pass held the lease: a change is logged once.
+    private let held = Mutex(false)
 
-    public init(db: any SQLStore, configuration: AlertConfiguration, logger: Logger, batch: Int = 1000) {
+    public init(
+        db: any SQLStore, configuration: AlertConfiguration, logger: Logger, batch: Int = 1000, node: NodeIdentity = .current
+    ) {
         self.db = db
+        self.node = node
         self.configuration = configuration
         self.evaluator = RuleEvaluator(configuration: configuration)
         self.delivery = AlertDelivery()
@@ -42,11 +50,30 @@ public final class AlertService: Service, Sendable {
                 try? await Task.sleep(for: .milliseconds(Int64(self.configuration.pollSeconds * 1000)))
             }
         }
+        // A clean stop hands the work to another node at its next pass.
+        let (db, node) = (db, node)
+        try? await onQueue { try db.release(.alerts, for: node) }
         logger.info("alerts stopped")
     }
 
-    /// One evaluation and one delivery pass; errors are logged and the next pass tries again.
+    /// How long this node's hold on the alerts outlives its last pass: a few polls, so a slow
+    /// pass does not lose it, and a dead node's work is taken over within seconds.
+    var leaseMs: Int64 { Int64(max(10, configuration.pollSeconds * 3) * 1000) }
+
+    /// One evaluation and one delivery pass, by the one node that holds the alerts
+    /// (`Singleton.alerts`); errors are logged and the next pass tries again.
     func pass() async {
+        let (db, node, leaseMs) = (db, node, leaseMs)
+        do {
+            let holds = try await onQueue { try db.hold(.alerts, for: node, ttlMs: leaseMs) }
+            if held.withLock({ was in defer { was = holds }; return was != holds }) {
+                logger.notice(holds ? "this node evaluates the alert rules" : "another node evaluates the alert rules")
+            }
+            guard holds else { return }
+        } catch {
+            logger.error("alert lease failed", metadata: ["error": "\(error)"])
+            return
+        }
         do { try await onQueue { try self.evaluate() } } catch {
             logger.error("alert evaluation failed", metadata: ["error": "\(error)"])
         }

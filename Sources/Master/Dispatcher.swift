@@ -118,6 +118,7 @@ public final class Dispatcher: @unchecked Sendable {
             }
         }
         signalSources.forEach { $0.cancel() }
+        if config.retainMs != nil { try? db.release(.retention, for: .current) }
         // A fetch under way ends within its source's timeout.
         stop.set()
         fetching.wait()
@@ -136,6 +137,14 @@ public final class Dispatcher: @unchecked Sendable {
         let next = Date().addingTimeInterval(config.retentionIntervalSeconds)
         let started = DispatchTime.now()
         do {
+            // One node of those sharing the database prunes (`Singleton.retention`); its hold
+            // outlasts two intervals, so a pass that runs long keeps it, and a dead node's
+            // turn passes to another within that time.
+            let leaseMs = Int64(config.retentionIntervalSeconds * 2_000) + 60_000
+            guard try db.hold(.retention, for: .current, ttlMs: leaseMs) else {
+                logger.debug("retention: another node prunes")
+                return next
+            }
             let o = try db.prune(PruneRequest(receivedBefore: db.now() - retainMs, reclaim: reclaim))
             let ms = (DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
             logger.notice(

@@ -16,11 +16,11 @@ import Testing
         NewAlertEvent(rule: rule, kind: "new_group", fingerprint: "fp-\(rule)", scope: scope, severity: "info", payload: "{}", targets: ["hook"])
     }
 
-    @Test func pruneDeletesOldSettledEventsAndKeepsPendingAndRecentOnes() throws {
-        let dir = try TempDirectory("alerts-prune")
-        defer { dir.remove() }
+    @Test(arguments: Backend.allCases) func pruneDeletesOldSettledEventsAndKeepsPendingAndRecentOnes(_ backend: Backend) throws {
         let clock = Clock()
-        let db = try ServiceDatabase(path: dir.file("db.sqlite"), clock: { clock.now })
+        let fixture = try AlertStoreFixture(backend, clock: { clock.now })
+        defer { fixture.remove() }
+        let db = fixture.store
         let old = try db.recordAlertEvents([event("delivered", scope: ""), event("failed", scope: ""), event("pending", scope: "")], cursorFrom: nil, to: 1)
         for job in try db.takeDueAlertDeliveries(limit: 10, leaseMs: 1) {
             switch job.rule {

@@ -6,8 +6,8 @@ import ReportModel
 import TestSupport
 import Testing
 
-/// The rules against a real database: reports submitted and completed through Storage, a
-/// clock the test moves, and events read back from `alert_events`.
+/// The rules against a real database, on each backend: reports submitted and completed through
+/// Storage, a clock the test moves, and events read back from `alert_events`.
 @Suite struct RuleEvaluatorTests {
     final class Clock: @unchecked Sendable {
         private let lock = NSLock()
@@ -17,26 +17,30 @@ import Testing
         func advance(minutes: Int64) { lock.withLock { ms += minutes * 60_000 } }
     }
 
-    /// A database, a clock starting on an hour, and a counter that keeps report bytes distinct.
+    /// A database on `backend`, a clock starting on an hour, and a counter that keeps report bytes distinct.
     final class Store {
-        let dir: TempDirectory
+        let fixture: AlertStoreFixture
         let clock = Clock(1_800_000_000_000 / 3_600_000 * 3_600_000)
-        let db: ServiceDatabase
+        let db: any ServiceStore
         var n = 0
+        /// The id the store gave the last report `add` submitted.
+        var lastReportId: Int64 = 0
 
-        init() throws {
-            dir = try TempDirectory("alerts-eval")
+        init(_ backend: Backend) throws {
             let clock = clock
-            db = try ServiceDatabase(path: dir.file("db.sqlite"), clock: { clock.now })
+            fixture = try AlertStoreFixture(backend, clock: { clock.now })
+            db = fixture.store
         }
 
-        deinit { dir.remove() }
+        deinit { fixture.remove() }
 
         /// `count` reports of group `name` in `version`, received now, each completed at once.
         func add(_ name: String, version: String, count: Int = 1, kind: ReportKind = .crash, app: String = "App") throws {
             for _ in 0..<count {
                 n += 1
-                _ = try db.submit(NewReport(raw: Data("report \(n)".utf8), format: "test", kind: kind, app: app, version: version))
+                lastReportId = try db.submit(
+                    NewReport(raw: Data("report \(n)".utf8), format: "test", kind: kind, app: app, version: version)
+                ).reportId
                 let job = try #require(try db.claim(leaseMs: 30_000))
                 try db.complete(
                     jobId: job.jobId, token: job.leaseToken,
@@ -63,8 +67,8 @@ import Testing
         """
     }
 
-    @Test func newGroupOncePerGroupAndNotForHistory() throws {
-        let s = try Store()
+    @Test(arguments: Backend.allCases) func newGroupOncePerGroupAndNotForHistory(_ backend: Backend) throws {
+        let s = try Store(backend)
         let rules = Self.rules(#"{"name": "new", "kind": "new_group", "severity": "info", "targets": ["h"]}"#)
         // Stored before alerts were enabled: history, not news.
         try s.add("old", version: "1.0", count: 2)
@@ -80,8 +84,8 @@ import Testing
         #expect(try s.db.recentAlertEvents(limit: 10).map { $0.deliveries.map(\.target) } == [["h"], ["h"]])
     }
 
-    @Test func regressionNeedsAVersionWithoutTheGroupInBetween() throws {
-        let s = try Store()
+    @Test(arguments: Backend.allCases) func regressionNeedsAVersionWithoutTheGroupInBetween(_ backend: Backend) throws {
+        let s = try Store(backend)
         let rules = Self.rules(#"{"name": "back", "kind": "back_after_gap", "severity": "info", "targets": ["h"], "minGapReports": 2}"#)
         s.placeCursor(rules)
         try s.add("g", version: "1.9")
@@ -100,8 +104,8 @@ import Testing
         #expect(payload.kind == "back_after_gap")
     }
 
-    @Test func regressionEventCarriesPreviousAndGapVersions() throws {
-        let s = try Store()
+    @Test(arguments: Backend.allCases) func regressionEventCarriesPreviousAndGapVersions(_ backend: Backend) throws {
+        let s = try Store(backend)
         let rules = Self.rules(#"{"name": "back", "kind": "back_after_gap", "severity": "error", "targets": ["h"]}"#)
         s.placeCursor(rules)
         try s.add("g", version: "3.0")
@@ -120,8 +124,8 @@ import Testing
 
     /// `regression`: only a group the team resolved, reopened by a report of a version at or
     /// after the resolution; once per reopening, however many reports follow.
-    @Test func regressionFiresOnceWhenAResolvedGroupComesBack() throws {
-        let s = try Store()
+    @Test(arguments: Backend.allCases) func regressionFiresOnceWhenAResolvedGroupComesBack(_ backend: Backend) throws {
+        let s = try Store(backend)
         let rules = Self.rules(#"{"name": "reg", "kind": "regression", "severity": "error", "targets": ["h"]}"#)
         s.placeCursor(rules)
         try s.add("g", version: "2.0")
@@ -163,17 +167,16 @@ import Testing
     /// A crash of group `name` from user `user` in session `session`, as SDK intake stores it.
     static func crash(_ s: Store, _ name: String, version: String, user: Int, session: String) throws {
         try s.add(name, version: version)
-        // Reports are numbered in the order they were stored: this one is the n-th.
         try s.db.recordSDKReports(
             SDKRecordRow(namespace: "ns", sdkReportId: "crash-\(s.n)", monitorType: "crash", createdTime: s.clock.now, meta: "{}"),
-            reportIds: [Int64(s.n)],
+            reportIds: [s.lastReportId],
             session: SessionIdentity(app: "App", version: version, sessionId: session, userId: "\(user)", deviceId: nil))
     }
 
     /// `velocity`: distinct users in the window against the version's users (Crashlytics'
     /// definition); a crash loop on one device is one user.
-    @Test func velocityCountsUsersInTheWindowAgainstTheVersionsUsers() throws {
-        let s = try Store()
+    @Test(arguments: Backend.allCases) func velocityCountsUsersInTheWindowAgainstTheVersionsUsers(_ backend: Backend) throws {
+        let s = try Store(backend)
         let rules = Self.rules(
             #"{"name": "fast", "kind": "velocity", "severity": "critical", "targets": ["h"], "usersPercent": 10, "minUsers": 3, "windowMinutes": 30}"#)
         s.placeCursor(rules)
@@ -197,8 +200,8 @@ import Testing
 
     /// `release_health`: crash-free sessions of a version under the target, once the version
     /// has the minimum number of sessions; numbers as `stackline releases` counts them.
-    @Test func releaseHealthFiresWhenCrashFreeSessionsFallBelowTheTarget() throws {
-        let s = try Store()
+    @Test(arguments: Backend.allCases) func releaseHealthFiresWhenCrashFreeSessionsFallBelowTheTarget(_ backend: Backend) throws {
+        let s = try Store(backend)
         let rules = Self.rules(
             #"{"name": "health", "kind": "release_health", "severity": "error", "targets": ["h"], "crashFreeSessions": 0.95, "minSessions": 50}"#)
         s.placeCursor(rules)
@@ -220,8 +223,8 @@ import Testing
         #expect(event.summary == "Release health of App 2.0: crash-free sessions 93.8% (target 95%, 80 sessions); latest crash: crash in h")
     }
 
-    @Test func spikeAgainstABusyWeek() throws {
-        let s = try Store()
+    @Test(arguments: Backend.allCases) func spikeAgainstABusyWeek(_ backend: Backend) throws {
+        let s = try Store(backend)
         let rules = Self.rules(
             #"{"name": "burst", "kind": "spike", "severity": "warning", "targets": ["h"], "multiplier": 3, "minCount": 5, "baselineHours": 24}"#)
         s.placeCursor(rules)
@@ -245,8 +248,8 @@ import Testing
         #expect(event.counts.threshold == 6)
     }
 
-    @Test func spikeOfAQuietGroupNeedsTheMinimum() throws {
-        let s = try Store()
+    @Test(arguments: Backend.allCases) func spikeOfAQuietGroupNeedsTheMinimum(_ backend: Backend) throws {
+        let s = try Store(backend)
         let rules = Self.rules(#"{"name": "burst", "kind": "spike", "severity": "info", "targets": ["h"], "minCount": 4}"#)
         s.placeCursor(rules)
         try s.add("g", version: "1", count: 3)
@@ -259,8 +262,8 @@ import Testing
         #expect(try s.evaluate(rules) == ["burst g \(s.clock.now)"])
     }
 
-    @Test func hangBudgetPerVersionForLagGroupsOnly() throws {
-        let s = try Store()
+    @Test(arguments: Backend.allCases) func hangBudgetPerVersionForLagGroupsOnly(_ backend: Backend) throws {
+        let s = try Store(backend)
         let rules = Self.rules(#"{"name": "slow", "kind": "hang_budget", "severity": "info", "targets": ["h"], "maxCount": 2}"#)
         s.placeCursor(rules)
         try s.add("crash", version: "1", count: 5)
@@ -274,8 +277,8 @@ import Testing
         #expect(try s.evaluate(rules) == ["slow hang 1", "slow hang 2"])
     }
 
-    @Test func ruleFiltersByApp() throws {
-        let s = try Store()
+    @Test(arguments: Backend.allCases) func ruleFiltersByApp(_ backend: Backend) throws {
+        let s = try Store(backend)
         let rules = Self.rules(#"{"name": "new", "kind": "new_group", "severity": "info", "targets": ["h"], "app": "Mine"}"#)
         s.placeCursor(rules)
         try s.add("theirs", version: "1", app: "Theirs")

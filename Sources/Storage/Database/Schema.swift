@@ -206,6 +206,7 @@ enum Schema {
         registerArrivalsDuringJob(&migrator)
         registerMissingSymbolPosition(&migrator)
         registerSharedWebSessions(&migrator)
+        registerSingletons(&migrator)
         return migrator
     }
 }

@@ -13,6 +13,7 @@ enum PostgresSchema {
         ("v1: the schema of SQLite's v19", v1),
         ("v2: result positions", v2),
         ("v3: shared web sessions", v3),
+        ("v4: singletons", v4),
     ]
 
     /// The advisory lock key migrations hold (any 64-bit constant nothing else uses), so two
@@ -338,6 +339,15 @@ enum PostgresSchema {
         CREATE TABLE web_sign_outs (
             token_id bigint PRIMARY KEY,
             ended_at bigint NOT NULL
+        );
+        """
+
+    /// SQLite's v21: which node does the work one node at a time does.
+    private static let v4 = """
+        CREATE TABLE singletons (
+            name text COLLATE "C" PRIMARY KEY,
+            holder text COLLATE "C" NOT NULL,
+            expires_at bigint NOT NULL
         );
         """
 }

@@ -7,8 +7,62 @@ import Storage
 struct DbCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "db",
-        abstract: "Back up and check the database.",
-        subcommands: [DbBackupCommand.self, DbCheckCommand.self])
+        abstract: "Back up, check and move the database.",
+        subcommands: [DbBackupCommand.self, DbCheckCommand.self, DbCopyCommand.self])
+}
+
+/// `stackline db copy --from PATH --to postgres://…`: a SQLite installation moved to PostgreSQL.
+struct DbCopyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "copy",
+        abstract: "Copy every table of a SQLite database (live or stopped) into a PostgreSQL database.",
+        discussion: """
+            The SQLite file is read in one transaction, so a serve writing meanwhile is copied as of \
+            one commit; the copy is one PostgreSQL transaction, kept only when every table has as \
+            many rows on both sides. Ids are kept. A target that already holds reports is refused \
+            unless --replace is given, which empties it first: run it again that way to copy a live \
+            database once more before switching serve over (docs/scaling.md). The password comes \
+            from STACKLINE_DB_PASSWORD or STACKLINE_DB_PASSWORD_FILE, never from the URL.
+            """)
+
+    @Option(help: "The SQLite database to copy (a path, or sqlite:PATH).")
+    var from: String
+
+    @Option(help: "The PostgreSQL database to copy into: postgres://USER@HOST:PORT/DB.")
+    var to: String
+
+    @Flag(help: "Empty the target first, even when it holds reports.")
+    var replace = false
+
+    @Flag(help: "Machine-readable output.")
+    var json = false
+
+    func validate() throws {
+        guard PostgresURL.isPostgres(to) else { throw ValidationError("--to must be a postgres:// URL") }
+        if PostgresURL.hasPassword(to) {
+            throw ValidationError("--to: a password in the URL would show in the process list; use STACKLINE_DB_PASSWORD or STACKLINE_DB_PASSWORD_FILE")
+        }
+    }
+
+    func run() throws {
+        let path = from.hasPrefix("sqlite:") ? String(from.dropFirst("sqlite:".count)) : from
+        guard !PostgresURL.isPostgres(path), FileManager.default.fileExists(atPath: path) else {
+            throw fail("stackline db copy: no SQLite database at \(path)")
+        }
+        let source = try ServiceDatabase(path: path)
+        let target = try PostgresDatabase(url: to, password: try processEnvironment.databasePasswordValue())
+        let copied: [CopiedTable]
+        do { copied = try source.copy(to: target, replace: replace) } catch let error as DatabaseCopyError {
+            throw fail("stackline db copy: \(error.description)")
+        }
+        if json {
+            print(try encodeJSON(copied))
+        } else {
+            for table in copied { printLine("\(table.table)\t\(table.source)\t\(table.target)") }
+            let rows = copied.map(\.source).reduce(0, +)
+            printLine("copied \(rows) rows of \(copied.count) tables into \(PostgresURL.redacted(to)); every table's count matches")
+        }
+    }
 }
 
 /// `stackline db backup DEST`: a consistent copy while `serve` runs and writes.

@@ -40,7 +40,7 @@ struct DatabaseOptions: ParsableArguments {
     /// The SQLite file itself, for the commands that work on the file (`db backup`, `db check`).
     func openSQLite(for command: String) throws -> ServiceDatabase {
         if isPostgres {
-            throw fail("stackline \(command): works on a SQLite database; for PostgreSQL see docs/backup.md")
+            throw fail("stackline \(command): works on a SQLite database; for PostgreSQL see docs/backup.md (pg_dump, base backups)")
         }
         guard exists else {
             throw fail("stackline \(command): no database at \(resolvedPath) (run `stackline submit` first, or pass --db)")
@@ -48,7 +48,8 @@ struct DatabaseOptions: ParsableArguments {
         return try ServiceDatabase(path: resolvedPath)
     }
 
-    private func openPostgres() throws -> PostgresDatabase {
+    /// The PostgreSQL database itself, for the commands that need its own checks.
+    func openPostgres() throws -> PostgresDatabase {
         if PostgresURL.hasPassword(resolvedPath), path != nil {
             throw ValidationError(
                 "--db: a password in the URL is readable by every user of this machine; "

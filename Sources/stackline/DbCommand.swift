@@ -109,8 +109,8 @@ struct DbCheckCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let db = try database.openSQLite(for: "db check")
-        let check = try db.check()
+        // SQLite's file checks and the ledger's; on PostgreSQL the ledger's (docs/backup.md).
+        let check = database.isPostgres ? try database.openPostgres().check() : try database.openSQLite(for: "db check").check()
         if json {
             print(try encodeJSON(check))
         } else {

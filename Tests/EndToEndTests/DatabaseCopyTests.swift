@@ -59,6 +59,10 @@ import Testing
         try both(["namespaces", "list"])
         try both(["tokens", "list"])
 
+        // The copy's ledger holds: db check on PostgreSQL recounts it from the reports…
+        let checked = try h.stackline(["db", "check", "--db", url])
+        #expect(checked.status == 0 && checked.stdout.hasSuffix("ok\n"), "\(checked.stdout) \(checked.stderr)")
+
         // A second copy over a database that holds reports is refused, and kept as it was…
         let again = try h.stackline(["db", "copy", "--from", h.dbPath, "--to", url])
         #expect(again.status != 0)
@@ -67,6 +71,15 @@ import Testing
         // …unless asked, which gives the same database again.
         #expect(try h.stackline(["db", "copy", "--from", h.dbPath, "--to", url, "--replace"]).status == 0)
         try both(["groups", "--json"])
+
+        // …and names a group whose count was tampered with behind its back.
+        let tampered = fingerprints[0]
+        _ = try runProcess(
+            "\(PostgresCluster.binaries)/psql", ["-X", "-q", "-d", url, "-c", "UPDATE groups SET count = count + 1 WHERE fingerprint = '\(tampered)'"])
+        let caught = try h.stackline(["db", "check", "--db", url])
+        #expect(caught.status == 1 && caught.stdout.contains("group \(tampered): count"), "\(caught.stdout)")
+        _ = try runProcess(
+            "\(PostgresCluster.binaries)/psql", ["-X", "-q", "-d", url, "-c", "UPDATE groups SET count = count - 1 WHERE fingerprint = '\(tampered)'"])
 
         // The copy goes on from where the file was: the next report takes the next id.
         let next = try h.stackline(["submit", "--db", url, inputs[0]])

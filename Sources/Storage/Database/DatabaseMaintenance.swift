@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLInterface
 import ReportQuery
 import SystemCalls
 
@@ -49,19 +50,107 @@ extension ServiceDatabase {
         }
     }
 
-    static func counts(_ db: Database) throws -> DatabaseCounts {
+    static func counts(_ db: Database) throws -> DatabaseCounts { try DatabaseChecks.counts(GRDBExecutor(db)) }
+
+    /// Checks the file and the ledger in one read transaction, so a running `serve` neither
+    /// waits for it nor shows it half a commit: SQLite's own integrity and foreign-key checks,
+    /// then the ledger's (`DatabaseChecks`).
+    public func check() throws -> DatabaseCheck {
+        try pool.read { db in
+            var problems = DatabaseChecks.Problems()
+            let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
+            if integrity != ["ok"] { problems.list += integrity.prefix(Self.maxProblemsPerCheck).map { "integrity: \($0)" } }
+            let executor = GRDBExecutor(db)
+            try problems.named(executor, "SELECT \"table\" AS t, rowid AS r, parent AS p FROM pragma_foreign_key_check") { row in
+                "foreign key: \(try row.optionalString(0) ?? "?") row \(try row.optionalInt64(1) ?? -1) points to a missing \(try row.optionalString(2) ?? "?") row"
+            }
+            try DatabaseChecks.ledger(executor, &problems)
+            return DatabaseCheck(counts: try DatabaseChecks.counts(executor), problems: problems.list)
+        }
+    }
+}
+
+extension PostgresDatabase {
+    /// The ledger's checks (`DatabaseChecks`) in one snapshot; PostgreSQL enforces its foreign
+    /// keys and checks its own pages, so those are its own (docs/backup.md).
+    public func check() throws -> DatabaseCheck {
+        try read { db in
+            var problems = DatabaseChecks.Problems()
+            try DatabaseChecks.ledger(db, &problems)
+            return DatabaseCheck(counts: try DatabaseChecks.counts(db), problems: problems.list)
+        }
+    }
+}
+
+/// The group ledger's invariants, recounted from the reports with plain COUNT and
+/// COUNT(DISTINCT), in SQL both engines run: a group's count, versions and first and last seen
+/// are its members', and every counter table (`GroupCounters`) equals its recount, both ways.
+enum DatabaseChecks {
+    /// Problems named per check, at most: a damaged database can have millions.
+    static let maxPerCheck = ServiceDatabase.maxProblemsPerCheck
+
+    struct Problems {
+        var list: [String] = []
+
+        /// The first `maxPerCheck` rows `sql` returns, each described as one problem.
+        mutating func named(_ db: SQLExecutor, _ sql: String, _ describe: (SQLRow) throws -> String) throws {
+            let rows = try db.rows(sql + " LIMIT \(DatabaseChecks.maxPerCheck + 1)")
+            list += try rows.prefix(DatabaseChecks.maxPerCheck).map(describe)
+            if rows.count > DatabaseChecks.maxPerCheck { list.append("… and more of the same kind") }
+        }
+    }
+
+    static func counts(_ db: SQLExecutor) throws -> DatabaseCounts {
         DatabaseCounts(
-            reports: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM reports") ?? 0,
-            results: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM results") ?? 0,
-            groups: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM groups") ?? 0)
+            reports: try db.int("SELECT COUNT(*) FROM reports") ?? 0,
+            results: try db.int("SELECT COUNT(*) FROM results") ?? 0,
+            groups: try db.int("SELECT COUNT(*) FROM groups") ?? 0)
+    }
+
+    static func ledger(_ db: SQLExecutor, _ problems: inout Problems) throws {
+        // Members as the results say, per group and version: the oracle the ledger must equal.
+        let members = """
+            SELECT s.fingerprint AS f, COALESCE(r.version, '') AS v, COUNT(*) AS n,
+                   MIN(r.received_at) AS first, MAX(r.received_at) AS last
+            FROM results s JOIN reports r ON r.id = s.report_id WHERE s.fingerprint IS NOT NULL
+            GROUP BY s.fingerprint, COALESCE(r.version, '')
+            """
+        try problems.named(db, """
+            WITH m AS (\(members)), t AS (SELECT f, SUM(n) AS n, MIN(first) AS first, MAX(last) AS last FROM m GROUP BY f)
+            SELECT g.fingerprint AS f, g.count AS stored, COALESCE(t.n, 0) AS actual FROM groups g LEFT JOIN t ON t.f = g.fingerprint
+            WHERE g.count != COALESCE(t.n, 0)
+            """) { row in
+            "group \(try row.string(0)): count \(try row.int64(1)) but \(try row.int64(2)) reports filed under it"
+        }
+        try problems.named(db, """
+            WITH m AS (\(members)), t AS (SELECT f, MIN(first) AS first, MAX(last) AS last FROM m GROUP BY f)
+            SELECT g.fingerprint AS f FROM groups g JOIN t ON t.f = g.fingerprint
+            WHERE g.first_seen != t.first OR g.last_seen != t.last
+            """) { row in "group \(try row.string(0)): first or last seen is not its reports'" }
+        try problems.named(db, """
+            WITH m AS (\(members))
+            SELECT m.f AS f, COUNT(*) AS n FROM m WHERE NOT EXISTS (SELECT 1 FROM groups g WHERE g.fingerprint = m.f) GROUP BY m.f
+            """) { row in "\(try row.int64(1)) versions of reports filed under \(try row.string(0)), which is no group" }
+        try problems.named(db, """
+            WITH m AS (\(members))
+            SELECT m.f AS f, m.v AS v, m.n AS actual, COALESCE(gv.count, 0) AS stored FROM m
+            LEFT JOIN group_versions gv ON gv.fingerprint = m.f AND gv.version = m.v WHERE COALESCE(gv.count, 0) != m.n
+            UNION ALL
+            SELECT gv.fingerprint, gv.version, 0, gv.count FROM group_versions gv
+            WHERE gv.count != 0 AND NOT EXISTS (SELECT 1 FROM m WHERE m.f = gv.fingerprint AND m.v = gv.version)
+            """) { row in
+            "group \(try row.string(0)) version '\(try row.string(1))': count \(try row.int64(3)) but \(try row.int64(2)) reports"
+        }
+        try counters(db, &problems)
     }
 
     /// Holds `GroupCounters` and `results.received_at` to the reports, each counted here afresh
     /// with COUNT and COUNT(DISTINCT) over the members.
-    private static func checkCounters(_ named: (String, (Row) -> String) throws -> Void) throws {
-        try named("""
-            SELECT s.report_id AS id FROM results s JOIN reports r ON r.id = s.report_id WHERE s.received_at IS NOT r.received_at
-            """) { row in "result of report \(row["id"] as Int64): its arrival is not its report's" }
+    private static func counters(_ db: SQLExecutor, _ problems: inout Problems) throws {
+        try problems.named(db, """
+            SELECT s.report_id AS id FROM results s JOIN reports r ON r.id = s.report_id
+            WHERE s.received_at IS DISTINCT FROM r.received_at
+            """) { row in "result of report \(try row.int64(0)): its arrival is not its report's" }
         let members = """
             FROM results s JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
             WHERE s.fingerprint IS NOT NULL
@@ -83,80 +172,29 @@ extension ServiceDatabase {
              "SELECT s.fingerprint, COALESCE(r.version, ''), rs.session_id, COUNT(*) \(members) AND rs.session_id IS NOT NULL GROUP BY 1, 2, 3"),
         ]
         let facets = GroupCounters.facets.map { facet in
-            "SELECT s.fingerprint, '\(facet.field.description)', \(facet.value) IS NOT NULL, COALESCE(\(facet.value), ''), COUNT(*) "
-                + "\(members) GROUP BY 1, 2, 3, 4"
+            "SELECT s.fingerprint, '\(facet.field.description)', CASE WHEN \(facet.value) IS NOT NULL THEN 1 ELSE 0 END, "
+                + "COALESCE(\(facet.value), ''), COUNT(*) \(members) GROUP BY 1, 2, 3, 4"
         }
         tables.append(("group_facets", "fingerprint, facet, named, value, count", facets.joined(separator: " UNION ALL ")))
         for t in tables {
-            try named("""
+            try problems.named(db, """
                 SELECT n FROM (SELECT COUNT(*) AS n FROM (
-                    SELECT * FROM (SELECT * FROM (\(t.recount)) EXCEPT SELECT \(t.columns) FROM \(t.table))
-                    UNION ALL SELECT * FROM (SELECT \(t.columns) FROM \(t.table) EXCEPT SELECT * FROM (\(t.recount))))) WHERE n > 0
-                """) { row in "\(t.table): \(row["n"] as Int64) rows differ from the reports" }
+                    SELECT * FROM (SELECT * FROM (\(t.recount)) AS recount EXCEPT SELECT \(t.columns) FROM \(t.table)) AS missing
+                    UNION ALL
+                    SELECT * FROM (SELECT \(t.columns) FROM \(t.table) EXCEPT SELECT * FROM (\(t.recount)) AS recount) AS extra
+                ) AS differing) AS total WHERE n > 0
+                """) { row in "\(t.table): \(try row.int64(0)) rows differ from the reports" }
         }
-        try named("""
+        try problems.named(db, """
             WITH d AS (SELECT s.fingerprint AS f, COUNT(DISTINCT \(user)) AS u, COUNT(DISTINCT rs.session_id) AS se \(members) GROUP BY 1)
             SELECT g.fingerprint AS f FROM groups g LEFT JOIN d ON d.f = g.fingerprint
             WHERE g.users != COALESCE(d.u, 0) OR g.sessions != COALESCE(d.se, 0)
-            """) { row in "group \(row["f"] as String): users or sessions are not its reports'" }
-        try named("""
+            """) { row in "group \(try row.string(0)): users or sessions are not its reports'" }
+        try problems.named(db, """
             WITH d AS (SELECT s.fingerprint AS f, COALESCE(r.version, '') AS v, COUNT(DISTINCT \(user)) AS u,
                               COUNT(DISTINCT rs.session_id) AS se \(members) GROUP BY 1, 2)
             SELECT gv.fingerprint AS f, gv.version AS v FROM group_versions gv LEFT JOIN d ON d.f = gv.fingerprint AND d.v = gv.version
             WHERE gv.users != COALESCE(d.u, 0) OR gv.sessions != COALESCE(d.se, 0)
-            """) { row in "group \(row["f"] as String) version '\(row["v"] as String)': users or sessions are not its reports'" }
-    }
-
-    /// Checks the file and the ledger in one read transaction, so a running `serve` neither
-    /// waits for it nor shows it half a commit.
-    public func check() throws -> DatabaseCheck {
-        try pool.read { db in
-            var problems: [String] = []
-            func named(_ sql: String, _ describe: (Row) -> String) throws {
-                let rows = try Row.fetchAll(db, sql: sql + " LIMIT \(Self.maxProblemsPerCheck + 1)")
-                problems += rows.prefix(Self.maxProblemsPerCheck).map(describe)
-                if rows.count > Self.maxProblemsPerCheck { problems.append("… and more of the same kind") }
-            }
-            let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
-            if integrity != ["ok"] { problems += integrity.prefix(Self.maxProblemsPerCheck).map { "integrity: \($0)" } }
-            try named("SELECT \"table\" AS t, rowid AS r, parent AS p FROM pragma_foreign_key_check") { row in
-                "foreign key: \(row["t"] as String? ?? "?") row \(row["r"] as Int64? ?? -1) points to a missing \(row["p"] as String? ?? "?") row"
-            }
-            // Members as the results say, per group and version: the oracle the ledger must equal.
-            let members = """
-                SELECT s.fingerprint AS f, COALESCE(r.version, '') AS v, COUNT(*) AS n,
-                       MIN(r.received_at) AS first, MAX(r.received_at) AS last
-                FROM results s JOIN reports r ON r.id = s.report_id WHERE s.fingerprint IS NOT NULL
-                GROUP BY s.fingerprint, COALESCE(r.version, '')
-                """
-            try named("""
-                WITH m AS (\(members)), t AS (SELECT f, SUM(n) AS n, MIN(first) AS first, MAX(last) AS last FROM m GROUP BY f)
-                SELECT g.fingerprint AS f, g.count AS stored, COALESCE(t.n, 0) AS actual FROM groups g LEFT JOIN t ON t.f = g.fingerprint
-                WHERE g.count != COALESCE(t.n, 0)
-                """) { row in
-                "group \(row["f"] as String): count \(row["stored"] as Int64) but \(row["actual"] as Int64) reports filed under it"
-            }
-            try named("""
-                WITH m AS (\(members)), t AS (SELECT f, MIN(first) AS first, MAX(last) AS last FROM m GROUP BY f)
-                SELECT g.fingerprint AS f FROM groups g JOIN t ON t.f = g.fingerprint
-                WHERE g.first_seen != t.first OR g.last_seen != t.last
-                """) { row in "group \(row["f"] as String): first or last seen is not its reports'" }
-            try named("""
-                WITH m AS (\(members))
-                SELECT m.f AS f, COUNT(*) AS n FROM m WHERE NOT EXISTS (SELECT 1 FROM groups g WHERE g.fingerprint = m.f) GROUP BY m.f
-                """) { row in "\(row["n"] as Int64) versions of reports filed under \(row["f"] as String), which is no group" }
-            try named("""
-                WITH m AS (\(members))
-                SELECT m.f AS f, m.v AS v, m.n AS actual, COALESCE(gv.count, 0) AS stored FROM m
-                LEFT JOIN group_versions gv ON gv.fingerprint = m.f AND gv.version = m.v WHERE COALESCE(gv.count, 0) != m.n
-                UNION ALL
-                SELECT gv.fingerprint, gv.version, 0, gv.count FROM group_versions gv
-                WHERE gv.count != 0 AND NOT EXISTS (SELECT 1 FROM m WHERE m.f = gv.fingerprint AND m.v = gv.version)
-                """) { row in
-                "group \(row["f"] as String) version '\(row["v"] as String)': count \(row["stored"] as Int64) but \(row["actual"] as Int64) reports"
-            }
-            try Self.checkCounters(named)
-            return DatabaseCheck(counts: try Self.counts(db), problems: problems)
-        }
+            """) { row in "group \(try row.string(0)) version '\(try row.string(1))': users or sessions are not its reports'" }
     }
 }

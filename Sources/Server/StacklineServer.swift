@@ -124,8 +124,8 @@ public struct StacklineServer: Sendable {
             groupingRulesPath: masterConfig.groupingRulesPath,
             logger: masterLogger)
         let dispatcher = Dispatcher(db: db, config: masterConfig, logger: masterLogger, remote: remote)
-        let db = self.db
-        let sessionKey = try await BlockingWork.shared.run { try db.tokens.sessionKey(proposing: WebSession.newKey()) }
+        let (db, blocking) = (self.db, BlockingWork.shared)
+        let sessionKey = try await blocking.run { try db.tokens.sessionKey(proposing: WebSession.newKey()) }
         var deps = ServerDependencies(
             db: db, store: store, fetched: masterConfig.symbolSources?.fetchedStore, sessionKey: sessionKey, limits: configuration.limits,
             census: dispatcher.census, remote: remote,

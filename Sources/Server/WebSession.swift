@@ -28,10 +28,8 @@ import ReportModel
 /// then on, by every node — every session that token opened, in any browser. One row per token
 /// that signed out, so it is bounded by the tokens in the database. Chosen over a deny-list of
 /// single sessions because that list grows with every sign-in/sign-out pair a token holder cares
-/// to make for 12 hours. Times are each node's clock: a cookie issued on a node whose clock is
-/// behind the signing-out node's by more than the time between the two is refused too (the
-/// user signs in again); one issued just before the sign-out on a node whose clock is ahead
-/// survives it by at most that skew.
+/// to make for 12 hours. Times are the database's clock (`SQLStore.now`): on PostgreSQL every
+/// node reads the server's, so a sign-out on one node ends what another issued before it.
 public final class WebSession: Sendable {
     /// The cookie's name.
     public static let cookieName = "stackline_session"

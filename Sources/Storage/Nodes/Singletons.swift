@@ -31,8 +31,8 @@ public struct NodeIdentity: Sendable, Equatable, CustomStringConvertible {
 
 extension SQLStore {
     /// Takes or renews `singleton` for `node` until `ttlMs` from now; true when `node` holds it.
-    /// Another node's lease is taken only once it has run out. Times are each node's clock, so a
-    /// lease may be taken over early by as much as two nodes' clocks differ.
+    /// Another node's lease is taken only once it has run out, on the database's clock
+    /// (`SQLStore.now`: on PostgreSQL, the server's, whatever the nodes' own clocks say).
     public func hold(_ singleton: Singleton, for node: NodeIdentity, ttlMs: Int64) throws -> Bool {
         try write { db in
             let now = now()

@@ -26,21 +26,33 @@ public final class PostgresDatabase: @unchecked Sendable {
     static let retries = 8
 
     /// Connects once (so a wrong URL or password fails here, not at the first job) and brings
-    /// the schema up to date under an advisory lock.
-    public init(url: String, password: String? = nil, maxConnections: Int = 8, clock: @escaping Clock = PostgresDatabase.systemClock)
-        throws
-    {
+    /// the schema up to date under an advisory lock. Without `clock`, times are the database
+    /// server's (`serverClock`), so every node stamps leases, arrivals and sign-outs on one clock.
+    public init(url: String, password: String? = nil, maxConnections: Int = 8, clock: Clock? = nil) throws {
         self.url = url
         self.password = password
-        self.clock = clock
         self.maxConnections = max(1, maxConnections)
         let first = try PostgresConnection(url: url, password: password)
         try Self.migrate(first)
+        self.clock = try clock ?? Self.serverClock(first)
         idle.append(first)
         open = 1
     }
 
     public static let systemClock: Clock = { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// The server's clock, read once and kept as an offset from this machine's: the server's
+    /// time at the middle of the round trip that read it, so nodes agree to within half their
+    /// round trips however far their own clocks are apart (docs/scaling.md, "One clock").
+    static func serverClock(_ connection: PostgresConnection) throws -> Clock {
+        let before = systemClock()
+        let server = try connection.transaction { db in
+            try db.int64("SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS bigint)") ?? before
+        }
+        let after = systemClock()
+        let offset = server - (before + (after - before) / 2)
+        return { systemClock() + offset }
+    }
 
     /// Applies the migrations this database has not seen, in order, in one transaction that
     /// holds an advisory lock, so concurrent starts run them once.

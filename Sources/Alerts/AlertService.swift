@@ -70,6 +70,10 @@ public final class AlertService: Service, Sendable {
                 logger.notice(holds ? "this node evaluates the alert rules" : "another node evaluates the alert rules")
             }
             guard holds else { return }
+        } catch let error as StorageError where error.isUnavailable {
+            // Said once per outage by the store's callers already (readyz, the slots); at every poll it would drown the log.
+            logger.debug("alert lease: database unavailable", metadata: ["error": "\(error)"])
+            return
         } catch {
             logger.error("alert lease failed", metadata: ["error": "\(error)"])
             return

@@ -1,4 +1,5 @@
 import Foundation
+import ReportModel
 import SQLInterface
 
 /// Work that one node at a time does when several `serve` nodes share a database: the alert
@@ -22,7 +23,7 @@ public struct NodeIdentity: Sendable, Equatable, CustomStringConvertible {
     /// This process: host, pid and a random part.
     public static let current: NodeIdentity = {
         let host = ProcessInfo.processInfo.hostName.prefix(64)
-        let random = (0..<4).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let random = HexText.lowercase((0..<4).map { _ in UInt8.random(in: 0...255) })
         return NodeIdentity(name: "\(host):\(getpid()):\(random)")
     }()
 

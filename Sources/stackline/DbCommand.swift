@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JSONFormat
+import ReportModel
 import Storage
 
 /// `stackline db`: keeping an installation (docs/backup.md).
@@ -59,7 +60,8 @@ struct DbCopyCommand: ParsableCommand {
             print(try encodeJSON(copied))
         } else {
             for table in copied { printLine("\(table.table)\t\(table.source)\t\(table.target)") }
-            let rows = copied.map(\.source).reduce(0, +)
+            // Counts read from the file: summed checked, as every sum of counts from outside is.
+            let rows = copied.map(\.source).checkedSum().map(String.init) ?? "more than \(Int.max)"
             printLine("copied \(rows) rows of \(copied.count) tables into \(PostgresURL.redacted(to)); every table's count matches")
         }
     }

@@ -14,13 +14,8 @@ import Testing
         defer { cluster.stop() }
         let h = try Harness(backend: .postgres, database: try cluster.makeDatabase())
         let ingest = try h.token("ingest")
-        let receiver = try WebhookReceiver(dir: h.dir.path, failures: 0)
-        let rulesPath = h.dir.file("alerts.json")
-        try """
-            {"pollSeconds": 0.3,
-             "targets": {"hook": {"type": "webhook", "url": "http://127.0.0.1:\(receiver.port)/hook"}},
-             "rules": [{"name": "new-crash", "kind": "new_group", "severity": "critical", "targets": ["hook"]}]}
-            """.write(toFile: rulesPath, atomically: true, encoding: .utf8)
+        let (receiver, rulesPath) = try MultiNodeTests.newGroupAlerts(h)
+        defer { withExtendedLifetime(receiver) {} }  // it answers the deliveries until the end
         // Short leases, so the killed node's jobs come back within the test.
         let arguments = ["--workers", "1", "--max-connections-per-address", "0", "--alerts", rulesPath, "--lease", "3"]
         let first = try h.startServer(arguments, log: "chaos-a")

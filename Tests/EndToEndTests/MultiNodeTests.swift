@@ -149,6 +149,18 @@ final class NginxProxy {
                 == h.sqlInt("SELECT COUNT(*) FROM results WHERE fingerprint IS NOT NULL"), "\(context): grouped results")
     }
 
+    /// A rules file with one `new_group` rule that posts to a webhook receiver of the test's own.
+    static func newGroupAlerts(_ h: Harness) throws -> (receiver: WebhookReceiver, rulesPath: String) {
+        let receiver = try WebhookReceiver(dir: h.dir.path, failures: 0)
+        let rulesPath = h.dir.file("alerts.json")
+        try """
+            {"pollSeconds": 0.3,
+             "targets": {"hook": {"type": "webhook", "url": "http://127.0.0.1:\(receiver.port)/hook"}},
+             "rules": [{"name": "new-crash", "kind": "new_group", "severity": "critical", "targets": ["hook"]}]}
+            """.write(toFile: rulesPath, atomically: true, encoding: .utf8)
+        return (receiver, rulesPath)
+    }
+
     @Test func twoNodesBehindNginxStoreAndProcessEveryReportOnce() throws {
         let started = Date()
         let h = try Harness(backend: .postgres)
@@ -158,13 +170,7 @@ final class NginxProxy {
 
         // One alert rule. Both nodes run the rules on the one cursor in the database (one of them
         // at a time evaluates); each new group must be one event, delivered once (step 7).
-        let receiver = try WebhookReceiver(dir: h.dir.path, failures: 0)
-        let rulesPath = h.dir.file("alerts.json")
-        try """
-            {"pollSeconds": 0.3,
-             "targets": {"hook": {"type": "webhook", "url": "http://127.0.0.1:\(receiver.port)/hook"}},
-             "rules": [{"name": "new-crash", "kind": "new_group", "severity": "critical", "targets": ["hook"]}]}
-            """.write(toFile: rulesPath, atomically: true, encoding: .utf8)
+        let (receiver, rulesPath) = try Self.newGroupAlerts(h)
 
         // Behind the proxy every connection comes from its address: no per-address cap.
         let arguments = ["--workers", "1", "--max-connections-per-address", "0", "--alerts", rulesPath]
@@ -362,12 +368,16 @@ final class NginxProxy {
         let outageReads = nginx.accessLog.filter { $0.hasPrefix("GET /api/v1/groups ") }.suffix(2)
         #expect(outageReads.contains { $0.hasSuffix("upstream=\(upstreamB), \(upstreamA) upstream_status=503, 200") },
                 "no read retried from B's 503 to A: \(outageReads)")
-        let outage = 20
-        for n in 0..<outage {
-            let answer = try nginx.curl("POST", "/api/v1/reports", token: ingest, body: variant(of: base, number: 20_000 + n))
-            #expect(answer.status == 202 && answer.json?["duplicate"] as? Bool == false, "during B's outage, \(n): \(answer)")
+        /// `n` new reports through the proxy, each answered 202 as new; nginx's log lines of them.
+        func postNew(_ n: Int, from number: Int, _ context: String) throws -> ArraySlice<String> {
+            for k in 0..<n {
+                let answer = try nginx.curl("POST", "/api/v1/reports", token: ingest, body: variant(of: base, number: number + k))
+                #expect(answer.status == 202 && answer.json?["duplicate"] as? Bool == false, "\(context), \(k): \(answer)")
+            }
+            return nginx.accessLog.filter { $0.hasPrefix("POST /api/v1/reports ") }.suffix(n)
         }
-        let duringOutage = nginx.accessLog.filter { $0.hasPrefix("POST /api/v1/reports ") }.suffix(outage)
+        let outage = 20
+        let duringOutage = try postNew(outage, from: 20_000, "during B's outage")
         // Each answered by node A (the last node a line names is the one that answered).
         #expect(duringOutage.allSatisfy { $0.contains(" 202 ") && $0.contains("\(upstreamA) upstream_status=") }, "\(duringOutage)")
         #expect(duringOutage.contains { $0.hasSuffix("upstream=\(upstreamB), \(upstreamA) upstream_status=503, 202") },
@@ -392,11 +402,7 @@ final class NginxProxy {
         #expect(try nodeB.waitForExit() == 0, "\(nodeB.log.suffix(2000))")
         let doneAtStop = (a: Self.jobsDone(nodeA.log), b: Self.jobsDone(nodeB.log))
         let after = 20
-        for n in 0..<after {
-            let answer = try nginx.curl("POST", "/api/v1/reports", token: ingest, body: variant(of: base, number: 40_000 + n))
-            #expect(answer.status == 202 && answer.json?["duplicate"] as? Bool == false, "after B stopped, \(n): \(answer)")
-        }
-        let late = nginx.accessLog.filter { $0.hasPrefix("POST /api/v1/reports ") }.suffix(after)
+        let late = try postNew(after, from: 40_000, "after B stopped")
         #expect(late.allSatisfy { $0.contains(" 202 ") && $0.contains("\(upstreamA) upstream_status=") }, "\(late)")
         #expect(late.contains { $0.contains("upstream=\(upstreamB), \(upstreamA) ") }, "no retry from B to A: \(late)")
         try h.waitUntil("the uploads after B stopped to be processed", timeout: 600) {

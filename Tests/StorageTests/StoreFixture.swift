@@ -44,19 +44,10 @@ struct StoreFixture {
 
     /// `query`'s rows as JSON objects, read by the engine's own shell. Write it in the SQL
     /// both engines accept.
-    func sql(_ query: String) throws -> [[String: Any]] {
-        switch backend {
-        case .sqlite: try sqlite(location, query)
-        case .postgres: try postgresRows(location, query)
-        }
-    }
+    func sql(_ query: String) throws -> [[String: Any]] { try backend.rows(location, query) }
 
     /// The one integer `query` returns.
-    func sqlInt(_ query: String) throws -> Int {
-        let rows = try sql(query)
-        guard let value = rows.first?.values.first as? Int else { throw TestSupportError("\(query) → \(rows)") }
-        return value
-    }
+    func sqlInt(_ query: String) throws -> Int { try backend.int(location, query) }
 
     func report(_ n: Int, kind: ReportKind = .crash, version: String? = "1.0") -> NewReport {
         NewReport(raw: Data("report \(n)".utf8), format: "test", kind: kind, app: "App", version: version)

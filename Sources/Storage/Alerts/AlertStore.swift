@@ -47,13 +47,13 @@ public enum ResultPositions {
     /// Called by a completion before it stores results (PostgreSQL only).
     static func holdHorizon(_ db: SQLExecutor) throws {
         guard db.dialect == .postgres else { return }
-        _ = try db.rows("SELECT 1 FROM (SELECT pg_advisory_xact_lock_shared(?)) AS held", horizonLock)
+        try AdvisoryLock.take(db, horizonLock, shared: true)
     }
 
     /// The highest position at or below which every result is committed (0 when none is).
     static func horizon(_ db: SQLExecutor) throws -> Int64 {
         if db.dialect == .postgres {
-            _ = try db.rows("SELECT 1 FROM (SELECT pg_advisory_xact_lock(?)) AS held", horizonLock)
+            try AdvisoryLock.take(db, horizonLock)
         }
         return try db.int64("SELECT COALESCE(MAX(\(column(db.dialect))), 0) FROM results s") ?? 0
     }

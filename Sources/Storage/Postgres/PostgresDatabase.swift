@@ -58,7 +58,7 @@ public final class PostgresDatabase: @unchecked Sendable {
     /// holds an advisory lock, so concurrent starts run them once.
     static func migrate(_ connection: PostgresConnection) throws {
         try connection.transaction { db in
-            try db.rows("SELECT 1 FROM (SELECT pg_advisory_xact_lock(?)) AS locked", PostgresSchema.migrationLock)
+            try AdvisoryLock.take(db, PostgresSchema.migrationLock)
             try db.executeScript("CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at bigint NOT NULL)")
             let applied = Set(try db.rows("SELECT name FROM schema_migrations").map { try $0.string(0) })
             for migration in PostgresSchema.migrations where !applied.contains(migration.name) {

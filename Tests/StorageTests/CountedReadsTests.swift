@@ -184,7 +184,9 @@ import Testing
         }
         // Filtered lists: each version, since mid-day and at a day's start, and both.
         let versions = Set(perVersion.values.flatMap(\.keys))
-        let sinces: [Int64] = [0, now - 2 * day, (now / day - 1) * day, now - 3_600_000, now + 1]
+        // now − 52 h falls between the second and third of `fill`'s reports (five hours apart, the
+        // last one five hours before now), where a member's last report decides whether it counts.
+        let sinces: [Int64] = [0, now - 2 * day, (now / day - 1) * day, now - 52 * 3_600_000, now - 3_600_000, now + 1]
         var filters: [(String?, Int64?)] = versions.map { ($0, nil) } + sinces.map { (nil, $0) }
         filters += versions.flatMap { v in sinces.map { (v, $0) } }
         for (version, since) in filters {
@@ -247,6 +249,18 @@ import Testing
         try Self.process(f, 21, version: "1.1", group: "aaaa", from: .sdk(user: "dan", session: "s9"), sessionAfterResult: true)
         try Self.expectCountsMatchReports(f)
         #expect(try f.store.group(fingerprint: "aaaa")?.summary.sessions == Self.oracle(f)["aaaa"]?.sessions)
+        // ann's last report in aaaa leaves it while an earlier one stays: since a time between
+        // the two, aaaa no longer counts her (her membership's last report is the earlier one).
+        let since = f.clock.now - 52 * 3_600_000
+        let annIn = { try f.sqlInt("SELECT COUNT(*) FROM results s JOIN report_sessions rs ON rs.report_id = s.report_id "
+            + "WHERE s.fingerprint = 'aaaa' AND rs.user_key = 'u:ann' AND s.received_at >= \(since)") }
+        #expect(try annIn() == 1)
+        try f.store.enqueueReprocessing(reportId: ids[2])
+        try L.complete(f, group: L.group("cccc"))
+        #expect(try annIn() == 0)
+        try Self.expectCountsMatchReports(f)
+        let listed = try f.store.groups(GroupFilter(since: since, limit: 100)).first { $0.fingerprint == "aaaa" }
+        #expect(try listed?.users == Self.oracle(f, since: since)["aaaa"]?.users)
     }
 
     @Test(arguments: Backend.allCases) func mergeUnmergeAndRetentionKeepEveryCountExact(_ backend: Backend) throws {
@@ -282,6 +296,23 @@ import Testing
         try Self.expectCountsMatchReports(f, reopened: try ServiceDatabase(path: f.location, clock: { clock.now }))
     }
 
+    /// A database written before memberships kept their last report (SQLite's v21, PostgreSQL's
+    /// v4): opening it fills `last_at` from the reports.
+    @Test(arguments: Backend.allCases) func theMigrationFillsTheMembersLastReports(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let ids = try Self.fill(f)
+        try f.store.enqueueReprocessing(reportId: ids[2])
+        try L.complete(f, group: L.group("cccc"))
+        let tables = ["group_users", "group_sessions", "group_version_users", "group_version_sessions"]
+        let undo = tables.map { "DROP INDEX \($0)_by_last; ALTER TABLE \($0) DROP COLUMN last_at;" }.joined(separator: " ")
+            + (backend == .sqlite ? " DELETE FROM grdb_migrations WHERE identifier LIKE 'v22:%';"
+                : " DELETE FROM schema_migrations WHERE name LIKE 'v5:%';")
+        try f.execute(undo)
+        #expect(try f.sqlInt("SELECT COUNT(*) FROM group_users") > 0, "the memberships stay; only their last reports went")
+        try Self.expectCountsMatchReports(f, reopened: try f.another())
+    }
+
     /// `db check` names a counter that disagrees with the reports.
     // SQLite only: `db check` is SQLite-only for now.
     @Test func dbCheckNamesACounterThatDisagrees() throws {
@@ -315,7 +346,7 @@ import Testing
             DROP TABLE group_version_users; DROP TABLE group_version_sessions; DROP TABLE group_facets;
             ALTER TABLE groups DROP COLUMN users; ALTER TABLE groups DROP COLUMN sessions;
             ALTER TABLE group_versions DROP COLUMN users; ALTER TABLE group_versions DROP COLUMN sessions;
-            DELETE FROM grdb_migrations WHERE identifier LIKE 'v17:%';
+            DELETE FROM grdb_migrations WHERE identifier LIKE 'v17:%' OR identifier LIKE 'v22:%';
             """)
         if try db.columns(in: "results").contains(where: { $0.name == "received_at" }) {
             try db.execute(sql: """

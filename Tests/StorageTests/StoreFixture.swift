@@ -46,6 +46,9 @@ struct StoreFixture {
     /// both engines accept.
     func sql(_ query: String) throws -> [[String: Any]] { try backend.rows(location, query) }
 
+    /// Runs `script` behind the store's back (`Backend.execute`).
+    func execute(_ script: String) throws { try backend.execute(location, script) }
+
     /// The one integer `query` returns.
     func sqlInt(_ query: String) throws -> Int { try backend.int(location, query) }
 

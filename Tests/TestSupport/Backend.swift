@@ -24,6 +24,17 @@ public enum Backend: String, CaseIterable, CustomStringConvertible, Sendable {
         }
     }
 
+    /// Runs `script` (statements, no rows) through the engine's own shell: what a test does to
+    /// a database behind the store's back (an older schema, a tampered count).
+    public func execute(_ location: String, _ script: String) throws {
+        let out = switch self {
+        case .sqlite: try runProcess("sqlite3", ["-cmd", ".timeout 10000", location, script], timeout: 60)
+        case .postgres:
+            try runProcess("\(PostgresCluster.binaries)/psql", ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", location, "-c", script], timeout: 60)
+        }
+        guard out.succeeded else { throw TestSupportError(out.summary) }
+    }
+
     /// The one integer `query` returns.
     public func int(_ location: String, _ query: String) throws -> Int {
         let rows = try rows(location, query)

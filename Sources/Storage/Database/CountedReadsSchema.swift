@@ -69,7 +69,33 @@ extension Schema {
                         PRIMARY KEY (fingerprint, version, session_id)
                     ) WITHOUT ROWID;
                     """)
-            try GroupCounters.rebuild(GRDBExecutor(db), fingerprint: nil)
+            // The membership tables and the distinct counts are filled by v22, once they have `last_at`.
+            try GroupCounters.rebuildCounts(GRDBExecutor(db), fingerprint: nil)
         }
     }
+
+    /// "v22: members' last reports": each membership row (`group_users` and the other three)
+    /// keeps its member's last arrival in the group, indexed, so the distinct users and sessions
+    /// of a group since a time are counted from the rows instead of from every report in the
+    /// window (a list filtered by `since`, issue 33 §5). Filled from the reports, as v17 filled
+    /// the counts.
+    static func registerMemberLastReports(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v22: members' last reports") { db in
+            try db.execute(sql: memberLastReportsSQL)
+            try GroupCounters.rebuildMembers(GRDBExecutor(db), fingerprint: nil)
+        }
+    }
+
+    /// v22's statements, which PostgreSQL's v5 runs too (the column types are spelled alike in
+    /// both: SQLite's `INTEGER` is PostgreSQL's 32-bit type, so `BIGINT`).
+    static let memberLastReportsSQL = """
+        ALTER TABLE group_users ADD COLUMN last_at BIGINT NOT NULL DEFAULT 0;
+        ALTER TABLE group_sessions ADD COLUMN last_at BIGINT NOT NULL DEFAULT 0;
+        ALTER TABLE group_version_users ADD COLUMN last_at BIGINT NOT NULL DEFAULT 0;
+        ALTER TABLE group_version_sessions ADD COLUMN last_at BIGINT NOT NULL DEFAULT 0;
+        CREATE INDEX group_users_by_last ON group_users (fingerprint, last_at);
+        CREATE INDEX group_sessions_by_last ON group_sessions (fingerprint, last_at);
+        CREATE INDEX group_version_users_by_last ON group_version_users (fingerprint, version, last_at);
+        CREATE INDEX group_version_sessions_by_last ON group_version_sessions (fingerprint, version, last_at);
+        """
 }

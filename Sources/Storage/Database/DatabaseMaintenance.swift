@@ -156,20 +156,22 @@ enum DatabaseChecks {
             WHERE s.fingerprint IS NOT NULL
             """
         let user = ReportIdentitySQL.userKey
+        // A member's last report in the group: the arrival list filters by `since` count from.
+        let last = "MAX(r.received_at)"
         // Each table equals its recount, row for row, both ways.
         var tables: [(table: String, columns: String, recount: String)] = [
             ("group_days", "fingerprint, day, count",
              "SELECT s.fingerprint, r.received_at / \(SessionCounters.dayMs), COUNT(*) \(members) GROUP BY 1, 2"),
             ("group_version_days", "version, day, fingerprint, count",
              "SELECT COALESCE(r.version, ''), r.received_at / \(SessionCounters.dayMs), s.fingerprint, COUNT(*) \(members) GROUP BY 1, 2, 3"),
-            ("group_users", "fingerprint, user_key, reports",
-             "SELECT s.fingerprint, \(user), COUNT(*) \(members) AND \(user) IS NOT NULL GROUP BY 1, 2"),
-            ("group_sessions", "fingerprint, session_id, reports",
-             "SELECT s.fingerprint, rs.session_id, COUNT(*) \(members) AND rs.session_id IS NOT NULL GROUP BY 1, 2"),
-            ("group_version_users", "fingerprint, version, user_key, reports",
-             "SELECT s.fingerprint, COALESCE(r.version, ''), \(user), COUNT(*) \(members) AND \(user) IS NOT NULL GROUP BY 1, 2, 3"),
-            ("group_version_sessions", "fingerprint, version, session_id, reports",
-             "SELECT s.fingerprint, COALESCE(r.version, ''), rs.session_id, COUNT(*) \(members) AND rs.session_id IS NOT NULL GROUP BY 1, 2, 3"),
+            ("group_users", "fingerprint, user_key, reports, last_at",
+             "SELECT s.fingerprint, \(user), COUNT(*), \(last) \(members) AND \(user) IS NOT NULL GROUP BY 1, 2"),
+            ("group_sessions", "fingerprint, session_id, reports, last_at",
+             "SELECT s.fingerprint, rs.session_id, COUNT(*), \(last) \(members) AND rs.session_id IS NOT NULL GROUP BY 1, 2"),
+            ("group_version_users", "fingerprint, version, user_key, reports, last_at",
+             "SELECT s.fingerprint, COALESCE(r.version, ''), \(user), COUNT(*), \(last) \(members) AND \(user) IS NOT NULL GROUP BY 1, 2, 3"),
+            ("group_version_sessions", "fingerprint, version, session_id, reports, last_at",
+             "SELECT s.fingerprint, COALESCE(r.version, ''), rs.session_id, COUNT(*), \(last) \(members) AND rs.session_id IS NOT NULL GROUP BY 1, 2, 3"),
         ]
         let facets = GroupCounters.facets.map { facet in
             "SELECT s.fingerprint, '\(facet.field.description)', CASE WHEN \(facet.value) IS NOT NULL THEN 1 ELSE 0 END, "

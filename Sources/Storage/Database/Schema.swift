@@ -207,6 +207,7 @@ enum Schema {
         registerMissingSymbolPosition(&migrator)
         registerSharedWebSessions(&migrator)
         registerSingletons(&migrator)
+        registerMemberLastReports(&migrator)
         return migrator
     }
 }

@@ -7,9 +7,10 @@ import SQLInterface
 /// reports only on the day `since` falls in; users and sessions under `version` alone come
 /// from `group_versions`. What a counter cannot give is read from the few reports it is about,
 /// through the group's arrival index: the last report under the filter of the groups tied at
-/// the end of the page (the order's tie-break), the first one of each group shown, and users
-/// and sessions since a time, of the groups shown. Same rows, in the same order, as counting
-/// the members under the filter.
+/// the end of the page (the order's tie-break) and the first one of each group shown. Users
+/// and sessions since a time, of the groups shown, are the membership rows whose last report
+/// arrived in the window (`GroupCounters`). Same rows, in the same order, as counting the
+/// members under the filter.
 struct CountedGroupFilter {
     let version: String?
     let since: Int64?
@@ -115,14 +116,13 @@ struct CountedGroupFilter {
             let first = try end(db, c.fingerprint, last: false)
             var users = c.users
             var sessions = c.sessions
-            if users == nil || sessions == nil {
-                let row = try db.row(
-                    """
-                    SELECT COUNT(DISTINCT \(ReportIdentitySQL.userKey)), COUNT(DISTINCT rs.session_id) \(members(until: false, identity: true))
-                    """,
-                    memberArguments(c.fingerprint, until: nil))
-                users = try row?.optionalInt(0)
-                sessions = try row?.optionalInt(1)
+            if let since, users == nil || sessions == nil {
+                // Members whose last report in the group (under the version) arrived in the window.
+                let (scope, key): (String, [SQLValue]) = version.map { ("fingerprint = ? AND version = ?", [.text(c.fingerprint), .text($0)]) }
+                    ?? ("fingerprint = ?", [.text(c.fingerprint)])
+                let prefix = version == nil ? "group" : "group_version"
+                users = try db.int("SELECT COUNT(*) FROM \(prefix)_users WHERE \(scope) AND last_at >= ?", key + [.integer(since)])
+                sessions = try db.int("SELECT COUNT(*) FROM \(prefix)_sessions WHERE \(scope) AND last_at >= ?", key + [.integer(since)])
             }
             return try db.row(
                 """
@@ -153,12 +153,10 @@ struct CountedGroupFilter {
 
     /// A group's reports under the filter, read through the group's arrival index
     /// (`results_group_arrival`); `until` bounds them to before a time (the edge day's end).
-    private func members(until: Bool, identity: Bool = false) -> String {
-        // Only the version and who a report came from need the report's row: without them a
-        // count or a walk reads the index alone.
+    private func members(until: Bool) -> String {
+        // Only the version needs the report's row: without it a count or a walk reads the index alone.
         var sql = "FROM results s"
-        if version != nil || identity { sql += " JOIN reports r ON r.id = s.report_id" }
-        if identity { sql += " LEFT JOIN report_sessions rs ON rs.report_id = s.report_id" }
+        if version != nil { sql += " JOIN reports r ON r.id = s.report_id" }
         sql += " WHERE s.fingerprint = ?"
         if since != nil { sql += " AND s.received_at >= ?" }
         if until { sql += " AND s.received_at < ?" }

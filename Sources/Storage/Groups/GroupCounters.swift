@@ -13,7 +13,10 @@ import SQLInterface
 /// A distinct count is kept through a membership table: one row per (group, user) (or
 /// session; per version too) with how many of the group's reports it has. A row that appears
 /// adds one to the count, a row whose reports reach zero is deleted and takes one away, so a
-/// move, a merge or retention leaves the count exact.
+/// move, a merge or retention leaves the count exact. Each row also keeps the arrival of its
+/// member's last report in the group (`last_at`): the distinct users or sessions since a time
+/// are the rows with `last_at` at or after it, counted from an index instead of from every
+/// report in the window (`CountedGroupFilter`, a list filtered by `since`).
 enum GroupCounters {
     /// One distinct count: its membership table, the table's key column, whether it is per
     /// version, and the column of `groups` or `group_versions` that holds the count.
@@ -66,11 +69,22 @@ enum GroupCounters {
         static func < (a: Cell, b: Cell) -> Bool { (a.version, a.key) < (b.version, b.key) }
     }
 
+    /// A member's reports among those added or removed, and the last one's arrival.
+    private struct Member {
+        var reports = 0
+        var last = Int64.min
+
+        mutating func add(_ arrival: Int64) {
+            reports += 1
+            last = max(last, arrival)
+        }
+    }
+
     private static func change(_ db: SQLExecutor, fingerprint: String, reportIds: [Int64], by sign: Int) throws {
         guard !reportIds.isEmpty else { return }
         var days: [Int64: Int] = [:]
         var versionDays: [String: [Int64: Int]] = [:]
-        var members: [[Cell: Int]] = Array(repeating: [:], count: distincts.count)
+        var members: [[Cell: Member]] = Array(repeating: [:], count: distincts.count)
         /// Per facet, per value (nil: none).
         var facetValues: [[String?: Int]] = Array(repeating: [:], count: facets.count)
         // Chunks keep the statement's arguments under SQLite's limit.
@@ -86,12 +100,13 @@ enum GroupCounters {
                 chunk.map(\.sqlValue))
             for row in rows {
                 let version = try row.string(0)
-                let arrival = day(of: try row.int64(1))
+                let receivedAt = try row.int64(1)
+                let arrival = day(of: receivedAt)
                 days[arrival, default: 0] += 1
                 versionDays[version, default: [:]][arrival, default: 0] += 1
                 for (i, d) in distincts.enumerated() {
                     guard let key = try row.optionalString(d.column) else { continue }
-                    members[i][Cell(version: d.perVersion ? version : "", key: key), default: 0] += 1
+                    members[i][Cell(version: d.perVersion ? version : "", key: key), default: Member()].add(receivedAt)
                 }
                 for (i, facet) in facets.enumerated() {
                     facetValues[i][try row.optionalString(facet.column), default: 0] += 1
@@ -119,11 +134,11 @@ enum GroupCounters {
         for (i, d) in distincts.enumerated() {
             // Members that appeared (or, removing, disappeared), per version.
             var changed: [String: Int] = [:]
-            for (cell, n) in members[i].sorted(by: { $0.key < $1.key }) {
-                let key: [(String, SQLBindable)] = d.perVersion
-                    ? [("fingerprint", fingerprint), ("version", cell.version), (d.key, cell.key)]
-                    : [("fingerprint", fingerprint), (d.key, cell.key)]
-                if try bump(db, d.table, where: key, column: "reports", by: sign * n) { changed[cell.version, default: 0] += 1 }
+            let removed = sign < 0 ? Set(reportIds) : []
+            for (cell, member) in members[i].sorted(by: { $0.key < $1.key }) {
+                if try bumpMember(db, d, fingerprint: fingerprint, cell, member, by: sign, removed: removed) {
+                    changed[cell.version, default: 0] += 1
+                }
             }
             for (version, n) in changed.sorted(by: { $0.key < $1.key }) {
                 if d.perVersion {
@@ -166,17 +181,86 @@ enum GroupCounters {
         return true
     }
 
+    /// Adds (`sign` 1) or removes (-1) `member`'s reports to or from its row of `d`'s table,
+    /// as `bump` does, and keeps the row's `last_at`: the latest arrival when adding; when
+    /// removing the row's last report while others stay, the arrival of the latest report
+    /// still filed that is not among `removed` (which may still be filed: a report whose
+    /// identity changes leaves its old member before its row changes). Returns whether the
+    /// row appeared or disappeared.
+    private static func bumpMember(
+        _ db: SQLExecutor, _ d: Distinct, fingerprint: String, _ cell: Cell, _ member: Member, by sign: Int, removed: Set<Int64>
+    ) throws -> Bool {
+        let key: [(String, SQLBindable)] = d.perVersion
+            ? [("fingerprint", fingerprint), ("version", cell.version), (d.key, cell.key)]
+            : [("fingerprint", fingerprint), (d.key, cell.key)]
+        let names = key.map { $0.0 }
+        let values = key.map { $0.1.sqlValue }
+        let match = names.map { "\($0) = ?" }.joined(separator: " AND ")
+        if sign > 0 {
+            let now = try db.rows(
+                """
+                INSERT INTO \(d.table) (\(names.joined(separator: ", ")), reports, last_at) VALUES (\(sqlPlaceholders(names.count)), ?, ?)
+                ON CONFLICT (\(names.joined(separator: ", "))) DO UPDATE SET reports = \(d.table).reports + excluded.reports,
+                    last_at = \(db.dialect.greatest)(\(d.table).last_at, excluded.last_at)
+                RETURNING reports
+                """,
+                values + [member.reports.sqlValue, member.last.sqlValue]
+            ).first?.optionalInt(0)
+            return now == member.reports
+        }
+        guard let row = try db.rows(
+            "UPDATE \(d.table) SET reports = reports - ? WHERE \(match) RETURNING reports, last_at", [member.reports.sqlValue] + values
+        ).first else { return false }
+        if try row.int(0) <= 0 {
+            try db.execute("DELETE FROM \(d.table) WHERE \(match)", values)
+            return true
+        }
+        guard member.last >= (try row.int64(1)) else { return false }
+        // The member's newest reports in the group, walked along the arrival index: among the
+        // first `member.reports + 1` at least one is not a removed one.
+        var sql = """
+            SELECT s.received_at AS at, s.report_id AS id FROM results s JOIN reports r ON r.id = s.report_id
+            LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
+            WHERE s.fingerprint = ? AND \(d.value) = ?
+            """
+        var arguments: [SQLValue] = [.text(fingerprint), .text(cell.key)]
+        if d.perVersion {
+            sql += " AND COALESCE(r.version, '') = ?"
+            arguments.append(.text(cell.version))
+        }
+        sql += " ORDER BY s.received_at DESC LIMIT ?"
+        arguments.append(.integer(Int64(member.reports) + 1))
+        let last = try db.rows(sql, arguments).first { !removed.contains(try $0.int64("id")) }
+        if let last {
+            try db.execute("UPDATE \(d.table) SET last_at = ? WHERE \(match)", [.integer(try last.int64("at"))] + values)
+        }
+        return false
+    }
+
     /// Recounts everything here for group `fingerprint` (every group when nil) from the results
-    /// filed under it: what a merge, an unmerge and the migration that added these counters do.
-    /// The group's row and version rows must already hold its members' reports.
+    /// filed under it: what a merge and an unmerge do. The group's row and version rows must
+    /// already hold its members' reports.
     static func rebuild(_ db: SQLExecutor, fingerprint: String?) throws {
-        let only = fingerprint == nil ? "" : " WHERE fingerprint = ?"
-        let arguments: [SQLValue] = fingerprint.map { [.text($0)] } ?? []
-        let scope = fingerprint == nil ? "s.fingerprint IS NOT NULL" : "s.fingerprint = ?"
+        try rebuildCounts(db, fingerprint: fingerprint)
+        try rebuildMembers(db, fingerprint: fingerprint)
+    }
+
+    /// The results filed under group `fingerprint` (every group's when nil), as a recount reads
+    /// them: the statement's `FROM … WHERE`, the filter on a table keyed by fingerprint, and
+    /// the arguments of each.
+    private static func scope(_ fingerprint: String?) -> (members: String, only: String, arguments: [SQLValue]) {
         let members = """
             FROM results s JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
-            WHERE \(scope)
+            WHERE \(fingerprint == nil ? "s.fingerprint IS NOT NULL" : "s.fingerprint = ?")
             """
+        return (members, fingerprint == nil ? "" : " WHERE fingerprint = ?", fingerprint.map { [.text($0)] } ?? [])
+    }
+
+    /// Recounts the reports per day, per version and day, and per facet value (`rebuild` without
+    /// the memberships): the v17 migration, whose membership tables v22 fills once they have
+    /// `last_at`.
+    static func rebuildCounts(_ db: SQLExecutor, fingerprint: String?) throws {
+        let (members, only, arguments) = scope(fingerprint)
         let day = "r.received_at / \(SessionCounters.dayMs)"
         try db.execute("DELETE FROM group_days" + only, arguments)
         try db.execute(
@@ -201,14 +285,20 @@ enum GroupCounters {
                 """,
                 arguments)
         }
+    }
+
+    /// Refills the membership tables and the distinct users and sessions they count, with each
+    /// member's last arrival: `rebuild`'s second half, and the v22 migration that added `last_at`.
+    static func rebuildMembers(_ db: SQLExecutor, fingerprint: String?) throws {
+        let (members, only, arguments) = scope(fingerprint)
         for d in distincts {
             try db.execute("DELETE FROM \(d.table)" + only, arguments)
             let columns = d.perVersion ? "fingerprint, version, \(d.key)" : "fingerprint, \(d.key)"
             let values = d.perVersion ? "s.fingerprint, COALESCE(r.version, ''), \(d.value)" : "s.fingerprint, \(d.value)"
             try db.execute(
                 """
-                INSERT INTO \(d.table) (\(columns), reports)
-                SELECT \(values), COUNT(*) \(members) AND \(d.value) IS NOT NULL GROUP BY \(d.perVersion ? "1, 2, 3" : "1, 2")
+                INSERT INTO \(d.table) (\(columns), reports, last_at)
+                SELECT \(values), COUNT(*), MAX(r.received_at) \(members) AND \(d.value) IS NOT NULL GROUP BY \(d.perVersion ? "1, 2, 3" : "1, 2")
                 """,
                 arguments)
             if d.perVersion {

@@ -63,6 +63,7 @@ public final class PostgresDatabase: @unchecked Sendable {
             let applied = Set(try db.rows("SELECT name FROM schema_migrations").map { try $0.string(0) })
             for migration in PostgresSchema.migrations where !applied.contains(migration.name) {
                 try db.executeScript(migration.sql)
+                try migration.fill?(db)
                 try db.execute(
                     "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", migration.name, Self.systemClock())
             }

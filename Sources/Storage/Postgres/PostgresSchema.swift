@@ -1,3 +1,5 @@
+import SQLInterface
+
 /// The PostgreSQL backend's versioned schema. Never edit a migration once released: add one.
 ///
 /// The first migration is SQLite's schema as of its v19 ("missing symbols in order"), table for
@@ -9,11 +11,22 @@
 /// database was created with. SQLite's expression index on
 /// `ifnull(namespace, '')` is spelled with `COALESCE` (`SQLJobQueue.duplicatePostgres`).
 enum PostgresSchema {
-    static let migrations: [(name: String, sql: String)] = [
-        ("v1: the schema of SQLite's v19", v1),
-        ("v2: result positions", v2),
-        ("v3: shared web sessions", v3),
-        ("v4: singletons", v4),
+    /// A migration's statements, then what Swift fills from the rows already stored (as
+    /// SQLite's migrations do), in the same transaction.
+    struct Migration: Sendable {
+        let name: String
+        let sql: String
+        var fill: (@Sendable (SQLExecutor) throws -> Void)? = nil
+    }
+
+    static let migrations: [Migration] = [
+        Migration(name: "v1: the schema of SQLite's v19", sql: v1),
+        Migration(name: "v2: result positions", sql: v2),
+        Migration(name: "v3: shared web sessions", sql: v3),
+        Migration(name: "v4: singletons", sql: v4),
+        Migration(name: "v5: members' last reports", sql: Schema.memberLastReportsSQL) {
+            try GroupCounters.rebuildMembers($0, fingerprint: nil)
+        },
     ]
 
     /// The advisory lock key migrations hold (any 64-bit constant nothing else uses), so two

@@ -63,18 +63,30 @@ struct CountedGroupFilter {
                 candidates[try row.string(0)] = Candidate(fingerprint: try row.string(0), count: try row.int(1))
             }
             if since != edgeStart {
-                for row in try db.rows(
+                let edgeGroups = try db.rows(
                     """
                     SELECT d.fingerprint FROM \(table) d\(index) JOIN groups g ON g.fingerprint = d.fingerprint
                     WHERE \(versionMatch) d.day = ? \(groupFilter)
                     """,
-                    versionArgument + [.integer(edgeDay)] + arguments)
-                {
-                    let fingerprint = try row.string(0)
-                    let n = try db.int(
-                        "SELECT COUNT(*) \(members(until: true))",
-                        memberArguments(fingerprint, until: edgeStart + SessionCounters.dayMs)) ?? 0
-                    if n > 0 { candidates[fingerprint, default: Candidate(fingerprint: fingerprint, count: 0)].count += n }
+                    versionArgument + [.integer(edgeDay)] + arguments
+                ).map { try $0.string(0) }
+                // The groups of the edge day counted a chunk per statement: one statement per group
+                // was a round trip per group on PostgreSQL, thousands of them at a million reports
+                // (scripts/bench-reads.sh, `?since=7d`).
+                for start in stride(from: 0, to: edgeGroups.count, by: 500) {
+                    let chunk = edgeGroups[start..<min(start + 500, edgeGroups.count)]
+                    var sql = "SELECT s.fingerprint, COUNT(*) FROM results s"
+                    if version != nil { sql += " JOIN reports r ON r.id = s.report_id" }
+                    sql += " WHERE s.fingerprint IN (\(sqlPlaceholders(chunk.count))) AND s.received_at >= ? AND s.received_at < ?"
+                    var chunkArguments = chunk.map { SQLValue.text($0) } + [.integer(since), .integer(edgeStart + SessionCounters.dayMs)]
+                    if let version {
+                        sql += " AND COALESCE(r.version, '') = ?"
+                        chunkArguments.append(.text(version))
+                    }
+                    for row in try db.rows(sql + " GROUP BY s.fingerprint", chunkArguments) {
+                        let fingerprint = try row.string(0)
+                        candidates[fingerprint, default: Candidate(fingerprint: fingerprint, count: 0)].count += try row.int(1)
+                    }
                 }
             }
         } else if let version {
@@ -135,40 +147,26 @@ struct CountedGroupFilter {
     }
 
     /// The arrival of a group's first or last report under the filter: a walk along its arrival
-    /// index from `since` or its newest report, which under `version` starts on the first or
-    /// last day the version has reports in the group (`group_version_days`), so it does not
-    /// cross the reports of the versions before or after it.
+    /// index (`results_group_arrival`) from `since` or its newest report, which under `version`
+    /// starts on the first or last day the version has reports in the group
+    /// (`group_version_days`), so it does not cross the reports of the versions before or after it.
     private func end(_ db: SQLExecutor, _ fingerprint: String, last: Bool) throws -> Int64? {
-        var sql = "SELECT s.received_at \(members(until: false))"
-        var arguments = memberArguments(fingerprint, until: nil)
+        // Only the version needs the report's row: without it the walk reads the index alone.
+        var sql = "SELECT s.received_at FROM results s"
+        if version != nil { sql += " JOIN reports r ON r.id = s.report_id" }
+        sql += " WHERE s.fingerprint = ?"
+        var arguments: [SQLValue] = [.text(fingerprint)]
+        if let since {
+            sql += " AND s.received_at >= ?"
+            arguments.append(.integer(since))
+        }
         if let version {
             guard let day = try db.int64(
                 "SELECT \(last ? "MAX" : "MIN")(day) FROM group_version_days WHERE fingerprint = ? AND version = ?", fingerprint, version)
             else { return nil }
-            sql += last ? " AND s.received_at < ?" : " AND s.received_at >= ?"
-            arguments.append(.integer(last ? (day + 1) * SessionCounters.dayMs : day * SessionCounters.dayMs))
+            sql += " AND COALESCE(r.version, '') = ?" + (last ? " AND s.received_at < ?" : " AND s.received_at >= ?")
+            arguments += [.text(version), .integer(last ? (day + 1) * SessionCounters.dayMs : day * SessionCounters.dayMs)]
         }
         return try db.int64(sql + " ORDER BY s.received_at \(last ? "DESC" : "ASC") LIMIT 1", arguments)
-    }
-
-    /// A group's reports under the filter, read through the group's arrival index
-    /// (`results_group_arrival`); `until` bounds them to before a time (the edge day's end).
-    private func members(until: Bool) -> String {
-        // Only the version needs the report's row: without it a count or a walk reads the index alone.
-        var sql = "FROM results s"
-        if version != nil { sql += " JOIN reports r ON r.id = s.report_id" }
-        sql += " WHERE s.fingerprint = ?"
-        if since != nil { sql += " AND s.received_at >= ?" }
-        if until { sql += " AND s.received_at < ?" }
-        if version != nil { sql += " AND COALESCE(r.version, '') = ?" }
-        return sql
-    }
-
-    private func memberArguments(_ fingerprint: String, until: Int64?) -> [SQLValue] {
-        var arguments: [SQLValue] = [.text(fingerprint)]
-        if let since { arguments.append(.integer(since)) }
-        if let until { arguments.append(.integer(until)) }
-        if let version { arguments.append(.text(version)) }
-        return arguments
     }
 }

@@ -20,7 +20,7 @@
 # symbolic on the same addresses (scripts/bench/symbolic-lookup.py), and the CPU of a new
 # process answering 30 of them (scripts/bench/cold-cpu.py). No thresholds.
 # Afterwards: bench-parse, bench-queue (7-frame and 30-frame reports), bench-queue-store,
-# bench-serve, bench-remote, bench-symcache-build, bench-triage and bench-reads.
+# bench-serve, bench-remote, bench-nodes, bench-symcache-build, bench-triage and bench-reads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -199,6 +199,12 @@ bash "$root/scripts/bench-serve.sh"
 echo
 echo "== scripts/bench-remote.sh =="
 bash "$root/scripts/bench-remote.sh"
+
+# Two `serve` nodes on one PostgreSQL database against one (issue 33 §4): ingest through nginx
+# and the queue drained, as ratios and CPU per report.
+echo
+echo "== scripts/bench-nodes.sh =="
+bash "$root/scripts/bench-nodes.sh"
 
 # What building a symcache costs against symbolic and GSYM (time, size, peak RSS), on the same two
 # targets, and the first crash of a new build: upload, then one report, until it is symbolicated.

@@ -13,13 +13,11 @@ deps:
 build: deps
 	$(SWIFT) build
 
-# `man` first: a test renders the generated page. After the tests, every fuzz target's seeds
-# through the debug build's replay harness (docs/fuzzing.md), so the seeds keep passing;
-# `make fuzz` builds the libFuzzer harness and fuzzes.
+# `man` first: a test renders the generated page. scripts/test.sh builds, then runs the Swift
+# suites with schemathesis (test-api) and every fuzz target's seeds through the debug build's
+# replay harness (docs/fuzzing.md) beside them; `make fuzz` builds the libFuzzer harness and fuzzes.
 test: deps man
-	$(SWIFT) test
-	@$(MAKE) --no-print-directory test-api
-	@scripts/fuzz.sh --replay
+	@SWIFT=$(SWIFT) scripts/test.sh
 
 # schemathesis (PyPI, into .build/schemathesis-venv) against the OpenAPI document a real
 # `stackline serve` serves: no 5xx, no response outside the document, no endpoint without auth.

@@ -18,8 +18,11 @@ if [ ! -x "$venv/bin/schemathesis" ] || ! "$venv/bin/schemathesis" --version 2>/
   "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-swift build --product stackline >/dev/null
-swift build --product stackline-worker >/dev/null
+# STACKLINE_PREBUILT=1 (scripts/test.sh, beside a running `swift test`): use .build/debug as it is.
+if [ "${STACKLINE_PREBUILT:-0}" != 1 ]; then
+  swift build --product stackline >/dev/null
+  swift build --product stackline-worker >/dev/null
+fi
 bin=.build/debug
 source scripts/serve-scratch.sh
 serve_scratch api

@@ -3,10 +3,12 @@ import TestSupport
 import Testing
 
 /// Issue 33's chaos run, at the size `make test` can afford: two `serve` nodes on one PostgreSQL
-/// database behind nginx (the shipped example), reports posted by 4 clients that retry as an SDK
+/// database behind nginx (the shipped example), each with a local worker, plus a remote worker
+/// (`stackline-worker --connect`) on node B; reports posted by 4 clients that retry as an SDK
 /// does; one node is SIGKILLed mid-load and started again, and later PostgreSQL itself restarts
 /// mid-load. Every report answered 202 is stored and processed exactly once, none fails, every
 /// group's count is its results', and each new group raised exactly one alert.
+/// `STACKLINE_CHAOS_REPORTS` sets the number of reports (600; the issue's full run is 5,000).
 @Suite(.serialized) struct ChaosTests {
     @Test func aNodeAndThenTheDatabaseDieUnderLoadAndEveryAcceptedReportIsProcessedOnce() throws {
         // A cluster of this test's own: it is restarted under load.
@@ -28,9 +30,21 @@ import Testing
         }
         let nginx = try NginxProxy(nodes: [portA, nodeB.port], dir: h.dir.file("nginx"))
         defer { nginx.stop() }
+        // The remote worker: on node B, which stays up (a worker is known to the node it connected to).
+        let remote = Process()
+        remote.executableURL = URL(fileURLWithPath: TestPaths.worker)
+        let cache = h.dir.file("remote-cache")
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        remote.arguments = ["--connect", nodeB.baseURL, "--token", try h.token("worker"), "--slots", "1", "--cache", cache, "--name", "chaos-remote"]
+        let remoteLog = h.dir.file("chaos-remote.log")
+        _ = FileManager.default.createFile(atPath: remoteLog, contents: nil)
+        remote.standardOutput = FileHandle(forWritingAtPath: remoteLog)
+        remote.standardError = FileHandle(forWritingAtPath: remoteLog)
+        try remote.run()
+        defer { if remote.isRunning { kill(remote.processIdentifier, SIGKILL) } }
 
         // Reports of two crashes (two groups), all distinct.
-        let count = 600
+        let count = Int(ProcessInfo.processInfo.environment["STACKLINE_CHAOS_REPORTS"] ?? "") ?? 600
         let crash = try CrashFixture.shared.report(symbolicate: "off")
         let bodies = (0..<count).map { variant(of: crash, number: $0) }
         let accepted = Locked<[Int: Int]>([:])
@@ -107,5 +121,10 @@ import Testing
         #expect(try h.sqlInt("SELECT COUNT(*) FROM alert_events WHERE kind = 'new_group'") == groups)
         #expect(try h.sqlInt("SELECT COUNT(DISTINCT fingerprint) FROM alert_events WHERE kind = 'new_group'") == groups)
         #expect(nodeB.process.isRunning && nodeA.value.process.isRunning)
+        // The remote worker took its share (its count reaches the roster with its heartbeats).
+        try h.waitUntil("the remote worker's jobs in the roster", timeout: 60) {
+            (try? h.sqlInt("SELECT COALESCE(SUM(jobs_done), 0) FROM workers WHERE name = 'chaos-remote'")) ?? 0 > 0
+        }
+        #expect(remote.isRunning, "the remote worker rode out the database's restart")
     }
 }

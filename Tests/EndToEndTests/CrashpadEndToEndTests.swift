@@ -82,7 +82,7 @@ import Testing
         }
         let ingest = try h.token("ingest")
         let read = try h.token("read")
-        let server = try h.startServer(["--workers", "1"])
+        let server = try h.startServer(Harness.nativeDumpServer)
         let test = MinidumpEndToEndTests()
         let posted = try MinidumpEndToEndTests.post(server, Data(bytes), token: ingest)
         let id = try #require(posted.json?["id"] as? Int, "\(posted)")

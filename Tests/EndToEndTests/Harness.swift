@@ -5,6 +5,11 @@ import Testing
 
 /// A temp data directory plus helpers to drive the real `stackline` binaries against it.
 final class Harness {
+    /// `serve` for the minidump, core and Crashpad suites: one worker, and a parse deadline
+    /// (default 10 s) no debug build misses on a loaded 2-core machine, since a dump's stacks
+    /// are scanned when it is parsed; the deadline itself is AttackTests+Isolation's to check.
+    static let nativeDumpServer = ["--workers", "1", "--parse-timeout", "60"]
+
     let dir: TempDirectory
     /// The database the processes share: a SQLite file, or a PostgreSQL URL (`backend`).
     let dbPath: String

@@ -189,7 +189,7 @@ import Testing
         }
         let ingest = try h.token("ingest")
         let read = try h.token("read")
-        let server = try h.startServer(["--workers", "1"])
+        let server = try h.startServer(Harness.nativeDumpServer)
         let posted = try Self.post(server, try Data(contentsOf: URL(fileURLWithPath: dump.path)), token: ingest)
         #expect(posted.status == 202, "\(posted)")
         let id = try #require(posted.json?["id"] as? Int, "\(posted)")
@@ -246,7 +246,7 @@ import Testing
         let ingest = try h.token("ingest")
         let read = try h.token("read")
         let symbols = try h.token("symbols")
-        let server = try h.startServer(["--workers", "1"])
+        let server = try h.startServer(Harness.nativeDumpServer)
         let posted = try Self.post(server, try Data(contentsOf: URL(fileURLWithPath: dump.path)), token: ingest)
         let id = try #require(posted.json?["id"] as? Int, "\(posted)")
         let first = try processed(server, id, token: read)
@@ -300,7 +300,7 @@ import Testing
             #expect(try h.stackline(["symbols", "add", "--symbols", h.symbolsPath, file]).status == 0, "\(file)")
         }
         let ingest = try h.token("ingest"), read = try h.token("read"), symbols = try h.token("symbols")
-        let server = try h.startServer(["--workers", "1"])
+        let server = try h.startServer(Harness.nativeDumpServer)
         let posted = try Self.post(server, try Data(contentsOf: URL(fileURLWithPath: path)), token: ingest)
         let id = try #require(posted.json?["id"] as? Int, "\(posted)")
         let first = Self.frames(try processed(server, id, token: read))[0]
@@ -333,7 +333,7 @@ import Testing
         let dump = try Self.make(in: h.dir, name: "fponly", flags: ["-O2", "-fno-omit-frame-pointer"])
         let expected = try Self.lldbFrames(dump)
         let ingest = try h.token("ingest"), read = try h.token("read")
-        let server = try h.startServer(["--workers", "1"])
+        let server = try h.startServer(Harness.nativeDumpServer)
         let posted = try Self.post(server, try Data(contentsOf: URL(fileURLWithPath: dump.path)), token: ingest)
         let id = try #require(posted.json?["id"] as? Int, "\(posted)")
         let ours = Self.frames(try processed(server, id, token: read))[0]
@@ -363,7 +363,7 @@ import Testing
         }
         let ingest = try h.token("ingest")
         let read = try h.token("read")
-        let server = try h.startServer(["--workers", "1"])
+        let server = try h.startServer(Harness.nativeDumpServer)
         let posted = try Self.post(server, Data(bytes), token: ingest)
         let id = try #require(posted.json?["id"] as? Int, "\(posted)")
         let report = try processed(server, id, token: read)

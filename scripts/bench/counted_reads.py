@@ -2,9 +2,10 @@
 
 The fillers write reports, results and groups with plain SQL; the counters a group's pages read
 (`GroupCounters`: per-day counts, distinct users and sessions, the results' arrival index) are
-then filled by Stackline itself: `undo` takes the file back to before the migration that adds
-them ("v17: counted reads"), and the next `stackline` command that opens it runs that migration,
-whose backfill is the code path an upgraded database takes. `db check` compares the outcome
+then filled by Stackline itself: `undo` takes the file back to before the migrations that add
+them ("v17: counted reads", and "v22: members' last reports", whose columns go with v17's
+tables), and the next `stackline` command that opens it runs them, whose backfill is the code
+path an upgraded database takes. `db check` compares the outcome
 with the reports.
 """
 
@@ -13,7 +14,8 @@ COUNTER_TABLES = ["group_days", "group_version_days", "group_facets", "group_use
 
 
 def undo(db):
-    """Drops what "v17: counted reads" added and forgets that it ran (the caller commits)."""
+    """Drops what "v17: counted reads" and "v22: members' last reports" added and forgets that
+    they ran (the caller commits)."""
     for table in COUNTER_TABLES:
         db.execute("DROP TABLE IF EXISTS %s" % table)
     for table in ["groups", "group_versions"]:
@@ -22,13 +24,14 @@ def undo(db):
     db.execute("DROP INDEX IF EXISTS results_group_arrival")
     db.execute("ALTER TABLE results DROP COLUMN received_at")
     db.execute("CREATE INDEX IF NOT EXISTS results_fingerprint ON results (fingerprint)")
-    db.execute("DELETE FROM grdb_migrations WHERE identifier LIKE 'v17:%'")
+    db.execute("DELETE FROM grdb_migrations WHERE identifier LIKE 'v17:%' OR identifier LIKE 'v22:%'")
 
 
 def counter_bytes(db):
     """Bytes the counters and the arrival index take (dbstat), and the whole file's."""
     sizes = dict(db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"))
-    names = COUNTER_TABLES + ["group_days_by_day", "group_version_days_by_group", "results_group_arrival"]
+    names = COUNTER_TABLES + ["group_days_by_day", "group_version_days_by_group", "results_group_arrival"] + [
+        t + "_by_last" for t in ["group_users", "group_sessions", "group_version_users", "group_version_sessions"]]
     return sum(sizes.get(n, 0) for n in names), sum(sizes.values())
 
 

@@ -61,6 +61,14 @@ public func sqlPlaceholders(_ count: Int) -> String {
     Array(repeating: "?", count: max(count, 1)).joined(separator: ", ")
 }
 
+extension Array {
+    /// The values in runs of at most 500, one `IN (…)` list per statement: SQLite refuses a
+    /// statement with more than 32,766 arguments, and 500 leaves room for the others.
+    public var sqlChunks: [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: 500).map { self[$0..<Swift.min($0 + 500, count)] }
+    }
+}
+
 extension SQLExecutor {
     /// The first column of the first row, or nil when there is no row or it is NULL.
     public func int64(_ sql: String, _ arguments: [SQLValue]) throws -> Int64? {

@@ -88,8 +88,7 @@ public struct AlertFacts {
     /// The regressions (`group_history` entries) these reports caused, by report id.
     public func regressions(causedBy reportIds: [Int64]) throws -> [Int64: GroupHistoryEntry] {
         var found: [Int64: GroupHistoryEntry] = [:]
-        for start in stride(from: 0, to: reportIds.count, by: 500) {
-            let chunk = Array(reportIds[start..<min(start + 500, reportIds.count)])
+        for chunk in reportIds.sqlChunks {
             for row in try db.rows(
                 """
                 SELECT \(GroupHistory.columns) FROM group_history WHERE action = 'regressed'

@@ -73,8 +73,7 @@ struct CountedGroupFilter {
                 // The groups of the edge day counted a chunk per statement: one statement per group
                 // was a round trip per group on PostgreSQL, thousands of them at a million reports
                 // (scripts/bench-reads.sh, `?since=7d`).
-                for start in stride(from: 0, to: edgeGroups.count, by: 500) {
-                    let chunk = edgeGroups[start..<min(start + 500, edgeGroups.count)]
+                for chunk in edgeGroups.sqlChunks {
                     var sql = "SELECT s.fingerprint, COUNT(*) FROM results s"
                     if version != nil { sql += " JOIN reports r ON r.id = s.report_id" }
                     sql += " WHERE s.fingerprint IN (\(sqlPlaceholders(chunk.count))) AND s.received_at >= ? AND s.received_at < ?"

@@ -87,9 +87,7 @@ enum GroupCounters {
         var members: [[Cell: Member]] = Array(repeating: [:], count: distincts.count)
         /// Per facet, per value (nil: none).
         var facetValues: [[String?: Int]] = Array(repeating: [:], count: facets.count)
-        // Chunks keep the statement's arguments under SQLite's limit.
-        for start in stride(from: 0, to: reportIds.count, by: 500) {
-            let chunk = Array(reportIds[start..<min(start + 500, reportIds.count)])
+        for chunk in reportIds.sqlChunks {
             let rows = try db.rows(
                 """
                 SELECT COALESCE(r.version, ''), r.received_at, \(ReportIdentitySQL.userKey), rs.session_id,
@@ -131,10 +129,10 @@ enum GroupCounters {
                     column: "count", by: sign * n)
             }
         }
+        let removed = sign < 0 ? Set(reportIds) : []
         for (i, d) in distincts.enumerated() {
             // Members that appeared (or, removing, disappeared), per version.
             var changed: [String: Int] = [:]
-            let removed = sign < 0 ? Set(reportIds) : []
             for (cell, member) in members[i].sorted(by: { $0.key < $1.key }) {
                 if try bumpMember(db, d, fingerprint: fingerprint, cell, member, by: sign, removed: removed) {
                     changed[cell.version, default: 0] += 1
@@ -153,69 +151,51 @@ enum GroupCounters {
     }
 
     /// Adds `n` to `column` of the row of `table` that `key` names, creating it when `n` is
-    /// positive and deleting it when its count reaches zero. Returns whether the row appeared
-    /// or disappeared.
+    /// positive and deleting it when its count reaches zero. `last`, for a membership table: the
+    /// latest arrival among the reports added or removed; adding keeps the greater `last_at`.
+    /// Returns whether the row appeared or disappeared, and the `last_at` of a row a removal left.
     @discardableResult
     private static func bump(
-        _ db: SQLExecutor, _ table: String, where key: [(String, SQLBindable)], column: String, by n: Int
-    ) throws -> Bool {
+        _ db: SQLExecutor, _ table: String, where key: [(String, SQLBindable)], column: String, by n: Int, last: Int64? = nil
+    ) throws -> (changed: Bool, lastAt: Int64?) {
         let names = key.map { $0.0 }
         let values = key.map { $0.1.sqlValue }
         let match = names.map { "\($0) = ?" }.joined(separator: " AND ")
+        let lastColumn = last == nil ? "" : ", last_at"
         if n > 0 {
+            let keepLast = last == nil ? "" : ", last_at = \(db.dialect.greatest)(\(table).last_at, excluded.last_at)"
             let now = try db.rows(
                 """
-                INSERT INTO \(table) (\(names.joined(separator: ", ")), \(column)) VALUES (\(sqlPlaceholders(names.count)), ?)
-                ON CONFLICT (\(names.joined(separator: ", "))) DO UPDATE SET \(column) = \(table).\(column) + excluded.\(column)
+                INSERT INTO \(table) (\(names.joined(separator: ", ")), \(column)\(lastColumn))
+                VALUES (\(sqlPlaceholders(names.count + (last == nil ? 1 : 2))))
+                ON CONFLICT (\(names.joined(separator: ", "))) DO UPDATE SET \(column) = \(table).\(column) + excluded.\(column)\(keepLast)
                 RETURNING \(column)
                 """,
-                values + [n.sqlValue]
+                values + [n.sqlValue] + (last.map { [$0.sqlValue] } ?? [])
             ).first?.optionalInt(0)
-            return now == n
+            return (now == n, nil)
         }
-        let left = try db.rows(
-            "UPDATE \(table) SET \(column) = \(column) + ? WHERE \(match) RETURNING \(column)", [n.sqlValue] + values
-        ).first?.optionalInt(0)
-        guard let left, left <= 0 else { return false }
+        guard let row = try db.rows(
+            "UPDATE \(table) SET \(column) = \(column) + ? WHERE \(match) RETURNING \(column)\(lastColumn)", [n.sqlValue] + values
+        ).first else { return (false, nil) }
+        guard let left = try row.optionalInt(0), left <= 0 else { return (false, last == nil ? nil : try row.optionalInt64(1)) }
         try db.execute("DELETE FROM \(table) WHERE \(match)", values)
-        return true
+        return (true, nil)
     }
 
-    /// Adds (`sign` 1) or removes (-1) `member`'s reports to or from its row of `d`'s table,
-    /// as `bump` does, and keeps the row's `last_at`: the latest arrival when adding; when
-    /// removing the row's last report while others stay, the arrival of the latest report
-    /// still filed that is not among `removed` (which may still be filed: a report whose
-    /// identity changes leaves its old member before its row changes). Returns whether the
-    /// row appeared or disappeared.
+    /// Adds (`sign` 1) or removes (-1) `member`'s reports to or from its row of `d`'s table
+    /// (`bump`). When a removal takes the row's last report while others stay, its `last_at`
+    /// becomes the arrival of the latest report still filed that is not among `removed` (which
+    /// may still be filed: a report whose identity changes leaves its old member before its row
+    /// changes). Returns whether the row appeared or disappeared.
     private static func bumpMember(
         _ db: SQLExecutor, _ d: Distinct, fingerprint: String, _ cell: Cell, _ member: Member, by sign: Int, removed: Set<Int64>
     ) throws -> Bool {
         let key: [(String, SQLBindable)] = d.perVersion
             ? [("fingerprint", fingerprint), ("version", cell.version), (d.key, cell.key)]
             : [("fingerprint", fingerprint), (d.key, cell.key)]
-        let names = key.map { $0.0 }
-        let values = key.map { $0.1.sqlValue }
-        let match = names.map { "\($0) = ?" }.joined(separator: " AND ")
-        if sign > 0 {
-            let now = try db.rows(
-                """
-                INSERT INTO \(d.table) (\(names.joined(separator: ", ")), reports, last_at) VALUES (\(sqlPlaceholders(names.count)), ?, ?)
-                ON CONFLICT (\(names.joined(separator: ", "))) DO UPDATE SET reports = \(d.table).reports + excluded.reports,
-                    last_at = \(db.dialect.greatest)(\(d.table).last_at, excluded.last_at)
-                RETURNING reports
-                """,
-                values + [member.reports.sqlValue, member.last.sqlValue]
-            ).first?.optionalInt(0)
-            return now == member.reports
-        }
-        guard let row = try db.rows(
-            "UPDATE \(d.table) SET reports = reports - ? WHERE \(match) RETURNING reports, last_at", [member.reports.sqlValue] + values
-        ).first else { return false }
-        if try row.int(0) <= 0 {
-            try db.execute("DELETE FROM \(d.table) WHERE \(match)", values)
-            return true
-        }
-        guard member.last >= (try row.int64(1)) else { return false }
+        let (changed, lastAt) = try bump(db, d.table, where: key, column: "reports", by: sign * member.reports, last: member.last)
+        guard let lastAt, member.last >= lastAt else { return changed }
         // The member's newest reports in the group, walked along the arrival index: among the
         // first `member.reports + 1` at least one is not a removed one.
         var sql = """
@@ -230,11 +210,12 @@ enum GroupCounters {
         }
         sql += " ORDER BY s.received_at DESC LIMIT ?"
         arguments.append(.integer(Int64(member.reports) + 1))
-        let last = try db.rows(sql, arguments).first { !removed.contains(try $0.int64("id")) }
-        if let last {
-            try db.execute("UPDATE \(d.table) SET last_at = ? WHERE \(match)", [.integer(try last.int64("at"))] + values)
+        if let latest = try db.rows(sql, arguments).first(where: { !removed.contains(try $0.int64("id")) }) {
+            try db.execute(
+                "UPDATE \(d.table) SET last_at = ? WHERE \(key.map { "\($0.0) = ?" }.joined(separator: " AND "))",
+                [.integer(try latest.int64("at"))] + key.map { $0.1.sqlValue })
         }
-        return false
+        return changed
     }
 
     /// Recounts everything here for group `fingerprint` (every group when nil) from the results

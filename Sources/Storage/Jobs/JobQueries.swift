@@ -38,8 +38,7 @@ extension SQLStore {
     public func states(reportIds: [Int64]) throws -> [Int64: JobState] {
         try read { db in
             var states: [Int64: JobState] = [:]
-            for chunk in stride(from: 0, to: reportIds.count, by: 500) {
-                let ids = Array(reportIds[chunk..<min(chunk + 500, reportIds.count)])
+            for ids in reportIds.sqlChunks {
                 let rows = try db.rows(
                     """
                     SELECT report_id, state FROM jobs

@@ -131,8 +131,7 @@ extension SQLStore {
             // Counted at the end, so a group that lost members in one batch and was emptied
             // in a later one counts once, as deleted.
             let fingerprints = Array(touched)
-            for start in stride(from: 0, to: fingerprints.count, by: 500) {
-                let chunk = Array(fingerprints[start..<min(start + 500, fingerprints.count)])
+            for chunk in fingerprints.sqlChunks {
                 outcome.groupsUpdated += try db.int(
                     "SELECT COUNT(*) FROM groups WHERE fingerprint IN (\(sqlPlaceholders(chunk.count)))", chunk.map(\.sqlValue)) ?? 0
             }

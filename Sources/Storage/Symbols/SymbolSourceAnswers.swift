@@ -30,8 +30,7 @@ extension SQLStore {
         guard !ids.isEmpty else { return [:] }
         return try read { db in
             var found: [BuildID: [SymbolSourceAnswer]] = [:]
-            // SQLite's default limit on bound parameters is 32,766; a report has far fewer images.
-            for chunk in stride(from: 0, to: ids.count, by: 500).map({ ids[$0..<min($0 + 500, ids.count)] }) {
+            for chunk in ids.sqlChunks {
                 let rows = try db.rows(
                     """
                     SELECT build_id, source, outcome, detail, answered_at FROM symbol_source_answers

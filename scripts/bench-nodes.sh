@@ -92,7 +92,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# free_port and wait_healthy; demo_reports.
+source "$root/scripts/serve-scratch.sh"
+source "$root/scripts/bench/demo-reports.sh"
 
 # CPU clock ticks (user + system) of a process tree: the process's own, those of the children it
 # has reaped (cutime + cstime: PostgreSQL backends that ended, parse children that were replaced)
@@ -160,14 +162,7 @@ start_node() {
 wait_nodes() {
   local i
   for i in "${!node_pids[@]}"; do
-    for _ in $(seq 1 600); do
-      curl -sf "http://127.0.0.1:${node_ports[$i]}/healthz" >/dev/null && continue 2
-      kill -0 "${node_pids[$i]}" 2>/dev/null || break
-      sleep 0.1
-    done
-    echo "$me: stackline serve did not start:" >&2
-    cat "${node_logs[$i]}" >&2
-    return 1
+    wait_healthy "http://127.0.0.1:${node_ports[$i]}" "${node_pids[$i]}" 600 "$me: stackline serve" "${node_logs[$i]}" || return 1
   done
 }
 
@@ -215,14 +210,7 @@ EOF
     { echo "$me: nginx -t refused the configuration" >&2; return 1; }
   "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" </dev/null >"$dir/nginx.out" 2>&1 &
   nginx_pid=$!
-  for _ in $(seq 1 300); do
-    curl -sf "http://127.0.0.1:$nginx_port/healthz" >/dev/null && return 0
-    kill -0 "$nginx_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "$me: nginx did not start:" >&2
-  cat "$dir/nginx.out" "$dir/error.log" >&2
-  return 1
+  wait_healthy "http://127.0.0.1:$nginx_port" "$nginx_pid" 300 "$me: nginx" "$dir/nginx.out" "$dir/error.log"
 }
 
 # Lines a node logged at warning or above during the ingest part (it runs at --log-level
@@ -378,17 +366,8 @@ queue() {
 
 case " $PARTS " in
 *" ingest "*)
-  # bench-serve.sh's body: the report compressed once, a gzip header and a deflate stream ended
-  # by a sync flush, which the wrk script completes with a distinct stored block per request.
-  read -r crc len < <(python3 - "$REPORT" "$work/prefix.gz" <<'PY'
-import sys, zlib
-data = open(sys.argv[1], "rb").read()
-c = zlib.compressobj(6, zlib.DEFLATED, -15)
-body = c.compress(data) + c.flush(zlib.Z_SYNC_FLUSH)
-open(sys.argv[2], "wb").write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + body)
-print(zlib.crc32(data), len(data))
-PY
-  )
+  # bench-serve.sh's body: the report compressed once, completed per request by the wrk script.
+  read -r crc len < <(python3 "$root/scripts/bench/gzip-prefix.py" "$REPORT" "$work/prefix.gz")
   echo "ingest report: $(basename "$REPORT") gzip ($(stat -c %s "$work/prefix.gz") bytes compressed, $len inflated); nodes with --workers 0"
   ingest 1
   ingest 2
@@ -397,18 +376,9 @@ esac
 
 case " $PARTS " in
 *" queue "*)
-  # bench-queue.sh's reports and store: the demo built with DWARF, stored with the runtime
-  # libraries' symbol tables (symcaches built now, so both measurements start warm), its crash
-  # report written by the Swift runtime, and N variants that differ in one extra top-level field.
+  # bench-queue.sh's reports and store (scripts/bench/demo-reports.sh), of the demo built with DWARF.
   swiftc -g -Onone "$root/Tests/Fixtures/demo/Demo.swift" -o "$work/Demo"
-  runtime_dir=$(swiftc -print-target-info | sed -n '/"runtimeLibraryPaths"/,/]/p' | grep -o '"/[^"]*"' | head -1 | tr -d '"')
-  "$STACKLINE" symbols add "$work/Demo" "$runtime_dir/libswiftCore.so" "$runtime_dir/libswiftSwiftOnoneSupport.so" >/dev/null
-  (SWIFT_BACKTRACE="enable=yes,symbolicate=off,format=json,output-to=$work/crash.json" "$work/Demo" >/dev/null 2>&1 || true) 2>/dev/null
-  [ -s "$work/crash.json" ] || { echo "$me: the demo wrote no crash report" >&2; exit 1; }
-  report=$(<"$work/crash.json")
-  for ((i = 0; i < REPORTS; i++)); do
-    printf '%s' "${report/\{/\{\"benchVariant\": $i, }" >"$work/in/$(printf 'r%06d.json' "$i")"
-  done
+  demo_reports "$STACKLINE" "$work/Demo" "$work" "$REPORTS" || exit 1
   queue 1
   queue 2
   ;;

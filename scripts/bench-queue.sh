@@ -49,16 +49,8 @@ else
   swiftc -g -Onone Tests/Fixtures/demo/Demo.swift -o "$out/Demo"
 fi
 # Real symbolication work per job: the demo's DWARF and the runtime libraries' symbol tables.
-runtime_dir=$(swiftc -print-target-info | sed -n '/"runtimeLibraryPaths"/,/]/p' | grep -o '"/[^"]*"' | head -1 | tr -d '"')
-"$bin/stackline" symbols add "$out/Demo" "$runtime_dir/libswiftCore.so" "$runtime_dir/libswiftSwiftOnoneSupport.so" >/dev/null
-(SWIFT_BACKTRACE="enable=yes,symbolicate=off,format=json,output-to=$out/crash.json" "$out/Demo" >/dev/null 2>&1 || true) 2>/dev/null
-[ -s "$out/crash.json" ] || { echo "the demo wrote no crash report" >&2; exit 1; }
-
-# bash builtins only: no process per file.
-report=$(<"$out/crash.json")
-for ((i = 0; i < n; i++)); do
-  printf '%s' "${report/\{/\{\"benchVariant\": $i, }" >"$out/in/$(printf 'r%06d.json' "$i")"
-done
+source scripts/bench/demo-reports.sh
+demo_reports "$bin/stackline" "$out/Demo" "$out" "$n"
 
 now() { date +%s.%N; }
 t0=$(now)

@@ -25,17 +25,8 @@ command -v wrk >/dev/null || { echo "bench-serve.sh: wrk is missing (scripts/ins
 source "$root/scripts/serve-scratch.sh"
 serve_scratch bench-serve
 
-# The report compressed once: a gzip header and a deflate stream ended by a sync flush (not
-# final), which the wrk script completes with a distinct stored block per request.
-read -r crc len < <(python3 - "$REPORT" "$work/prefix.gz" <<'PY'
-import sys, zlib
-data = open(sys.argv[1], "rb").read()
-c = zlib.compressobj(6, zlib.DEFLATED, -15)
-body = c.compress(data) + c.flush(zlib.Z_SYNC_FLUSH)
-open(sys.argv[2], "wb").write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + body)
-print(zlib.crc32(data), len(data))
-PY
-)
+# The report compressed once, which the wrk script completes per request (scripts/bench/gzip-prefix.py).
+read -r crc len < <(python3 "$root/scripts/bench/gzip-prefix.py" "$REPORT" "$work/prefix.gz")
 token=$("$STACKLINE" tokens create --scope ingest --name bench 2>/dev/null)
 serve_start "$STACKLINE" --workers "${BENCH_SERVE_WORKERS:-2}" --ingest-rate 0 --log-level warning ${BENCH_SERVE_ARGS:-}
 url="$base/api/v1/reports"

@@ -5,6 +5,10 @@
 #                                  stops script NAME when that binary is missing
 #   serve_start STACKLINE ARGS…    starts `STACKLINE serve ARGS…` on a free loopback port, logging
 #                                  to $work/serve.log; sets $server_pid and $base once /healthz answers
+#   free_port                      prints a free loopback port
+#   wait_healthy URL PID TRIES WHAT LOG…
+#                                  waits (TRIES × 0.1 s) for URL/healthz to answer while PID lives;
+#                                  else says WHAT did not start, shows its LOGs and fails
 require_stackline() {
   root="$(pwd)"
   STACKLINE="${STACKLINE:-$root/.build/release/stackline}"
@@ -26,20 +30,28 @@ serve_stop() {
   fi
 }
 
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+wait_healthy() {
+  local url=$1 pid=$2 tries=$3 what=$4
+  shift 4
+  for _ in $(seq 1 "$tries"); do
+    curl -sf "$url/healthz" >/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "$what did not start:" >&2
+  cat "$@" >&2
+  return 1
+}
+
 serve_start() {
   local stackline=$1 port
   shift
   # Chosen here rather than with port 0: at --log-level warning the server does not log its port.
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  port=$(free_port)
   "$stackline" serve --listen "127.0.0.1:$port" "$@" >"$work/serve.log" 2>&1 &
   server_pid=$!
   base="http://127.0.0.1:$port"
-  for _ in $(seq 1 600); do
-    curl -sf "$base/healthz" >/dev/null && return 0
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "stackline serve did not start:" >&2
-  cat "$work/serve.log" >&2
-  return 1
+  wait_healthy "$base" "$server_pid" 600 "stackline serve" "$work/serve.log"
 }

@@ -83,17 +83,7 @@ extension AttackTests {
         let posted = try server.curl("POST", "/api/v1/reports", token: ingest, body: try CrashFixture.shared.report(symbolicate: "off"))
         #expect(posted.status == 202, "\(posted)")
 
-        let cwd = h.dir.file("worker-cwd")
-        try FileManager.default.createDirectory(atPath: cwd, withIntermediateDirectories: true)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestPaths.worker)
-        process.arguments = ["--connect", server.baseURL, "--token", worker, "--slots", "1", "--cache", cache, "--name", "modes"]
-        process.currentDirectoryURL = URL(fileURLWithPath: cwd)
-        let workerLog = h.dir.file("worker-modes.log")
-        _ = FileManager.default.createFile(atPath: workerLog, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: workerLog)
-        process.standardError = FileHandle(forWritingAtPath: workerLog)
-        try process.run()
+        let process = try h.startConnectedWorker(server.baseURL, token: worker, name: "modes", cache: cache)
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         try h.waitUntil("the report symbolicated by the remote worker", timeout: 240) {
             try sqliteInt(db, "SELECT count(*) FROM results") == 1

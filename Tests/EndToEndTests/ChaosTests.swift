@@ -31,16 +31,8 @@ import Testing
         let nginx = try NginxProxy(nodes: [portA, nodeB.port], dir: h.dir.file("nginx"))
         defer { nginx.stop() }
         // The remote worker: on node B, which stays up (a worker is known to the node it connected to).
-        let remote = Process()
-        remote.executableURL = URL(fileURLWithPath: TestPaths.worker)
-        let cache = h.dir.file("remote-cache")
-        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
-        remote.arguments = ["--connect", nodeB.baseURL, "--token", try h.token("worker"), "--slots", "1", "--cache", cache, "--name", "chaos-remote"]
-        let remoteLog = h.dir.file("chaos-remote.log")
-        _ = FileManager.default.createFile(atPath: remoteLog, contents: nil)
-        remote.standardOutput = FileHandle(forWritingAtPath: remoteLog)
-        remote.standardError = FileHandle(forWritingAtPath: remoteLog)
-        try remote.run()
+        let remote = try h.startConnectedWorker(
+            nodeB.baseURL, token: try h.token("worker"), name: "chaos-remote", cache: h.dir.file("remote-cache"))
         defer { if remote.isRunning { kill(remote.processIdentifier, SIGKILL) } }
 
         // Reports of two crashes (two groups), all distinct.

@@ -10,6 +10,24 @@ final class Harness {
     /// are scanned when it is parsed; the deadline itself is AttackTests+Isolation's to check.
     static let nativeDumpServer = ["--workers", "1", "--parse-timeout", "60"]
 
+    /// `stackline-worker --connect url` with one slot on this host (RemoteWorkerHarness puts
+    /// workers on network hosts of their own), its cache at `cache` (created by the worker), its
+    /// working directory `<name>-cwd` and its output in `<name>.log` under the test's directory.
+    /// The caller stops it.
+    func startConnectedWorker(_ url: String, token: String, name: String, cache: String) throws -> Process {
+        let cwd = dir.file("\(name)-cwd"), log = dir.file("\(name).log")
+        try FileManager.default.createDirectory(atPath: cwd, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestPaths.worker)
+        process.arguments = ["--connect", url, "--token", token, "--slots", "1", "--cache", cache, "--name", name]
+        process.currentDirectoryURL = URL(fileURLWithPath: cwd)
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = FileHandle(forWritingAtPath: log)
+        try process.run()
+        return process
+    }
+
     let dir: TempDirectory
     /// The database the processes share: a SQLite file, or a PostgreSQL URL (`backend`).
     let dbPath: String

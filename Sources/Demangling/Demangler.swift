@@ -25,41 +25,56 @@ public enum Demangler {
     /// Which demangler `demangle` hands `name` to, nil when it returns it as it is: decided by
     /// the name's prefix alone, so a name the demangler rejects still depends on it.
     public static func family(of name: String) -> Family? {
-        // Every mangling starts with one of these bytes; a C name is ruled out without the
-        // prefix comparisons, for each of a library's symbols (`make bench`, symcache build).
-        guard let first = name.utf8.first, first == UInt8(ascii: "$") || first == UInt8(ascii: "_") || first == UInt8(ascii: "@") else {
-            return nil
-        }
-        if swiftMangled(name) != nil { return .swift }
-        if cxxMangled(name) != nil { return .cxx }
-        return nil
+        mangling(of: name)?.family
     }
 
     public static func demangle(_ name: String, style: Style = .full) -> String {
-        if let swift = swiftMangled(name) {
-            switch style {
-            case .full: return call(swift) { stackline_swift_demangle($0, strlen($0)) } ?? name
-            case .simplified: return call(swift) { stackline_swift_backtrace_demangle($0, strlen($0)) } ?? name
+        guard let mangling = mangling(of: name) else { return name }
+        let mangled = mangling.machO ? String(name.dropFirst()) : name
+        switch (mangling.family, style) {
+        case (.swift, .full): return call(mangled) { stackline_swift_demangle($0, strlen($0)) } ?? name
+        case (.swift, .simplified): return call(mangled) { stackline_swift_backtrace_demangle($0, strlen($0)) } ?? name
+        case (.cxx, _): return call(mangled) { stackline_cxx_demangle($0) } ?? name
+        }
+    }
+
+    /// `demangle(name, style: .full)` and `demangle(name, style: .simplified)`, with a name the
+    /// two styles demangle alike (C++) demangled once: the symcache builder stores both of every
+    /// name (`make bench`, symcache build).
+    public static func demangleBothStyles(_ name: String) -> (full: String, simplified: String) {
+        switch mangling(of: name)?.family {
+        case .swift?: return (demangle(name, style: .full), demangle(name, style: .simplified))
+        case .cxx?:
+            let both = demangle(name, style: .full)
+            return (both, both)
+        case nil: return (name, name)
+        }
+    }
+
+    /// Which demangler takes `name`, and whether it carries Mach-O's extra leading underscore.
+    /// Read from its first bytes: this runs for every symbol of a library (`make bench`,
+    /// symcache build), where comparing `String` prefixes showed.
+    private static func mangling(of name: String) -> (family: Family, machO: Bool)? {
+        var name = name
+        return name.withUTF8 { b -> (family: Family, machO: Bool)? in
+            guard b.count >= 2 else { return nil }
+            func at(_ i: Int, _ c: Unicode.Scalar) -> Bool { i < b.count && b[i] == UInt8(ascii: c) }
+            func swiftVersion(_ i: Int) -> Bool { at(i, "s") || at(i, "S") || at(i, "e") }
+            switch b[0] {
+            case UInt8(ascii: "$"):
+                return swiftVersion(1) ? (.swift, false) : nil
+            case UInt8(ascii: "@"):
+                return b.starts(with: "@__swiftmacro_".utf8) ? (.swift, false) : nil
+            case UInt8(ascii: "_"):
+                if at(1, "$") && swiftVersion(2) { return (.swift, true) }
+                if at(1, "T") && at(2, "0") { return (.swift, false) }
+                if at(1, "Z") { return (.cxx, false) }
+                if at(1, "_") && at(2, "Z") { return (.cxx, true) }
+                return nil
+            default:
+                return nil
             }
         }
-        if let cxx = cxxMangled(name) {
-            return call(cxx) { stackline_cxx_demangle($0) } ?? name
-        }
-        return name
-    }
-
-    /// The Swift mangling, minus Mach-O's extra leading underscore.
-    private static func swiftMangled(_ name: String) -> String? {
-        for prefix in ["$s", "$S", "$e", "_T0", "@__swiftmacro_"] where name.hasPrefix(prefix) { return name }
-        for prefix in ["_$s", "_$S", "_$e"] where name.hasPrefix(prefix) { return String(name.dropFirst()) }
-        return nil
-    }
-
-    /// The Itanium mangling, minus Mach-O's extra leading underscore.
-    private static func cxxMangled(_ name: String) -> String? {
-        if name.hasPrefix("__Z") { return String(name.dropFirst()) }
-        if name.hasPrefix("_Z") { return name }
-        return nil
     }
 
     private static func call(_ name: String, _ fn: (UnsafePointer<CChar>) -> UnsafeMutablePointer<CChar>?) -> String? {

@@ -21,38 +21,47 @@ struct SymbolCacheBuilder {
     private var own = StringRun()
     /// The source-file names of symbol-table symbols stored so far (`stringID`).
     private var stringsByValue: [String: UInt32] = [:]
-    /// The symcache's string index of each `AnswerString`, by kind (`unset` until first used):
-    /// arrays, not a dictionary, because every segment asks (`make bench`, symcache build).
-    private var dwarfStrings: [UInt32] = []
-    private var symbolNames: [UInt32]
-    private var symbolFiles: [UInt32]
+    /// The symcache's string index of each `AnswerString` (`unset` until first used).
+    private var stringIDs: AnswerStringArray<UInt32>
     private static let unset: UInt32 = 0xFFFF_FFFE
     /// The last function looked up, asked again by nearly every segment of one function.
     private var lastFunction: (key: FunctionKey, id: UInt32)?
     /// The last answer with callers, and the id of its callers' chain.
     private var lastCallers: (levels: [AnswerLevel], id: UInt32) = ([], SymbolCacheLayout.none)
-    private var demangling = Demangling()
+    private var demangling: Demangling
 
     /// The mangled names met so far, and the queue demangling them on another thread.
     private struct Demangling {
-        var asked: Set<AnswerString> = []
+        var asked: AnswerStringArray<Bool>
         /// The demanglers the stored names went through: the key records their identities.
         var families: Set<Demangler.Family> = []
-        let queue = DemanglingQueue()
+        let queue: DemanglingQueue
         /// Each function record's name, as the debug file knows it.
         var recordNames: [AnswerString] = []
+
+        init(symbolCount: Int) {
+            asked = AnswerStringArray(empty: false, symbolCount: symbolCount)
+            queue = DemanglingQueue(symbolCount: symbolCount)
+        }
+
+        /// Queues `name` (known as `id`) unless it was queued already or no demangler takes it.
+        mutating func ask(_ id: AnswerString, _ name: String, into names: inout [(id: AnswerString, name: String)]) {
+            guard !asked[id], let family = Demangler.family(of: name) else { return }
+            asked[id] = true
+            if !families.contains(family) { families.insert(family) }
+            names.append((id, name))
+        }
     }
 
     private var functionRecords: [UInt8] = []
-    private var functionIDs: [FunctionKey: UInt32] = [:]
+    private var functionIDs = DenseIDs<FunctionKey>()
     private var callerRecords: [UInt8] = []
-    private var callerIDs: [CallerKey: UInt32] = [:]
+    private var callerIDs = DenseIDs<CallerKey>()
 
     private init(file: DebugFile) {
         self.file = file
-        symbolNames = Array(repeating: Self.unset, count: file.symbolCount)
-        symbolFiles = Array(repeating: Self.unset, count: file.symbolCount)
-        functionIDs.reserveCapacity(file.symbolCount)
+        stringIDs = AnswerStringArray(empty: Self.unset, symbolCount: file.symbolCount)
+        demangling = Demangling(symbolCount: file.symbolCount)
     }
 
     /// Queues the mangled names of the symbols in code before the sweep starts, so that the
@@ -61,14 +70,10 @@ struct SymbolCacheBuilder {
     private mutating func queueSymbolNames() {
         let code = file.elf.sections.filter { $0.isExecutable && $0.address > 0 }.map { ($0.address, $0.address &+ $0.size) }
         var names: [(id: AnswerString, name: String)] = []
-        for (i, symbol) in file.symbolTable.symbols.enumerated() {
-            guard code.isEmpty || code.contains(where: { symbol.address >= $0.0 && symbol.address < $0.1 }),
-                let family = Demangler.family(of: symbol.name)
-            else { continue }
-            let id = AnswerString.symbolName(Int32(i))
-            demangling.asked.insert(id)
-            demangling.families.insert(family)
-            names.append((id, symbol.name))
+        names.reserveCapacity(file.symbolCount)
+        for (i, symbol) in file.symbolTable.symbols.enumerated()
+        where code.isEmpty || code.contains(where: { symbol.address >= $0.0 && symbol.address < $0.1 }) {
+            demangling.ask(.symbolName(Int32(i)), symbol.name, into: &names)
         }
         demangling.queue.add(contentsOf: names)
     }
@@ -95,11 +100,9 @@ struct SymbolCacheBuilder {
             stringBlockCount: strings.blocks.count, compressedSize: strings.compressed.count)
         // What only the sweep needed goes before the output is laid out beside the tables.
         stringsByValue = [:]
-        functionIDs = [:]
-        callerIDs = [:]
-        dwarfStrings = []
-        symbolNames = []
-        symbolFiles = []
+        functionIDs = DenseIDs()
+        callerIDs = DenseIDs()
+        stringIDs = AnswerStringArray(empty: Self.unset)
         // The body in order, each section padded to its offset: written part by part, never
         // copied into one buffer the size of the file.
         var body: [[UInt8]] = []
@@ -165,7 +168,7 @@ struct SymbolCacheBuilder {
         file.endDWARFReading()
         SystemCall.returnFreedMemory()
         let boundaries = file.answerBoundaries()
-        dwarfStrings = Array(repeating: Self.unset, count: file.dwarfStringCount)
+        stringIDs = AnswerStringArray(empty: Self.unset, symbolCount: file.symbolCount, dwarfCount: file.dwarfStringCount)
         for address in boundaries {
             file.levels(at: address, into: &levels, cursor: &cursor)
             // Same levels, same answer: skipped before any id is looked up.
@@ -204,16 +207,15 @@ struct SymbolCacheBuilder {
         while i > 0 {
             let l = levels[i]
             let key = CallerKey(function: functionID(l), file: stringID(l.file), line: l.line, column: l.column, next: caller)
-            if let id = callerIDs[key] {
-                caller = id
-            } else {
-                let id = UInt32(callerIDs.count)
-                for field in [key.function, key.file, UInt32(bitPattern: key.line), UInt32(bitPattern: key.column), key.next] {
-                    Self.append(field, to: &callerRecords)
-                }
-                callerIDs[key] = id
-                caller = id
+            let (id, isNew) = callerIDs.insert(key)
+            if isNew {
+                Self.append(key.function, to: &callerRecords)
+                Self.append(key.file, to: &callerRecords)
+                Self.append(UInt32(bitPattern: key.line), to: &callerRecords)
+                Self.append(UInt32(bitPattern: key.column), to: &callerRecords)
+                Self.append(key.next, to: &callerRecords)
             }
+            caller = id
             i -= 1
         }
         if levels.count > 1 {
@@ -228,60 +230,66 @@ struct SymbolCacheBuilder {
         return SegmentAnswer(function: functionID(inner), file: stringID(inner.file), line: inner.line, column: inner.column, caller: caller)
     }
 
-    private struct CallerKey: Hashable {
+    private struct CallerKey: DenseIDKey {
         var function: UInt32
         var file: UInt32
         var line: Int32
         var column: Int32
         var next: UInt32
+
+        var mixed: UInt64 {
+            Self.mix(Self.mix(UInt64(function) << 32 | UInt64(file)) ^ UInt64(UInt32(bitPattern: line)) << 32 ^ UInt64(UInt32(bitPattern: column)) ^ UInt64(next) << 16)
+        }
     }
 
     /// What the levels of one function share, stored once.
-    private struct FunctionKey: Hashable {
+    private struct FunctionKey: DenseIDKey {
         var name: UInt32
         var functionStart: UInt64?
         var fromSymbolTableOnly: Bool
+
+        var mixed: UInt64 {
+            Self.mix((functionStart ?? 0) ^ UInt64(name) << 2 ^ (functionStart == nil ? 2 : 0) ^ (fromSymbolTableOnly ? 1 : 0))
+        }
     }
 
     private mutating func functionID(_ level: AnswerLevel) -> UInt32 {
         let name = stringID(level.symbol)
         let key = FunctionKey(name: name, functionStart: level.functionStart, fromSymbolTableOnly: level.fromSymbolTableOnly)
         if let last = lastFunction, last.key == key { return last.id }
-        if let id = functionIDs[key] {
-            lastFunction = (key, id)
-            return id
-        }
-        let id = UInt32(functionIDs.count)
+        let (id, isNew) = functionIDs.insert(key)
+        lastFunction = (key, id)
+        guard isNew else { return id }
         var flags: UInt32 = 0
         if key.functionStart != nil { flags |= FunctionRecord.Flag.hasFunctionStart }
         if key.fromSymbolTableOnly { flags |= FunctionRecord.Flag.fromSymbolTableOnly }
         withUnsafeBytes(of: (key.functionStart ?? 0).littleEndian) { functionRecords += $0 }
-        // The demangled names are filled in after the sweep (`fillDemangledNames`).
+        // The demangled names are filled in after the sweep (`joinDemangledNames`).
         for field in [name, name, name, flags] { Self.append(field, to: &functionRecords) }
         demangling.recordNames.append(level.symbol)
-        if name != SymbolCacheLayout.none && !demangling.asked.contains(level.symbol), let text = file.string(level.symbol),
-            let family = Demangler.family(of: text) {
-            demangling.asked.insert(level.symbol)
-            demangling.families.insert(family)
-            demangling.queue.add(level.symbol, text)
+        if name != SymbolCacheLayout.none && !demangling.asked[level.symbol], let text = file.string(level.symbol) {
+            var names: [(id: AnswerString, name: String)] = []
+            demangling.ask(level.symbol, text, into: &names)
+            demangling.queue.add(contentsOf: names)
         }
-        functionIDs[key] = id
-        lastFunction = (key, id)
         return id
     }
 
-    /// All the strings and their ends: the builder's, then the demangling thread's full names,
-    /// then its simplified ones (equal strings across runs stay two); and each function record's
-    /// full and simplified names set: the name itself unless a demangler changes it.
+    /// All the strings and their ends: the builder's, then each demangling thread's full names,
+    /// then their simplified ones (equal strings across runs stay two); and each function
+    /// record's full and simplified names set: the name itself unless a demangler changes it.
     private mutating func joinDemangledNames(path: String) throws(SymbolCacheError) -> (strings: CompressedStrings, ends: [UInt32]) {
         own.finish()
         let made = demangling.queue.finish()
-        // The builder's strings, then the full names, then the simplified ones.
         var strings = CompressedStrings()
         var stringEnds: [UInt32] = []
-        let fullBase = UInt32(truncatingIfNeeded: own.ends.count)
-        let simplifiedBase = fullBase &+ UInt32(truncatingIfNeeded: made.full.ends.count)
-        for run in [own, made.full, made.simplified] {
+        // Where each thread's full and simplified runs start among all the strings.
+        var fullBases: [UInt32] = []
+        var simplifiedBases: [UInt32] = []
+        var next = UInt32(truncatingIfNeeded: own.ends.count)
+        for m in made { fullBases.append(next); next &+= UInt32(truncatingIfNeeded: m.full.ends.count) }
+        for m in made { simplifiedBases.append(next); next &+= UInt32(truncatingIfNeeded: m.simplified.ends.count) }
+        for run in [own] + made.map(\.full) + made.map(\.simplified) {
             let shift = UInt32(truncatingIfNeeded: min(strings.size, Int(SymbolCacheLayout.escapeBit) - 1))
             for end in run.ends {
                 stringEnds.append(((end & ~SymbolCacheLayout.escapeBit) &+ shift) | (end & SymbolCacheLayout.escapeBit))
@@ -293,10 +301,11 @@ struct SymbolCacheBuilder {
         typealias F = FunctionRecord.Offset
         functionRecords.withUnsafeMutableBytes { raw in
             for (record, id) in demangling.recordNames.enumerated() {
-                guard let names = made.names[id] else { continue }
+                guard let k = made.indices.first(where: { made[$0].names[id].full != DemanglingQueue.Results.none.full }) else { continue }
+                let names = made[k].names[id]
                 let offset = record * SymbolCacheLayout.functionRecordSize
-                raw.storeBytes(of: (names.full &+ fullBase).littleEndian, toByteOffset: offset + F.fullName, as: UInt32.self)
-                raw.storeBytes(of: (names.simplified &+ simplifiedBase).littleEndian, toByteOffset: offset + F.simplifiedName, as: UInt32.self)
+                raw.storeBytes(of: (names.full &+ fullBases[k]).littleEndian, toByteOffset: offset + F.fullName, as: UInt32.self)
+                raw.storeBytes(of: (names.simplified &+ simplifiedBases[k]).littleEndian, toByteOffset: offset + F.simplifiedName, as: UInt32.self)
             }
         }
         demangling.recordNames = []
@@ -314,15 +323,12 @@ struct SymbolCacheBuilder {
         // cost the sweep's thread more than that saved (`make bench`, symcache build; the
         // figures are in docs/performance.md). The source files of symbol-table symbols
         // repeat once per symbol: those are interned.
-        case .dwarf(let i):
-            if dwarfStrings[Int(i)] == Self.unset { dwarfStrings[Int(i)] = own.append(file.string(id) ?? "") }
-            return dwarfStrings[Int(i)]
-        case .symbolName(let i):
-            if symbolNames[Int(i)] == Self.unset { symbolNames[Int(i)] = own.append(file.string(id) ?? "") }
-            return symbolNames[Int(i)]
-        case .symbolFile(let i):
-            if symbolFiles[Int(i)] == Self.unset { symbolFiles[Int(i)] = intern(file.string(id) ?? "") }
-            return symbolFiles[Int(i)]
+        case .dwarf, .symbolName:
+            if stringIDs[id] == Self.unset { stringIDs[id] = own.append(file.string(id) ?? "") }
+            return stringIDs[id]
+        case .symbolFile:
+            if stringIDs[id] == Self.unset { stringIDs[id] = intern(file.string(id) ?? "") }
+            return stringIDs[id]
         }
     }
 

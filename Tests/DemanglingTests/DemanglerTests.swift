@@ -25,6 +25,9 @@ import Testing
             #expect(Demangler.demangle(name) == want, "\(name)")
             // Mach-O adds one leading underscore; the name underneath is the same.
             #expect(Demangler.demangle("_" + name) == want, "_\(name)")
+            // C++ has one style: the symcache builder's call for both gives c++filt's twice.
+            let both = Demangler.demangleBothStyles(name)
+            #expect(both.full == want && both.simplified == want, "\(name)")
         }
     }
 
@@ -36,6 +39,7 @@ import Testing
         for (name, want) in zip(names, expected) {
             #expect(Demangler.demangle(name) == want, "\(name)")
             #expect(Demangler.demangle("_" + name) == want, "_\(name) (Mach-O spelling)")
+            #expect(Demangler.demangleBothStyles("_" + name).full == want, "_\(name), both styles at once")
         }
     }
 
@@ -45,13 +49,20 @@ import Testing
         let names = try mangledNames(in: try fixtures.named("swift-O").unstripped) { $0.hasPrefix("$s") && $0.hasSuffix("F") }
         let expected = try oracle("swift-demangle", ["--simplified"], names)
         var agree = 0
-        for (name, want) in zip(names, expected) where Demangler.demangle(name, style: .simplified) == want { agree += 1 }
+        var agreeBoth = 0
+        for (name, want) in zip(names, expected) {
+            if Demangler.demangle(name, style: .simplified) == want { agree += 1 }
+            if Demangler.demangleBothStyles(name).simplified == want { agreeBoth += 1 }
+        }
         #expect(agree * 10 >= names.count * 9, "\(agree)/\(names.count) simplified names agree with swift-demangle --simplified")
+        #expect(agreeBoth == agree, "both styles at once: \(agreeBoth)/\(names.count)")
     }
 
     @Test(arguments: ["main", "-[AppDelegate application:didFinishLaunchingWithOptions:]", "store_through", ""])
     func otherNamesAreKept(name: String) {
         #expect(Demangler.demangle(name) == name)
         #expect(Demangler.demangle(name, style: .simplified) == name)
+        #expect(Demangler.demangleBothStyles(name) == (name, name))
+        #expect(Demangler.family(of: name) == nil)
     }
 }

@@ -13,21 +13,28 @@ public struct SymbolTable: Sendable {
     private let sizes: [UInt64]
 
     public init(symbols: [ElfSymbol]) {
-        let sorted = symbols.enumerated().sorted {
-            ($0.element.address, $0.element.size, $0.offset) < ($1.element.address, $1.element.size, $1.offset)
-        }.map(\.element)
+        // Sorted as plain integers (address, size, index), and each kept symbol copied once: sorting
+        // the symbols themselves moved and released their names, a third of opening a large
+        // file (`make bench`, symcache build).
+        var order = [(address: UInt64, size: UInt64, index: Int)]()
+        order.reserveCapacity(symbols.count)
+        for (i, s) in symbols.enumerated() { order.append((s.address, s.size, i)) }
+        order.sort { ($0.address, $0.size, $0.index) < ($1.address, $1.size, $1.index) }
         var unique: [ElfSymbol] = []
-        unique.reserveCapacity(sorted.count)
-        for s in sorted {
-            if let last = unique.last, last.address == s.address {
-                unique[unique.count - 1] = s
-            } else {
-                unique.append(s)
-            }
+        unique.reserveCapacity(order.count)
+        var addresses: [UInt64] = []
+        var sizes: [UInt64] = []
+        addresses.reserveCapacity(order.count)
+        sizes.reserveCapacity(order.count)
+        // Among symbols at one address, the last in this order (the largest) wins.
+        for (k, key) in order.enumerated() where k + 1 == order.count || order[k + 1].address != key.address {
+            unique.append(symbols[key.index])
+            addresses.append(key.address)
+            sizes.append(key.size)
         }
         self.symbols = unique
-        addresses = unique.map(\.address)
-        sizes = unique.map(\.size)
+        self.addresses = addresses
+        self.sizes = sizes
     }
 
     /// Reads `.symtab`, or `.dynsym` when there is no `.symtab`.

@@ -7,7 +7,9 @@ import Testing
 /// (`stackline-worker --connect`) on node B; reports posted by 4 clients that retry as an SDK
 /// does; one node is SIGKILLed mid-load and started again, and later PostgreSQL itself restarts
 /// mid-load. Every report answered 202 is stored and processed exactly once, none fails, every
-/// group's count is its results', and each new group raised exactly one alert.
+/// group's count is its results', and each new group raised exactly one alert. Then the same
+/// bodies go to a twin, one `serve` on SQLite that nothing disturbs (`checkTwin`), which must hold
+/// what the chaos database holds and answer as its PostgreSQL copy does.
 /// `STACKLINE_CHAOS_REPORTS` sets the number of reports (600; the issue's full run is 5,000).
 @Suite(.serialized) struct ChaosTests {
     @Test func aNodeAndThenTheDatabaseDieUnderLoadAndEveryAcceptedReportIsProcessedOnce() throws {
@@ -35,7 +37,7 @@ import Testing
             nodeB.baseURL, token: try h.token("worker"), name: "chaos-remote", cache: h.dir.file("remote-cache"))
         defer { if remote.isRunning { kill(remote.processIdentifier, SIGKILL) } }
 
-        // Reports of two crashes (two groups), all distinct.
+        // Variants of one crash (one group), each report distinct.
         let count = Int(ProcessInfo.processInfo.environment["STACKLINE_CHAOS_REPORTS"] ?? "") ?? 600
         let crash = try CrashFixture.shared.report(symbolicate: "off")
         let bodies = (0..<count).map { variant(of: crash, number: $0) }
@@ -118,5 +120,78 @@ import Testing
             (try? h.sqlInt("SELECT COALESCE(SUM(jobs_done), 0) FROM workers WHERE name = 'chaos-remote'")) ?? 0 > 0
         }
         #expect(remote.isRunning, "the remote worker rode out the database's restart")
+
+        try checkTwin(of: bodies, against: h)
+    }
+}
+
+extension ChaosTests {
+    /// Issue 33's twin of the chaos run: the same bodies posted over HTTP to one `serve` on SQLite
+    /// that nothing disturbs. A report the chaos run lost or counted twice would be copied
+    /// faithfully by `db copy` and answered alike by both backends; only an undisturbed run of the
+    /// same input shows it, so the twin must hold what the chaos database `chaos` holds, but for
+    /// ids and times. Then its file is copied into PostgreSQL, and the copy must answer as the file.
+    func checkTwin(of bodies: [Data], against chaos: Harness) throws {
+        // Symbols as the chaos run's: none added, so both symbolicate alike.
+        let twin = try Harness()
+        // A file a body: what curl sends and sha256sum reads.
+        let paths = try twin.write(bodies, subdir: "bodies")
+        let ingest = try twin.token("ingest")
+        // Nothing here fails on purpose, so every body must be taken at its first try: no rate
+        // limit to wait out.
+        let server = try twin.startServer(["--workers", "1", "--ingest-rate", "0"], log: "twin")
+        let answered = try HTTPAnswer.postEach(server.baseURL + "/api/v1/reports", token: ingest, paths: paths)
+        #expect(answered == Array(repeating: 202, count: bodies.count), "\(answered.enumerated().filter { $0.element != 202 }.prefix(5))")
+        try twin.waitUntil("the twin's reports to be processed", timeout: 600) {
+            (try? twin.sqlInt("SELECT COUNT(*) FROM jobs WHERE state IN ('done', 'failed')")) ?? 0 >= bodies.count
+        }
+        #expect(try twin.sqlInt("SELECT COUNT(*) FROM jobs WHERE state <> 'done'") == 0)
+        // Stopped, so that nothing writes between the copy and the counts taken after it.
+        server.signal(SIGTERM)
+        #expect(try server.waitForExit() == 0, "\(server.log.suffix(2_000))")
+
+        // Report by report, by digest (what sha256sum makes of each body sent): the same group in
+        // both; and the same groups with the same counts.
+        let sums = try runProcess("sha256sum", paths)
+        let sent = sums.stdout.split(separator: "\n").map { String($0.prefix(64)) }.sorted()
+        #expect(sent.count == bodies.count && Set(sent).count == bodies.count, "\(sums.stderr)")
+        func grouped(_ h: Harness) throws -> [String] {
+            try h.sql("SELECT r.digest, s.fingerprint FROM reports r JOIN results s ON s.report_id = r.id").map {
+                "\($0["digest"] as? String ?? "?") \($0["fingerprint"] as? String ?? "?")"
+            }.sorted()
+        }
+        func ledger(_ h: Harness) throws -> [String: Int] {
+            let rows = try h.sql("SELECT fingerprint, count FROM groups")
+            return Dictionary(rows.map { ($0["fingerprint"] as? String ?? "?", $0["count"] as? Int ?? -1) }) { _, _ in -1 }
+        }
+        // Compared whole, but only the differences printed: a list has a line a report.
+        func expectSame(_ a: [String], _ b: [String], _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            let same = a == b
+            let onlyA = Set(a).subtracting(b).sorted().prefix(3), onlyB = Set(b).subtracting(a).sorted().prefix(3)
+            #expect(
+                same, "\(what): \(a.count) and \(b.count) lines, only in the first \(onlyA), only in the second \(onlyB)",
+                sourceLocation: sourceLocation)
+        }
+        let twinReports = try grouped(twin)
+        expectSame(twinReports.map { String($0.prefix(64)) }, sent, "the twin's reports and the bodies sent")
+        expectSame(twinReports, try grouped(chaos), "the twin's reports and groups and the chaos run's")
+        let groups = try ledger(twin), chaosGroups = try ledger(chaos)
+        #expect(groups == chaosGroups)
+
+        // The file and its copy: the same answers, byte for byte.
+        let url = try PostgresCluster.shared.get().makeDatabase()
+        try twin.copyToPostgres(url, tables: ["reports", "jobs", "results", "groups", "group_versions", "tokens"])
+        try twin.expectSameAnswer(["groups", "--json"], copy: url)
+        let fingerprints = try twin.groupFingerprints()
+        #expect(fingerprints.sorted() == groups.keys.sorted(), "\(fingerprints)")
+        for fingerprint in fingerprints { try twin.expectSameAnswer(["group", fingerprint, "--json"], copy: url) }
+        // Every report's answer twice would be most of the twin's time: 50 spread evenly over the
+        // ids, and the first and the last.
+        let ids = try twin.sql("SELECT id FROM reports ORDER BY id").compactMap { $0["id"] as? Int }
+        #expect(ids.count == bodies.count)
+        let step = max(1, ids.count / 50)
+        let sample = Set(stride(from: step / 2, to: ids.count, by: step).map { ids[$0] } + ids.prefix(1) + ids.suffix(1)).sorted()
+        for id in sample { try twin.expectSameAnswer(["report", "\(id)", "--json"], copy: url) }
+        try twin.expectSameAnswer(["releases", "--json"], copy: url)
     }
 }

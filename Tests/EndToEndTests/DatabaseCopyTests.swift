@@ -21,7 +21,7 @@ import Testing
         #expect(ids.count >= 10, "\(ids)")
         #expect(try h.stackline(["master", "--once", "--workers", "2"]).status == 0)
         // Triage, a namespace and tokens, so their tables are not empty.
-        let fingerprints = try groupFingerprints(h, [])
+        let fingerprints = try h.groupFingerprints()
         #expect(fingerprints.count >= 3)
         #expect(try h.stackline(["group", fingerprints[0], "resolve"]).status == 0)
         #expect(try h.stackline(["group", fingerprints[1], "comment", "looked at it"]).status == 0)
@@ -30,34 +30,20 @@ import Testing
         _ = try h.token("read")
 
         let url = try PostgresCluster.shared.get().makeDatabase()
-        let copy = try h.stackline(["db", "copy", "--from", "sqlite:" + h.dbPath, "--to", url, "--json"])
-        #expect(copy.status == 0, "\(copy.stderr)")
-        let tables = try #require(try JSONSerialization.jsonObject(with: Data(copy.stdout.utf8)) as? [[String: Any]])
-        let counts = Dictionary(uniqueKeysWithValues: tables.map { ($0["table"] as? String ?? "", $0["target"] as? Int ?? -1) })
-        // Counted by each engine's own shell, not by the command.
-        for table in ["reports", "jobs", "results", "groups", "group_versions", "group_history", "group_merges", "tokens", "namespaces"] {
-            let inFile = try sqliteInt(h.dbPath, "SELECT COUNT(*) FROM \(table)")
-            #expect(counts[table] == inFile, "\(table)")
-            #expect(try Backend.postgres.int(url, "SELECT COUNT(*) FROM \(table)") == inFile, "\(table)")
-        }
+        try h.copyToPostgres(
+            url, tables: ["reports", "jobs", "results", "groups", "group_versions", "group_history", "group_merges", "tokens", "namespaces"])
 
         // Every answer the same from both: lists, each group, each report, search, facets, releases.
-        func both(_ arguments: [String]) throws {
-            let file = try h.stackline(arguments + ["--db", h.dbPath])
-            let copied = try h.stackline(arguments + ["--db", url])
-            #expect(file.status == 0 && copied.status == 0, "\(arguments): \(file.stderr) \(copied.stderr)")
-            #expect(file.stdout == copied.stdout, "\(arguments)")
-        }
-        try both(["groups", "--json"])
-        try both(["groups", "--json", "--state", "resolved"])
-        for fingerprint in try groupFingerprints(h, []) { try both(["group", fingerprint, "--json"]) }
-        try both(["group", fingerprints[1], "history", "--json"])
-        for id in ids { try both(["report", "\(id)", "--json"]) }
-        try both(["reports", "--json"])
-        try both(["facets", "app", "--json"])
-        try both(["releases", "--json"])
-        try both(["namespaces", "list"])
-        try both(["tokens", "list"])
+        try h.expectSameAnswer(["groups", "--json"], copy: url)
+        try h.expectSameAnswer(["groups", "--json", "--state", "resolved"], copy: url)
+        for fingerprint in try h.groupFingerprints() { try h.expectSameAnswer(["group", fingerprint, "--json"], copy: url) }
+        try h.expectSameAnswer(["group", fingerprints[1], "history", "--json"], copy: url)
+        for id in ids { try h.expectSameAnswer(["report", "\(id)", "--json"], copy: url) }
+        try h.expectSameAnswer(["reports", "--json"], copy: url)
+        try h.expectSameAnswer(["facets", "app", "--json"], copy: url)
+        try h.expectSameAnswer(["releases", "--json"], copy: url)
+        try h.expectSameAnswer(["namespaces", "list"], copy: url)
+        try h.expectSameAnswer(["tokens", "list"], copy: url)
 
         // The copy's ledger holds: db check on PostgreSQL recounts it from the reports…
         let checked = try h.stackline(["db", "check", "--db", url])
@@ -70,7 +56,7 @@ import Testing
         #expect(try Backend.postgres.int(url, "SELECT COUNT(*) FROM reports") == ids.count)
         // …unless asked, which gives the same database again.
         #expect(try h.stackline(["db", "copy", "--from", h.dbPath, "--to", url, "--replace"]).status == 0)
-        try both(["groups", "--json"])
+        try h.expectSameAnswer(["groups", "--json"], copy: url)
 
         // …and names a group whose count was tampered with behind its back.
         let tampered = fingerprints[0]
@@ -92,11 +78,5 @@ import Testing
         let added = try h.stackline(["submit", "--db", url, fresh])
         let addedId = firstWord(added)
         #expect(addedId == ids.max()! + 1, "\(added.stdout) \(added.stderr)")
-    }
-
-    private func groupFingerprints(_ h: Harness, _ arguments: [String]) throws -> [String] {
-        let out = try h.stackline(["groups", "--json", "--limit", "100"] + arguments)
-        let groups = try #require(try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [[String: Any]])
-        return groups.compactMap { $0["fingerprint"] as? String }
     }
 }

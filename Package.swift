@@ -303,7 +303,11 @@ let package = Package(
             name: "ServerTests",
             dependencies: [
                 "Server", "Storage", "Intake", "IsolatedParsing", "SymbolStore", "Master", "TestSupport",
-                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird"),
+                // The routes served on a loopback port to a NIO HTTP/1.1 client (RouteHarness), not
+                // HummingbirdTesting, whose client stack (AsyncHTTPClient, NIOHTTP2) the tests would build.
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
             ]),
         .testTarget(name: "WebViewTests", dependencies: ["WebView", "ReportModel", "APIModel", "Presentation", "Storage"]),

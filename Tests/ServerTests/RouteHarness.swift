@@ -1,11 +1,14 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdTesting
 import Intake
 import IsolatedParsing
 import Logging
 import Master
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import ServiceLifecycle
 import Storage
 import SymbolStore
 import TestSupport
@@ -59,10 +62,39 @@ final class RouteHarness: Sendable {
             sessionKey: (try? db.tokens.sessionKey(proposing: WebSession.newKey())) ?? WebSession.newKey())
     }
 
-    /// Runs `body` against the router `makeRouter` builds, requests handed to it in process.
+    /// Runs `body` against the router `makeRouter` builds, served by a real `Application` on a
+    /// loopback port and shut down gracefully before this returns, so no test's server outlives it.
     func withRouter(_ limits: ServerLimits = ServerLimits(), _ body: @escaping @Sendable (RouteClient) async throws -> Void) async throws {
-        let app = Application(router: StacklineServer.makeRouter(deps: dependencies(limits)))
-        try await app.test(.router) { client in try await body(RouteClient(client: client)) }
+        let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+        // Port 0, the kernel's pick at bind time: no other test process can take it in between.
+        let app = Application(
+            router: StacklineServer.makeRouter(deps: dependencies(limits)),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in
+                listening.yield(channel.localAddress?.port ?? 0)
+                listening.finish()
+            })
+        let services = ServiceGroup(services: [app], logger: Logger(label: "server-tests"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // A server that never listens (its bind failed) must not leave the wait below hanging.
+                defer { listening.finish() }
+                try await services.run()
+            }
+            guard let port = await ports.first(where: { _ in true }), port > 0 else {
+                await services.triggerGracefulShutdown()
+                try await group.waitForAll()
+                throw TestSupportError("the route harness's server never listened")
+            }
+            do {
+                try await body(RouteClient(port: port))
+            } catch {
+                await services.triggerGracefulShutdown()
+                throw error
+            }
+            await services.triggerGracefulShutdown()
+            try await group.waitForAll()
+        }
     }
 
     /// `withRouter`, handing back what `body` returns.
@@ -97,17 +129,56 @@ struct RouteAnswer: CustomStringConvertible {
     }
 }
 
+/// A plain HTTP/1.1 client over NIO, one connection per request. Not URLSession: it would keep
+/// and send cookies, follow the 303s the sign-in tests read, add Accept-Encoding and decompress,
+/// and its documentation reserves Host, Authorization and Content-Length for itself. This sends
+/// the request a test names and reads the answer's bytes.
 struct RouteClient: Sendable {
-    let client: any TestClientProtocol
+    let port: Int
 
     func send(
         _ method: HTTPRequest.Method, _ uri: String, token: String? = nil, body: Data? = nil, headers: [String: String] = [:]
     ) async throws -> RouteAnswer {
-        var fields = HTTPFields()
-        if let token { fields[.authorization] = "Bearer \(token)" }
-        for (name, value) in headers { fields[HTTPField.Name(name)!] = value }
-        let response = try await client.execute(uri: uri, method: method, headers: fields, body: body.map { ByteBuffer(bytes: $0) })
-        return RouteAnswer(status: Int(response.status.code), headers: response.headers, body: Data(buffer: response.body))
+        var fields = HTTPHeaders()
+        // The authority the tests expect in answers built from it (the SDK configuration's
+        // default URL, the sign-in's Origin check): `localhost`, not 127.0.0.1:port.
+        fields.add(name: "Host", value: "localhost")
+        if let token { fields.replaceOrAdd(name: "Authorization", value: "Bearer \(token)") }
+        for (name, value) in headers { fields.replaceOrAdd(name: name, value: value) }
+        // Content-Length whenever there is a body, even an empty one, and no framing header when
+        // there is none: what the tests of declared sizes and of bodyless POSTs were written against.
+        if let body { fields.replaceOrAdd(name: "Content-Length", value: "\(body.count)") }
+        let head = HTTPRequestHead(version: .http1_1, method: NIOHTTP1.HTTPMethod(rawValue: method.rawValue), uri: uri, headers: fields)
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                var encoder = HTTPRequestEncoder.Configuration()
+                encoder.automaticallySetFramingHeaders = false
+                try channel.pipeline.syncOperations.addHTTPClientHandlers(encoderConfiguration: encoder)
+                return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
+            }
+        }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await outbound.write(.head(head))
+            if let body, !body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+            try await outbound.write(.end(nil))
+            var answer: RouteAnswer?
+            for try await part in inbound {
+                switch part {
+                case .head(let head):
+                    var fields = HTTPFields()
+                    for (name, value) in head.headers {
+                        guard let name = HTTPField.Name(name) else { throw TestSupportError("\(uri): answer header '\(name)'") }
+                        fields.append(HTTPField(name: name, value: value))
+                    }
+                    answer = RouteAnswer(status: Int(head.status.code), headers: fields, body: Data())
+                case .body(let buffer):
+                    answer?.body.append(contentsOf: buffer.readableBytesView)
+                case .end:
+                    if let answer { return answer }
+                }
+            }
+            throw TestSupportError("\(method) \(uri): the connection closed before the whole answer")
+        }
     }
 }
 

@@ -9,8 +9,8 @@ import Testing
 /// are per process, and a test reads their change.
 @Suite(.serialized) enum ServerRouteTests {}
 
-/// The routes of `stackline serve` in process (`StacklineServer.makeRouter` through
-/// HummingbirdTesting's router client): authentication and scopes, request limits, gzip bodies,
+/// The routes of `stackline serve` in process (`StacklineServer.makeRouter` served on a loopback
+/// port to `RouteClient`): authentication and scopes, request limits, gzip bodies,
 /// the 202 body and the error shape.
 extension ServerRouteTests {
     @Suite struct RouteTests {
@@ -110,7 +110,7 @@ extension ServerRouteTests {
             let report = try appleCrash(4)
             try await h.withRouter(limits) { client in
                 let before = try await client.send(.get, "/metrics", token: read).text
-                // 413 from Content-Length (the router client always sends one).
+                // 413 from Content-Length (RouteClient always sends one with a body).
                 let declared = try await client.send(.post, "/api/v1/reports", token: token, body: Data(repeating: UInt8(ascii: "a"), count: 300_000))
                 #expect(declared.status == 413, "\(declared)")
                 #expect(declared.error?.contains("200000") == true, "\(declared)")

@@ -94,8 +94,8 @@ extension ServerRouteTests {
                 #expect(prism["expirationDay"] as? Int == 15)
                 #expect(prism["isUpload"] as? Bool == true)
                 #expect((prism["monitorList"] as? [[String: Any]])?.map { $0["type"] as? String } == ["appCrash"])
-                // No url configured: this server's ingest URL as the client reached it (the router
-                // client names its authority `localhost`, over http).
+                // No url configured: this server's ingest URL as the client reached it (RouteClient
+                // names its authority `localhost`, over http).
                 let other = try await client.send(.get, "/api/v1/config?namespace=other", token: ingest)
                 let otherConfig = try #require(other.json?["other"] as? [String: Any], "\(other)")
                 #expect(otherConfig["url"] as? String == "http://localhost/api/v1/ingest")

@@ -32,7 +32,7 @@ extension ServerRouteTests {
                 let session = String(cookie.split(separator: ";")[0])
 
                 // Another site's page cannot sign the browser in (Origin names another host than
-                // the request's, which the router client calls `localhost`).
+                // the request's, which RouteClient calls `localhost`).
                 let crossSite = try await client.send(.post, "/login", body: form("token=\(read)"), headers: ["Origin": "http://evil.example"])
                 #expect(crossSite.status == 403)
                 #expect(crossSite.headers[.setCookie] == nil)

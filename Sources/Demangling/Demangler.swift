@@ -30,24 +30,24 @@ public enum Demangler {
 
     public static func demangle(_ name: String, style: Style = .full) -> String {
         guard let mangling = mangling(of: name) else { return name }
+        return demangle(name, mangling, style: style)
+    }
+
+    /// `demangle(name, style: .full)` and `demangle(name, style: .simplified)`, with the mangling
+    /// read once and a name the two styles demangle alike (C++) demangled once: the symcache
+    /// builder stores both of every name (`make bench`, symcache build).
+    public static func demangleBothStyles(_ name: String) -> (full: String, simplified: String) {
+        guard let mangling = mangling(of: name) else { return (name, name) }
+        let full = demangle(name, mangling, style: .full)
+        return (full, mangling.family == .cxx ? full : demangle(name, mangling, style: .simplified))
+    }
+
+    private static func demangle(_ name: String, _ mangling: (family: Family, machO: Bool), style: Style) -> String {
         let mangled = mangling.machO ? String(name.dropFirst()) : name
         switch (mangling.family, style) {
         case (.swift, .full): return call(mangled) { stackline_swift_demangle($0, strlen($0)) } ?? name
         case (.swift, .simplified): return call(mangled) { stackline_swift_backtrace_demangle($0, strlen($0)) } ?? name
         case (.cxx, _): return call(mangled) { stackline_cxx_demangle($0) } ?? name
-        }
-    }
-
-    /// `demangle(name, style: .full)` and `demangle(name, style: .simplified)`, with a name the
-    /// two styles demangle alike (C++) demangled once: the symcache builder stores both of every
-    /// name (`make bench`, symcache build).
-    public static func demangleBothStyles(_ name: String) -> (full: String, simplified: String) {
-        switch mangling(of: name)?.family {
-        case .swift?: return (demangle(name, style: .full), demangle(name, style: .simplified))
-        case .cxx?:
-            let both = demangle(name, style: .full)
-            return (both, both)
-        case nil: return (name, name)
         }
     }
 

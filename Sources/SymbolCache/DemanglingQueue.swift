@@ -17,8 +17,13 @@ final class DemanglingQueue: @unchecked Sendable {
         var full = StringRun()
         var simplified = StringRun()
         /// Each name's two indexes, `Results.none` for a name this thread did not demangle.
-        var names = AnswerStringArray<(full: UInt32, simplified: UInt32)>(empty: Results.none)
+        var names: AnswerStringArray<(full: UInt32, simplified: UInt32)>
         static let none = (full: UInt32.max, simplified: UInt32.max)
+
+        /// `symbolCount`: how many symbol-table names may come, so their slots are made at once.
+        init(symbolCount: Int) {
+            names = AnswerStringArray(empty: Self.none, symbolCount: symbolCount)
+        }
     }
 
     private let condition = NSCondition()
@@ -34,8 +39,7 @@ final class DemanglingQueue: @unchecked Sendable {
     /// `symbolCount`: how many symbol-table names may come, so their slots are made at once.
     init(symbolCount: Int) {
         self.symbolCount = symbolCount
-        results = Results()
-        results.names = AnswerStringArray(empty: Results.none, symbolCount: symbolCount)
+        results = Results(symbolCount: symbolCount)
     }
 
     /// Queues `name`, known to the caller as `id`.
@@ -69,8 +73,7 @@ final class DemanglingQueue: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         guard wasStarted else { return [] }
-        var mine = Results()
-        mine.names = AnswerStringArray(empty: Results.none, symbolCount: symbolCount)
+        var mine = Results(symbolCount: symbolCount)
         demangleUntilDone(into: &mine, expecting: 0)
         done.wait()
         return [results, mine]

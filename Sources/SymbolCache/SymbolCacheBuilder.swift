@@ -60,7 +60,8 @@ struct SymbolCacheBuilder {
 
     private init(file: DebugFile) {
         self.file = file
-        stringIDs = AnswerStringArray(empty: Self.unset, symbolCount: file.symbolCount)
+        // Made its size in the sweep, once the DWARF strings are counted: nothing asks before.
+        stringIDs = AnswerStringArray(empty: Self.unset)
         demangling = Demangling(symbolCount: file.symbolCount)
     }
 

@@ -159,8 +159,7 @@ enum GroupCounters {
         _ db: SQLExecutor, _ table: String, where key: [(String, SQLBindable)], column: String, by n: Int, last: Int64? = nil
     ) throws -> (changed: Bool, lastAt: Int64?) {
         let names = key.map { $0.0 }
-        let values = key.map { $0.1.sqlValue }
-        let match = names.map { "\($0) = ?" }.joined(separator: " AND ")
+        let (match, values) = rowCondition(key)
         let lastColumn = last == nil ? "" : ", last_at"
         if n > 0 {
             let keepLast = last == nil ? "" : ", last_at = \(db.dialect.greatest)(\(table).last_at, excluded.last_at)"
@@ -181,6 +180,11 @@ enum GroupCounters {
         guard let left = try row.optionalInt(0), left <= 0 else { return (false, last == nil ? nil : try row.optionalInt64(1)) }
         try db.execute("DELETE FROM \(table) WHERE \(match)", values)
         return (true, nil)
+    }
+
+    /// The condition naming the row `key` names, and its arguments.
+    private static func rowCondition(_ key: [(String, SQLBindable)]) -> (sql: String, values: [SQLValue]) {
+        (key.map { "\($0.0) = ?" }.joined(separator: " AND "), key.map { $0.1.sqlValue })
     }
 
     /// Adds (`sign` 1) or removes (-1) `member`'s reports to or from its row of `d`'s table
@@ -211,9 +215,8 @@ enum GroupCounters {
         sql += " ORDER BY s.received_at DESC LIMIT ?"
         arguments.append(.integer(Int64(member.reports) + 1))
         if let latest = try db.rows(sql, arguments).first(where: { !removed.contains(try $0.int64("id")) }) {
-            try db.execute(
-                "UPDATE \(d.table) SET last_at = ? WHERE \(key.map { "\($0.0) = ?" }.joined(separator: " AND "))",
-                [.integer(try latest.int64("at"))] + key.map { $0.1.sqlValue })
+            let (match, values) = rowCondition(key)
+            try db.execute("UPDATE \(d.table) SET last_at = ? WHERE \(match)", [.integer(try latest.int64("at"))] + values)
         }
         return changed
     }

@@ -2,7 +2,8 @@
 # What building a symcache costs, against the anchors, in the same run (issue 31): for each debug
 # file, `stackline symbols add` into an empty store (which builds the symcache), symbolic's SymCache
 # conversion (PyPI, the venv scripts/bench.sh makes) and `llvm-gsymutil-14 --convert` (GSYM), each
-# a whole process timed by /usr/bin/time: wall and CPU seconds, peak RSS, and the output's size.
+# a whole process timed by /usr/bin/time (the median of BENCH_REPEAT runs, default 3): wall and
+# CPU seconds, peak RSS, and the output's size.
 # Prints the issue's ratios with their goals (met or not; nothing fails on a goal) and the table as
 # docs/performance.md keeps it. Then the first crash of a new build (below): `symbols upload` of the
 # Swift binary to a release `serve`, one crash of it posted, and the time until
@@ -17,6 +18,7 @@
 # linked); and the libpython3.11 of the python3.11 on PATH when it carries DWARF (C, -O3: the
 # issue's own second row; pyenv builds it with -g).
 # Environment: BENCH_BIN_DIR (stackline and stackline-worker to time; default .build/release),
+# BENCH_REPEAT (runs of each conversion, the median reported; default 3),
 # BENCH_FIRST_CRASH=0 (skip the first-crash part).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,20 +75,28 @@ else
   for t in "${targets[@]}"; do labels+=("$(basename "$t")"); done
 fi
 
-# measure NAME OUT CMD…: runs CMD under /usr/bin/time (output and errors to $work/NAME.log) and
-# prints "wall cpu peak_kb out_bytes"; "- - - -" when CMD failed (its log is shown).
+# measure NAME OUT CMD…: runs CMD under /usr/bin/time BENCH_REPEAT times (default 3; output and
+# errors to $work/NAME.log), each time after removing OUT and the paths in $reset, and prints
+# "wall cpu peak_kb out_bytes" of the run with the median wall time: one run of a second or two
+# moved by a third on this shared machine. "- - - -" when CMD failed (its log is shown).
+reset=""
 measure() {
   local name=$1 out=$2; shift 2
-  if /usr/bin/time -f '%e %U %S %M' -o "$work/$name.time" "$@" >"$work/$name.log" 2>&1 && [ -s "$out" ]; then
-    tail -n 1 "$work/$name.time" | awk -v size="$(stat -c %s "$out")" '{ printf "%s %.2f %s %s\n", $1, $2 + $3, $4, size }'
-  else
-    echo "bench-symcache-build.sh: $name failed:" >&2; tail -n 5 "$work/$name.log" >&2
-    echo "- - - -"
-  fi
+  local runs=() i
+  for ((i = 0; i < ${BENCH_REPEAT:-3}; i++)); do
+    # shellcheck disable=SC2086
+    rm -rf "$out" $reset
+    if /usr/bin/time -f '%e %U %S %M' -o "$work/$name.time" "$@" >"$work/$name.log" 2>&1 && [ -s "$out" ]; then
+      runs+=("$(tail -n 1 "$work/$name.time" | awk -v size="$(stat -c %s "$out")" '{ printf "%s %.2f %s %s\n", $1, $2 + $3, $4, size }')")
+    else
+      echo "bench-symcache-build.sh: $name failed:" >&2; tail -n 5 "$work/$name.log" >&2
+      echo "- - - -"
+      return
+    fi
+  done
+  printf '%s\n' "${runs[@]}" | sort -n -k1,1 | awk '{ line[NR] = $0 } END { print line[int((NR + 1) / 2)] }'
 }
 
-# symbolic's conversion as its users run it: open the object, build the SymCache, write it. Prints
-# its own conversion time (without the interpreter's start and import) for the note.
 symbolic_py='
 import sys, time
 from symbolic import Archive
@@ -112,8 +122,10 @@ for i in "${!targets[@]}"; do
   # would otherwise throttle the writes of whichever tool comes next.
   cat "$file" >/dev/null
   sync
+  reset="$work/store"
   sl=$(measure "stackline-$i" "$work/store/.build-id/${build_id:0:2}/${build_id:2}.symcache" \
     "$bin/stackline" symbols add --symbols "$work/store" "$file")
+  reset=""
   sy="- - - -"; sy_conv="-"
   if [ -n "$symbolic_version" ]; then
     sy=$(measure "symbolic-$i" "$work/symbolic-$i.symcache" "$venv/bin/python" -c "$symbolic_py" "$file" "$work/symbolic-$i.symcache")

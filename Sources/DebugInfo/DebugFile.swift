@@ -260,11 +260,11 @@ public final class DebugFile {
         out.reserveCapacity(unitIndexes.reduce(2 * symbols.symbols.count) { $0 + ($1?.boundaryCount ?? 0) })
         unitRanges.appendBoundaries(to: &out)
         for unit in unitIndexes { unit?.appendBoundaries(to: &out) }
-        for s in symbols.symbols {
-            out.append(s.address)
+        for (address, size) in zip(symbols.addresses, symbols.sizes) {
+            out.append(address)
             // A sized symbol stops covering at its end; a zero-sized one at the next symbol.
-            if s.size != 0 {
-                let (end, overflow) = s.address.addingReportingOverflow(s.size)
+            if size != 0 {
+                let (end, overflow) = address.addingReportingOverflow(size)
                 if !overflow { out.append(end) }
             }
         }

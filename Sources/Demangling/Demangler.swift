@@ -20,6 +20,10 @@ public enum Demangler {
         case swift
         /// The C++ ABI's (`__cxa_demangle`: libstdc++ or libc++abi).
         case cxx
+
+        /// Whether this family's names demangle differently in the two styles: only Swift's do,
+        /// so a name of any other family (or none) is its full form in both.
+        public var stylesDiffer: Bool { self == .swift }
     }
 
     /// Which demangler `demangle` hands `name` to, nil when it returns it as it is: decided by
@@ -28,18 +32,15 @@ public enum Demangler {
         mangling(of: name)?.family
     }
 
+    /// `family(of:)` of the name whose UTF-8 bytes are `name`, without making a `String`: the
+    /// symcache asks it of every name a lookup prints in the simplified style.
+    public static func family(ofUTF8 name: UnsafeRawBufferPointer) -> Family? {
+        mangling(ofUTF8: name)?.family
+    }
+
     public static func demangle(_ name: String, style: Style = .full) -> String {
         guard let mangling = mangling(of: name) else { return name }
         return demangle(name, mangling, style: style)
-    }
-
-    /// `demangle(name, style: .full)` and `demangle(name, style: .simplified)`, with the mangling
-    /// read once and a name the two styles demangle alike (C++) demangled once: the symcache
-    /// builder stores both of every name (`make bench`, symcache build).
-    public static func demangleBothStyles(_ name: String) -> (full: String, simplified: String) {
-        guard let mangling = mangling(of: name) else { return (name, name) }
-        let full = demangle(name, mangling, style: .full)
-        return (full, mangling.family == .cxx ? full : demangle(name, mangling, style: .simplified))
     }
 
     private static func demangle(_ name: String, _ mangling: (family: Family, machO: Bool), style: Style) -> String {
@@ -56,24 +57,26 @@ public enum Demangler {
     /// symcache build), where comparing `String` prefixes showed.
     private static func mangling(of name: String) -> (family: Family, machO: Bool)? {
         var name = name
-        return name.withUTF8 { b -> (family: Family, machO: Bool)? in
-            guard b.count >= 2 else { return nil }
-            func at(_ i: Int, _ c: Unicode.Scalar) -> Bool { i < b.count && b[i] == UInt8(ascii: c) }
-            func swiftVersion(_ i: Int) -> Bool { at(i, "s") || at(i, "S") || at(i, "e") }
-            switch b[0] {
-            case UInt8(ascii: "$"):
-                return swiftVersion(1) ? (.swift, false) : nil
-            case UInt8(ascii: "@"):
-                return b.starts(with: "@__swiftmacro_".utf8) ? (.swift, false) : nil
-            case UInt8(ascii: "_"):
-                if at(1, "$") && swiftVersion(2) { return (.swift, true) }
-                if at(1, "T") && at(2, "0") { return (.swift, false) }
-                if at(1, "Z") { return (.cxx, false) }
-                if at(1, "_") && at(2, "Z") { return (.cxx, true) }
-                return nil
-            default:
-                return nil
-            }
+        return name.withUTF8 { mangling(ofUTF8: UnsafeRawBufferPointer($0)) }
+    }
+
+    private static func mangling(ofUTF8 b: UnsafeRawBufferPointer) -> (family: Family, machO: Bool)? {
+        guard b.count >= 2 else { return nil }
+        func at(_ i: Int, _ c: Unicode.Scalar) -> Bool { i < b.count && b[i] == UInt8(ascii: c) }
+        func swiftVersion(_ i: Int) -> Bool { at(i, "s") || at(i, "S") || at(i, "e") }
+        switch b[0] {
+        case UInt8(ascii: "$"):
+            return swiftVersion(1) ? (.swift, false) : nil
+        case UInt8(ascii: "@"):
+            return b.starts(with: "@__swiftmacro_".utf8) ? (.swift, false) : nil
+        case UInt8(ascii: "_"):
+            if at(1, "$") && swiftVersion(2) { return (.swift, true) }
+            if at(1, "T") && at(2, "0") { return (.swift, false) }
+            if at(1, "Z") { return (.cxx, false) }
+            if at(1, "_") && at(2, "Z") { return (.cxx, true) }
+            return nil
+        default:
+            return nil
         }
     }
 

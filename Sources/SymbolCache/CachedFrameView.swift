@@ -26,8 +26,9 @@ public struct CachedFrameView {
     public var fullName: CachedString? { name(.full) }
     public var simplifiedName: CachedString? { name(.simplified) }
 
-    /// The name in `style`: `symbol` demangled.
+    /// The name in `style`: `symbol` demangled (the simplified style at its first use in this
+    /// symcache, `SymbolCache.simplifiedName(function:)`).
     public func name(_ style: Demangler.Style) -> CachedString? {
-        cache.name(function: function, field: style == .full ? FunctionRecord.Offset.fullName : FunctionRecord.Offset.simplifiedName)
+        style == .full ? cache.name(function: function, field: FunctionRecord.Offset.fullName) : cache.simplifiedName(function: function)
     }
 }

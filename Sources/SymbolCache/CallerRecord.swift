@@ -12,4 +12,45 @@ enum CallerRecord {
     enum Offset {
         static let function = 0, file = 4, line = 8, column = 12, next = 16
     }
+
+    static func append(function: UInt32, file: UInt32, line: Int32, column: Int32, next: UInt32, to records: inout [UInt8]) {
+        for field in [function, file, UInt32(bitPattern: line), UInt32(bitPattern: column), next] {
+            withUnsafeBytes(of: field.littleEndian) { records += $0 }
+        }
+    }
+
+    /// `records` as they read once functions, strings and callers before them are numbered
+    /// first (`shift`): what joining the builder's parts does to the later part's records.
+    static func shift(_ records: inout [UInt8], by shift: RecordShift) {
+        records.withUnsafeMutableBytes { raw in
+            for record in stride(from: 0, to: raw.count, by: SymbolCacheLayout.callerRecordSize) {
+                shift.apply(raw, record + Offset.function, shift.functions)
+                shift.apply(raw, record + Offset.file, shift.strings)
+                shift.apply(raw, record + Offset.next, shift.callers)
+            }
+        }
+    }
+}
+
+/// How far the ids of a later part of the builder's sweep move when it is joined after earlier
+/// ones (`SymbolCacheBuilder`): by the functions, strings and callers those hold.
+struct RecordShift {
+    var functions: UInt32 = 0
+    var strings: UInt32 = 0
+    var callers: UInt32 = 0
+
+    /// `id` moved by `by`; `none` stays none.
+    static func moved(_ id: UInt32, by: UInt32) -> UInt32 { id == SymbolCacheLayout.none ? id : id &+ by }
+
+    /// The little-endian id at `offset` moved by `by`.
+    func apply(_ raw: UnsafeMutableRawBufferPointer, _ offset: Int, _ by: UInt32) {
+        let id = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+        raw.storeBytes(of: Self.moved(id, by: by).littleEndian, toByteOffset: offset, as: UInt32.self)
+    }
+
+    func moved(_ answer: SegmentAnswer) -> SegmentAnswer {
+        SegmentAnswer(
+            function: Self.moved(answer.function, by: functions), file: Self.moved(answer.file, by: strings), line: answer.line,
+            column: answer.column, caller: Self.moved(answer.caller, by: callers))
+    }
 }

@@ -66,7 +66,7 @@ struct StringRun {
         let index = UInt32(truncatingIfNeeded: ends.count)
         // The builder checks the whole size before it writes.
         let end = UInt32(truncatingIfNeeded: min(strings.append(s), Int(SymbolCacheLayout.escapeBit) - 1))
-        ends.append(end | (TerminalText.escape(s) != s ? SymbolCacheLayout.escapeBit : 0))
+        ends.append(end | (CachedString.needsEscaping(s) ? SymbolCacheLayout.escapeBit : 0))
         return index
     }
 

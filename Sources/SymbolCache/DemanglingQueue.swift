@@ -2,23 +2,23 @@ import DebugInfo
 import Demangling
 import Foundation
 
-/// Names to demangle in both styles, handed over by the symcache builder as it meets them and
-/// demangled on a thread of its own meanwhile, which also interns the results into string runs
-/// of its own: for a Swift binary demangling the names is a large part of a build, and needs
+/// Names to demangle in the full style, handed over by the symcache builder as it meets them
+/// and demangled on a thread of its own meanwhile, which also appends the results to a string
+/// run of its own: for a Swift binary demangling the names is a large part of a build, and needs
 /// nothing from the sweep but the names (`make bench`, symcache build). The caller of `finish()`
 /// demangles beside the thread whatever is still queued, so neither core waits for the other.
 // Sendable: `pending`, `taken`, `finished` and `started` under `condition`; the thread's results
 // written only by it, and read by `finish()` after the thread signalled `done`.
 final class DemanglingQueue: @unchecked Sendable {
-    /// What one demangling thread made: the full names and the simplified ones in runs of their
-    /// own (a lookup prints one style, and decompresses only that style's blocks), and for each
-    /// name the indexes of its two forms in them.
+    /// What one demangling thread made: the full names in a run of their own, and each name's
+    /// index in it. The simplified style is not stored: the symcache derives it at lookup
+    /// (`SymbolCache`), which took half the Swift demangling off a build (`make bench`, symcache
+    /// build).
     struct Results {
         var full = StringRun()
-        var simplified = StringRun()
-        /// Each name's two indexes, `Results.none` for a name this thread did not demangle.
-        var names: AnswerStringArray<(full: UInt32, simplified: UInt32)>
-        static let none = (full: UInt32.max, simplified: UInt32.max)
+        /// Each name's index in `full`, `Results.none` for a name this thread did not demangle.
+        var names: AnswerStringArray<UInt32>
+        static let none = UInt32.max
 
         /// `symbolCount`: how many symbol-table names may come, so their slots are made at once.
         init(symbolCount: Int) {
@@ -55,7 +55,7 @@ final class DemanglingQueue: @unchecked Sendable {
         if !started {
             started = true
             Thread { [self] in
-                demangleUntilDone(into: &results, expecting: symbolCount)
+                demangleUntilDone(into: &results)
                 done.signal()
             }.start()
         }
@@ -74,34 +74,20 @@ final class DemanglingQueue: @unchecked Sendable {
         condition.unlock()
         guard wasStarted else { return [] }
         var mine = Results(symbolCount: symbolCount)
-        demangleUntilDone(into: &mine, expecting: 0)
+        demangleUntilDone(into: &mine)
         done.wait()
         return [results, mine]
     }
 
-    private func demangleUntilDone(into results: inout Results, expecting count: Int) {
-        var byValue: [String: UInt32] = [:]
-        // Made its full size at once: growing it rehashed every name so far, each time.
-        byValue.reserveCapacity(count)
+    /// Full names are not interned: nearly all are distinct (each a whole signature), and
+    /// hashing them cost more than the copies (`make bench`, symcache build).
+    private func demangleUntilDone(into results: inout Results) {
         while let batch = take() {
             for (id, name) in batch {
-                // Full names are nearly all distinct (each a whole signature), so only the short
-                // forms are looked up for a copy made already: hashing every full name was most
-                // of the interning's cost.
-                let (fullName, short) = Demangler.demangleBothStyles(name)
-                let full = results.full.append(fullName)
-                let simplified: UInt32
-                if let known = byValue[short] {
-                    simplified = known
-                } else {
-                    simplified = results.simplified.append(short)
-                    byValue[short] = simplified
-                }
-                results.names[id] = (full, simplified)
+                results.names[id] = results.full.append(Demangler.demangle(name, style: .full))
             }
         }
         results.full.finish()
-        results.simplified.finish()
     }
 
     /// The next batch, nil when there is none and none will come.

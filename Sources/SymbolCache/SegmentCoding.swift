@@ -185,3 +185,20 @@ struct SegmentEncoder {
         stream.append(UInt8(v))
     }
 }
+
+extension SegmentEncoder {
+    /// Calls `body` with each segment written so far, in order (decoded from the stream).
+    func forEachSegment(_ body: (UInt64, SegmentAnswer?) -> Void) {
+        stream.withUnsafeBytes { raw in
+            for b in blockStarts.indices {
+                let end = b + 1 < blockOffsets.count ? blockOffsets[b + 1] : raw.count
+                let count = min(SegmentCoding.blockLength, self.count - b * SegmentCoding.blockLength)
+                // The encoder's own bytes: they decode.
+                _ = SegmentCoding.decode(raw, offset: blockOffsets[b], end: end, firstStart: blockStarts[b], count: count) { start, answer in
+                    body(start, answer)
+                    return true
+                }
+            }
+        }
+    }
+}

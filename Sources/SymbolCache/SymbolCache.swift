@@ -19,6 +19,9 @@ import Glibc
 public final class SymbolCache {
     /// The last of `SymbolCacheVersions.history`; other versions are rebuilt.
     public static var formatVersion: UInt32 { SymbolCacheVersions.current }
+    /// How many answer boundaries a debug file needs before its build sweeps them in two parts
+    /// at once (`SymbolCacheBuilder`): tests check their fixtures reach it.
+    public static var twoPartSweepMinimum: Int { 2 * SymbolCacheBuilder.minimumPartSize }
     /// The file name extension beside the debug file in the store.
     public static let fileExtension = "symcache"
 
@@ -47,6 +50,14 @@ public final class SymbolCache {
     /// A bound on `stringBlocks`, which are all dropped at the start of a visit once they hold
     /// more: a batch over a whole large binary touches every block, a crash a few dozen.
     static let decompressedLimit = 64 << 20
+    /// Simplified Swift names derived so far, by their symbol's string index, and their bytes
+    /// in all: a worker keeps a symcache open across reports (`OpenDebugFiles`), and a crash
+    /// batch repeats the same few hundred functions.
+    private var simplifiedNames: [UInt32: DerivedName] = [:]
+    private var simplifiedBytes = 0
+    /// A bound on `simplifiedNames`, dropped at the start of a visit once they hold more (never
+    /// during one: its views point into them).
+    static let simplifiedLimit = 16 << 20
 
     /// Builds the index of `file` and writes it atomically to `path` (a temporary name in the
     /// same directory, then rename), recording `key` with the demanglers the names went through.
@@ -178,6 +189,10 @@ public final class SymbolCache {
     @discardableResult
     public func visitFrames<E: Error>(at address: UInt64, _ body: (CachedFrameView) throws(E) -> Void) throws(E) -> Int {
         if decompressedBytes > Self.decompressedLimit { forgetStringBlocks() }
+        if simplifiedBytes > Self.simplifiedLimit {
+            simplifiedNames.removeAll()
+            simplifiedBytes = 0
+        }
         guard let answer = answer(at: address) else { return 0 }
         typealias C = CallerRecord.Offset
         var count = 1
@@ -214,6 +229,23 @@ public final class SymbolCache {
     /// One of the names of the function record at `function` (`field`: its offset in the record).
     func name(function: Int, field: Int) -> CachedString? {
         string(u32(function + field))
+    }
+
+    /// The simplified name of the function record at `function`: its full name unless the
+    /// symbol is a Swift name (`Demangler.Family.stylesDiffer`), else the symbol demangled in
+    /// that style at its first use, which is exactly what the builder stored before format
+    /// version 4.
+    func simplifiedName(function: Int) -> CachedString? {
+        let id = u32(function + FunctionRecord.Offset.symbol)
+        guard let symbol = string(id) else { return nil }
+        guard Demangler.family(ofUTF8: symbol.bytes)?.stylesDiffer == true else {
+            return name(function: function, field: FunctionRecord.Offset.fullName)
+        }
+        if let known = simplifiedNames[id] { return known.string }
+        let derived = DerivedName(Demangler.demangle(symbol.string, style: .simplified))
+        simplifiedNames[id] = derived
+        simplifiedBytes += derived.string.bytes.count
+        return derived.string
     }
 
     private func forgetStringBlocks() {
@@ -298,7 +330,26 @@ public final class SymbolCache {
     // Offsets reaching these were validated at open (`SymbolCacheValidation`); the buffer's own
     // bounds checks stay on in debug builds.
     private func u32(_ offset: Int) -> UInt32 { UInt32(littleEndian: bytes.load(fromByteOffset: offset, as: UInt32.self)) }
-    private func u64(_ offset: Int) -> UInt64 { UInt64(littleEndian: bytes.load(fromByteOffset: offset, as: UInt64.self)) }
+    // Unaligned: a function record's start lies at 4 modulo 8 in every other record.
+    private func u64(_ offset: Int) -> UInt64 { UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
+}
+
+/// A name made at lookup, in memory of its own so its views stay valid until the symcache
+/// drops it (`SymbolCache.simplifiedNames`, between visits).
+private final class DerivedName {
+    let string: CachedString
+    private let buffer: UnsafeMutableRawBufferPointer
+
+    init(_ text: String) {
+        let utf8 = Array(text.utf8)
+        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(utf8.count, 1), alignment: 1)
+        buffer.copyBytes(from: utf8)
+        string = CachedString(bytes: UnsafeRawBufferPointer(rebasing: buffer[..<utf8.count]), needsTerminalEscaping: CachedString.needsEscaping(text))
+    }
+
+    deinit {
+        buffer.deallocate()
+    }
 }
 
 extension SymbolCache {

@@ -1,4 +1,4 @@
-/// Where everything lies in a symcache file (format version 3, `SymbolCacheVersions`), little-endian.
+/// Where everything lies in a symcache file (format version 4, `SymbolCacheVersions`), little-endian.
 ///
 /// ```
 /// header (256 bytes)
@@ -18,7 +18,7 @@
 ///   block offsets    B × u32: where each block's segments begin in the stream
 ///   segment stream   the segments, delta-coded block by block (see `SegmentCoding`)
 ///   callers          C × 20 bytes (see `CallerRecord`): the outer levels of inlined code
-///   functions        G × 24 bytes (see `FunctionRecord`): start, names, flags
+///   functions        G × 20 bytes (see `FunctionRecord`): start, names, flags
 ///   string ends      S × u32: string i is bytes [end(i-1), end(i)) of the strings laid end to
 ///                    end; bit 31: needs terminal escaping
 ///   string blocks    N × (compressed end u32, end u32): the strings cut into blocks of about
@@ -32,7 +32,7 @@ struct SymbolCacheLayout: Equatable {
     static let magic: [UInt8] = Array("STKSYMC\0".utf8)
     static let headerSize = 256
     static let callerRecordSize = 20
-    static let functionRecordSize = 24
+    static let functionRecordSize = 20
     /// Strings are compressed in blocks of about this many bytes: a lookup decompresses only the
     /// blocks its names are in, and names compress several times over (`make bench`, size).
     static let stringBlockSize = 64 << 10

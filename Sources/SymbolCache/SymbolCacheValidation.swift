@@ -42,15 +42,14 @@ enum SymbolCacheValidation {
         for i in 0..<layout.functionCount {
             let record = layout.functionsOffset + i * SymbolCacheLayout.functionRecordSize
             typealias F = FunctionRecord.Offset
-            let symbol = u32(record + F.symbol), full = u32(record + F.fullName), simplified = u32(record + F.simplifiedName)
+            let symbol = u32(record + F.symbol), full = u32(record + F.fullName)
             // `none` is above every index, so it must be told apart; no array here: this loop runs
             // once per function at every open, and an array per function was most of its cost.
             if symbol != none && symbol >= strings { return "function \(i) names string \(symbol) of \(strings)" }
             if full != none && full >= strings { return "function \(i) names string \(full) of \(strings)" }
-            if simplified != none && simplified >= strings { return "function \(i) names string \(simplified) of \(strings)" }
             if u32(record + F.flags) & ~FunctionRecord.Flag.known != 0 { return "function \(i) has unknown flags" }
-            // A name without its demangled forms (or the reverse) would answer differently by style.
-            if (symbol == none) != (full == none) || (symbol == none) != (simplified == none) {
+            // A name without its demangled form (or the reverse) would answer differently by style.
+            if (symbol == none) != (full == none) {
                 return "function \(i) has demangled names that do not match its symbol"
             }
         }

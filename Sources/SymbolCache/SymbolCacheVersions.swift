@@ -33,6 +33,12 @@ public enum SymbolCacheVersions {
             gains the segment stream's size, the string blocks' count and the compressed size \
             (the architecture name now holds 23 bytes).
             """),
+        Entry(version: 4, reason: """
+            Issue 31: names stored in one style. A function record keeps its symbol and full \
+            name (20 bytes, was 24); the simplified name is derived from the symbol at lookup \
+            and kept in a bounded cache, and only Swift names have one that differs. Building \
+            no longer demangles every Swift name twice, nor stores every C++ name twice.
+            """),
     ]
 
     /// What the writer puts in the header and the reader accepts.

@@ -69,7 +69,8 @@ public struct AddressResolver {
                 Self.resolved(f, function: f.symbol.map(names.demangle), lookup: lookup, outermost: i == frames.count - 1)
             }
         case .symcache(let cache):
-            // The symcache holds the names demangled already, in both styles. Read from the
+            // The symcache holds the full names demangled already, and derives the simplified
+            // ones once per symcache (`SymbolCache.simplifiedName`). Read from the
             // mapped records straight into the answer, making the one name asked for: through
             // `frames(at:)` both names became strings, and each level was copied twice more.
             let style = names.style

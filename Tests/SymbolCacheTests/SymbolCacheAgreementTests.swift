@@ -9,7 +9,8 @@ import Testing
 /// fixture (and around every address where an answer changes, and far outside the code).
 @Suite struct SymbolCacheAgreementTests {
     /// Writes the symcache of `open()` and compares it with a second, fresh `open()` (the
-    /// oracle) at every address; returns how many addresses were compared.
+    /// oracle) at every address; returns how many answer boundaries the builder swept (at least
+    /// `SymbolCache.twoPartSweepMinimum`: in two parts, with a seam between them).
     @discardableResult
     static func checkAgreement(_ name: String, sourcePath: String, open: () throws -> DebugFile) throws -> Int {
         let scratch = try TempDirectory("stackline-symcache")
@@ -24,7 +25,8 @@ import Testing
         #expect(cache.preferredBase == oracleFile.preferredBase, "\(name)")
         #expect(cache.architecture == oracleFile.architecture, "\(name)")
         #expect(cache.isMachO == (oracleFile.machO != nil), "\(name)")
-        let addresses = SymbolCacheOracle.addresses(oracleFile, boundaries: built.answerBoundaries())
+        let boundaries = built.answerBoundaries()
+        let addresses = SymbolCacheOracle.addresses(oracleFile, boundaries: boundaries)
         var mismatches = 0
         var answered = 0
         for a in addresses {
@@ -50,20 +52,24 @@ import Testing
         // Proves the comparison covered real answers, not only "??".
         #expect(answered > 0, "\(name): no address had an answer")
         print("[symcache] \(name): \(addresses.count) addresses, \(answered) answered, \(cache.segmentCount) segments, \(cache.functionCount) functions, \((try? FileManager.default.attributesOfItem(atPath: path)[.size]) ?? 0) bytes; \(mismatches) mismatches")
-        return addresses.count
+        return boundaries.count
     }
 
     @Test("every ELF fixture: the binary, and the debug file with its stripped companion")
     func elfFixtures() throws {
         let set = try sharedElfFixtures.get()
         #expect(set.fixtures.contains { $0.language == "swift" }, "a Swift binary is among the fixtures")
+        var sweptInTwoParts = 0
         for f in set.fixtures {
-            try Self.checkAgreement(f.name, sourcePath: f.unstripped) { try DebugFile(path: f.unstripped) }
+            let boundaries = try Self.checkAgreement(f.name, sourcePath: f.unstripped) { try DebugFile(path: f.unstripped) }
+            if boundaries >= SymbolCache.twoPartSweepMinimum { sweptInTwoParts += 1 }
             if let debug = f.debugFile {
                 let companion = try f.stripped.map { try ElfFile(path: $0) }
                 try Self.checkAgreement(f.name + ".debug", sourcePath: debug) { try DebugFile(path: debug, symbolsFrom: companion) }
             }
         }
+        // The seam between the two parts is among the addresses compared.
+        #expect(sweptInTwoParts >= set.fixtures.count / 2, "\(sweptInTwoParts) of \(set.fixtures.count) fixtures were swept in two parts")
     }
 
     @Test("every slice of every Mach-O fixture", arguments: [MachOFixtures.executable, MachOFixtures.dSYMDWARF, MachOFixtures.dylibDWARF])

@@ -92,24 +92,24 @@ import Testing
     /// attacker writes, not what damage does) is refused by the structural checks.
     @Test func validChecksumsWithBadReferencesAreRefused() throws {
         defer { scratch.remove() }
-        // Format version 3's sections (docs/symcache.md, "Layout").
+        // Format version 4's sections (docs/symcache.md, "Layout").
         let blocks = Int(read32(original, 76)), callers = Int(read32(original, 80)), functions = Int(read32(original, 96))
         let stream = Int(read32(original, 152))
         let blockOffsets = 256 + blocks * 8
         let streamOffset = align(blockOffsets + blocks * 4)
         let callersOffset = align(streamOffset + stream)
         let functionsOffset = align(callersOffset + callers * 20)
-        let stringEnds = functionsOffset + functions * 24
+        let stringEnds = functionsOffset + functions * 20
         let strings = Int(read32(original, 84)), stringBlocks = Int(read32(original, 124))
         let stringBlocksOffset = stringEnds + strings * 4
-        let named = try #require((0..<functions).map { functionsOffset + $0 * 24 }.first { read32(original, $0 + 8) != 0xffff_ffff })
+        let named = try #require((0..<functions).map { functionsOffset + $0 * 20 }.first { read32(original, $0 + 8) != 0xffff_ffff })
         try #require(blocks >= 2 && functions > 0 && stringBlocks >= 1, "the fixture fills at least two blocks")
         var cases: [(String, Int, UInt32)] = [
             ("blocks out of order", 256 + 8, 0),
             ("a block beginning inside another", blockOffsets + 4, read32(original, blockOffsets + 4) - 1),
             ("a segment with an unknown tag", streamOffset, 0xFF),
             ("function name out of range", functionsOffset + 8, 0x7fff_ffff),
-            ("function without its demangled names", named + 12, 0xffff_ffff),
+            ("function without its demangled name", named + 12, 0xffff_ffff),
             ("string block past the compressed strings", stringBlocksOffset, read32(original, 40) + 1),
             ("string block ending inside a string", stringBlocksOffset + 4, read32(original, stringBlocksOffset + 4) - 1),
             ("string past the blob", stringEnds, 0x7fff_fff0),

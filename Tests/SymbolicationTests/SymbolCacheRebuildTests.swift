@@ -16,14 +16,16 @@ import Glibc
 /// each new instance stands for a new process, and the symcache's inode and modification time
 /// (from `stat`) tell whether it was written again (the writer renames a new file into place).
 @Suite struct SymbolCacheRebuildTests {
-    /// A real symcache of an older format version (written by the issue-29 build, committed
-    /// under Tests/Fixtures/symcache-v2) in the store is rebuilt once, with a warning, into the
-    /// bytes a fresh build writes; one whose key matches is mapped as it is.
-    @Test func anOlderFormatVersionRebuildsAndAMatchingKeyDoesNot() throws {
-        try expectRebuilt(warning: "format version 2") { _ in
-            let older = try read(packageRoot + "/Tests/Fixtures/symcache-v2/libgeometry-arm64.symcache")
+    /// A real symcache of an older format version in the store (committed under
+    /// Tests/Fixtures/symcache-vN: version 2 written by the issue-29 build, version 3 by the
+    /// last build that stored both name styles) is rebuilt once, with a warning, into the bytes
+    /// a fresh build writes; one whose key matches is mapped as it is.
+    @Test(arguments: [UInt8(2), 3])
+    func anOlderFormatVersionRebuildsAndAMatchingKeyDoesNot(version: UInt8) throws {
+        try expectRebuilt(warning: "format version \(version)") { _ in
+            let older = try read(packageRoot + "/Tests/Fixtures/symcache-v\(version)/libgeometry-arm64.symcache")
             // The little-endian word after the 8-byte magic (docs/symcache.md, "Layout").
-            try #require(older.count > 12 && older[8] == 2 && older[9...11].allSatisfy { $0 == 0 }, "the fixture is format version 2")
+            try #require(older.count > 12 && older[8] == version && older[9...11].allSatisfy { $0 == 0 }, "the fixture is format version \(version)")
             return older
         }
     }

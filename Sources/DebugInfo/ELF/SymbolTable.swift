@@ -7,10 +7,11 @@ import CElfUtils
 /// a zero-sized one everything up to the next symbol.
 public struct SymbolTable: Sendable {
     public let symbols: [ElfSymbol]
-    /// `symbols`' addresses and sizes on their own: a lookup's search reads only these, without
-    /// touching (and retaining) the names (`make bench`, symcache build).
-    private let addresses: [UInt64]
-    private let sizes: [UInt64]
+    /// `symbols`' addresses and sizes on their own: a lookup's search, and a sweep over every
+    /// symbol, read only these, without touching (and retaining) the names (`make bench`,
+    /// symcache build).
+    public let addresses: [UInt64]
+    public let sizes: [UInt64]
 
     public init(symbols: [ElfSymbol]) {
         // Sorted as plain integers (address, size, index), and each kept symbol copied once: sorting

@@ -262,7 +262,7 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "APIModel", "JSONFormat", "ReportFormats", "ReportModel", "DebugInfo", "SymbolCache", "SymbolStore", "WorkerProtocol", "SystemCalls", "Compression",
+                "APIModel", "JSONFormat", "ReportFormats", "ReportModel", "DebugInfo", "SymbolCache", "Demangling", "SymbolStore", "WorkerProtocol", "SystemCalls", "Compression",
                 // intake-to-page: the server's intake, a worker's processing and the pages of its result.
                 "SDKProtocol", "IsolatedParsing", "Symbolication", "Grouping", "Storage", "Presentation", "ReportRendering", "WebView",
                 // search-query: a --where expression through the parser and the database.

@@ -1,4 +1,6 @@
+import Demangling
 import Foundation
+import ReportModel
 import SymbolCache
 
 /// The symcache reader on hostile bytes: open (header, size, checksums, structure), then
@@ -36,16 +38,31 @@ enum SymbolCacheTarget {
         for a in addresses {
             let frames = cache.frames(at: a)
             var visited = 0
+            var derivedProblem: String?
             cache.visitFrames(at: a) { f in
                 if f.index != visited || f.count != frames.count { visited = -1_000_000 }
                 visited += 1
-                _ = (f.symbol?.bytes.count, f.file?.bytes.count, f.fullName?.string, f.simplifiedName?.string)
+                _ = (f.symbol?.bytes.count, f.file?.bytes.count, f.fullName?.string)
+                // The simplified style of a Swift name is derived from its symbol at lookup
+                // (format version 4): any bytes a symbol holds go to the demangler, and the
+                // verdict on escaping is made with the derived name. (A stored string's verdict
+                // is the writer's, which a resealed input may change.)
+                if let symbol = f.symbol, Demangler.family(ofUTF8: symbol.bytes)?.stylesDiffer == true, let simplified = f.simplifiedName,
+                    simplified.needsTerminalEscaping != (TerminalText.escape(simplified.string) != simplified.string)
+                {
+                    derivedProblem = "the simplified name of \(symbol.string) has the wrong verdict on terminal escaping"
+                }
             }
+            if let derivedProblem { throw FuzzFailure("0x\(String(a, radix: 16)): \(derivedProblem)") }
             guard visited == frames.count else {
                 throw FuzzFailure("0x\(String(a, radix: 16)): the visitor saw \(visited) levels, frames(at:) \(frames.count)")
             }
             if frames.contains(where: { ($0.source.symbol == nil) != ($0.fullName == nil) || ($0.fullName == nil) != ($0.simplifiedName == nil) }) {
                 throw FuzzFailure("0x\(String(a, radix: 16)): a name without its demangled forms")
+            }
+            // Only Swift names have a simplified form of their own; any other answers its full name.
+            if let f = frames.first(where: { $0.source.symbol.map { Demangler.family(of: $0)?.stylesDiffer != true } == true && $0.simplifiedName != $0.fullName }) {
+                throw FuzzFailure("0x\(String(a, radix: 16)): \(f.source.symbol ?? "") is not a Swift name, yet its simplified name differs from its full one")
             }
             if !frames.isEmpty { answered += 1 }
         }

@@ -34,29 +34,44 @@ struct SymbolCacheBuilder {
 
     /// Queues the mangled names of the symbols in code before the sweep starts, so that the
     /// demangling thread works while the units are indexed: nearly every function record is
-    /// named from one of them. Names the sweep meets otherwise are queued when met. Returns
-    /// which names were queued and the demanglers they went to.
-    private func queueSymbolNames() -> (AnswerStringArray<Bool>, Set<Demangler.Family>) {
-        var asked = AnswerStringArray(empty: false, symbolCount: file.symbolCount)
-        var families: Set<Demangler.Family> = []
-        let code = file.elf.sections.filter { $0.isExecutable && $0.address > 0 }.map { ($0.address, $0.address &+ $0.size) }
-        var names: [(id: AnswerString, name: String)] = []
-        names.reserveCapacity(file.symbolCount)
-        let table = file.symbolTable
-        // By index, reading the addresses alone: copying each symbol retained and released its
-        // strings (`make bench`, symcache build).
-        for (i, address) in table.addresses.enumerated()
-        where code.isEmpty || code.contains(where: { address >= $0.0 && address < $0.1 }) {
-            SweepPart.ask(.symbolName(Int32(i)), table.symbols[i].name, asked: &asked, families: &families, into: &names)
+    /// named from one of them. Names the sweep meets otherwise are queued when met. Runs on a
+    /// thread of its own beside the indexing's start, which keeps one core busy at first
+    /// (`make bench`, symcache build); `wait()` gives which names were queued and the demanglers
+    /// they went to.
+    // Sendable: `result` written by the scanning thread before it signals, read after the wait.
+    private final class SymbolNameScan: @unchecked Sendable {
+        private var result: (AnswerStringArray<Bool>, Set<Demangler.Family>)?
+        private let done = DispatchSemaphore(value: 0)
+
+        init(_ file: DebugFile, queue: DemanglingQueue) {
+            let table = file.symbolTable
+            let code = file.elf.sections.filter { $0.isExecutable && $0.address > 0 }.map { ($0.address, $0.address &+ $0.size) }
+            Thread { [self] in
+                var asked = AnswerStringArray(empty: false, symbolCount: table.symbols.count)
+                var families: Set<Demangler.Family> = []
+                var names: [(id: AnswerString, name: String)] = []
+                names.reserveCapacity(table.symbols.count)
+                // By index, reading the addresses alone: copying each symbol retained and
+                // released its strings (`make bench`, symcache build).
+                for (i, address) in table.addresses.enumerated()
+                where code.isEmpty || code.contains(where: { address >= $0.0 && address < $0.1 }) {
+                    SweepPart.ask(.symbolName(Int32(i)), table.symbols[i].name, asked: &asked, families: &families, into: &names)
+                }
+                queue.add(contentsOf: names)
+                result = (asked, families)
+                done.signal()
+            }.start()
         }
-        queue.add(contentsOf: names)
-        return (asked, families)
+
+        func wait() -> (AnswerStringArray<Bool>, Set<Demangler.Family>) {
+            done.wait()
+            return result ?? (AnswerStringArray(empty: false), [])
+        }
     }
 
     private func run(key: SymbolCacheKey) throws(SymbolCacheError) -> [[UInt8]] {
         let path = file.elf.path
-        let (asked, families) = queueSymbolNames()
-        var parts = try sweep(asked: asked, families: families, path: path)
+        var parts = try sweep(symbolNames: SymbolNameScan(file, queue: queue), path: path)
         let usedDemanglers = parts.reduce(into: Set<Demangler.Family>()) { $0.formUnion($1.families) }
         var (records, callerRecords, recordNames, shifts) = Self.joinRecords(&parts)
         let segments = Self.joinSegments(&parts, shifts)
@@ -125,7 +140,7 @@ struct SymbolCacheBuilder {
     }
 
     /// The boundaries swept in parts, each part's sweep finished (`SweepPart.finishSweep`).
-    private func sweep(asked: AnswerStringArray<Bool>, families: Set<Demangler.Family>, path: String) throws(SymbolCacheError) -> [SweepPart] {
+    private func sweep(symbolNames: SymbolNameScan, path: String) throws(SymbolCacheError) -> [SweepPart] {
         // libdw's reader goes before the boundaries are gathered: its line tables and the
         // boundaries (with their sort's buffer) were the peak of a build together
         // (`make bench`, the symcache build's peak RSS).
@@ -133,6 +148,7 @@ struct SymbolCacheBuilder {
         SystemCall.returnFreedMemory()
         let boundaries = file.answerBoundaries()
         let count = boundaries.count
+        let (asked, families) = symbolNames.wait()
         var lower = SweepPart(file: file, queue: queue, asked: asked, families: families)
         guard count >= 2 * Self.minimumPartSize else {
             try lower.sweep(boundaries, 0..<count, isFirst: true, path: path)

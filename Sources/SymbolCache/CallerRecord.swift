@@ -24,9 +24,9 @@ enum CallerRecord {
     static func shift(_ records: inout [UInt8], by shift: RecordShift) {
         records.withUnsafeMutableBytes { raw in
             for record in stride(from: 0, to: raw.count, by: SymbolCacheLayout.callerRecordSize) {
-                shift.apply(raw, record + Offset.function, shift.functions)
-                shift.apply(raw, record + Offset.file, shift.strings)
-                shift.apply(raw, record + Offset.next, shift.callers)
+                RecordShift.apply(raw, record + Offset.function, shift.functions)
+                RecordShift.apply(raw, record + Offset.file, shift.strings)
+                RecordShift.apply(raw, record + Offset.next, shift.callers)
             }
         }
     }
@@ -39,11 +39,23 @@ struct RecordShift {
     var strings: UInt32 = 0
     var callers: UInt32 = 0
 
+    /// The shift of the part after one holding `functions`, `strings` and `callers` more (each
+    /// count from a debug file), nil when an index would reach past what the format holds.
+    func after(functions f: Int, strings s: Int, callers c: Int) -> RecordShift? {
+        func add(_ base: UInt32, _ n: Int) -> UInt32? {
+            guard let n = UInt32(exactly: n) else { return nil }
+            let (sum, overflow) = base.addingReportingOverflow(n)
+            return overflow || sum >= SymbolCacheLayout.none ? nil : sum
+        }
+        guard let functions = add(functions, f), let strings = add(strings, s), let callers = add(callers, c) else { return nil }
+        return RecordShift(functions: functions, strings: strings, callers: callers)
+    }
+
     /// `id` moved by `by`; `none` stays none.
     static func moved(_ id: UInt32, by: UInt32) -> UInt32 { id == SymbolCacheLayout.none ? id : id &+ by }
 
     /// The little-endian id at `offset` moved by `by`.
-    func apply(_ raw: UnsafeMutableRawBufferPointer, _ offset: Int, _ by: UInt32) {
+    static func apply(_ raw: UnsafeMutableRawBufferPointer, _ offset: Int, _ by: UInt32) {
         let id = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
         raw.storeBytes(of: Self.moved(id, by: by).littleEndian, toByteOffset: offset, as: UInt32.self)
     }

@@ -30,8 +30,8 @@ enum FunctionRecord {
     static func shift(_ records: inout [UInt8], by shift: RecordShift) {
         records.withUnsafeMutableBytes { raw in
             for record in stride(from: 0, to: raw.count, by: SymbolCacheLayout.functionRecordSize) {
-                shift.apply(raw, record + Offset.symbol, shift.strings)
-                shift.apply(raw, record + Offset.fullName, shift.strings)
+                RecordShift.apply(raw, record + Offset.symbol, shift.strings)
+                RecordShift.apply(raw, record + Offset.fullName, shift.strings)
             }
         }
     }

@@ -73,7 +73,7 @@ struct SymbolCacheBuilder {
         let path = file.elf.path
         var parts = try sweep(symbolNames: SymbolNameScan(file, queue: queue), path: path)
         let usedDemanglers = parts.reduce(into: Set<Demangler.Family>()) { $0.formUnion($1.families) }
-        var (records, callerRecords, recordNames, shifts) = Self.joinRecords(&parts)
+        var (records, callerRecords, recordNames, shifts) = try Self.joinRecords(&parts, path: path)
         let segments = Self.joinSegments(&parts, shifts)
         let (strings, stringEnds) = try joinStrings(parts: &parts, records: &records, names: recordNames, path: path)
         let functionCount = records.count / SymbolCacheLayout.functionRecordSize
@@ -181,7 +181,9 @@ struct SymbolCacheBuilder {
 
     /// The parts' function and caller records end to end with their ids moved, each record's
     /// name, and how far each part's ids moved.
-    private static func joinRecords(_ parts: inout [SweepPart]) -> (functions: [UInt8], callers: [UInt8], names: [AnswerString], shifts: [RecordShift]) {
+    private static func joinRecords(
+        _ parts: inout [SweepPart], path: String
+    ) throws(SymbolCacheError) -> (functions: [UInt8], callers: [UInt8], names: [AnswerString], shifts: [RecordShift]) {
         var functions: [UInt8] = []
         var callers: [UInt8] = []
         var names: [AnswerString] = []
@@ -197,9 +199,10 @@ struct SymbolCacheBuilder {
             functions += f
             callers += c
             names += part.recordNames
-            next.functions &+= UInt32(truncatingIfNeeded: part.functionCount)
-            next.callers &+= UInt32(truncatingIfNeeded: part.callerCount)
-            next.strings &+= UInt32(truncatingIfNeeded: part.own.ends.count)
+            guard let after = next.after(functions: part.functionCount, strings: part.own.ends.count, callers: part.callerCount) else {
+                throw .unwritable(path: path, reason: "too many functions for format version \(SymbolCacheVersions.current)")
+            }
+            next = after
         }
         return (functions, callers, names, shifts)
     }
@@ -234,10 +237,18 @@ struct SymbolCacheBuilder {
         let made = queue.finish()
         var strings = CompressedStrings()
         var stringEnds: [UInt32] = []
-        // Where each demangling thread's run starts among all the strings.
-        var fullBases: [UInt32] = []
-        var next = UInt32(truncatingIfNeeded: parts.reduce(0) { $0 + $1.own.ends.count })
-        for m in made { fullBases.append(next); next &+= UInt32(truncatingIfNeeded: m.full.ends.count) }
+        // Where each run starts among all the strings (the parts' own, then each demangling
+        // thread's), checked: the counts come from the debug file.
+        var starts: [UInt32] = []
+        var next = RecordShift()
+        for count in parts.map({ $0.own.ends.count }) + made.map({ $0.full.ends.count }) {
+            starts.append(next.strings)
+            guard let after = next.after(functions: 0, strings: count, callers: 0) else {
+                throw .unwritable(path: path, reason: "too many strings for format version \(SymbolCacheVersions.current)")
+            }
+            next = after
+        }
+        let fullBases = Array(starts.dropFirst(parts.count))
         for run in parts.map(\.own) + made.map(\.full) {
             let shift = UInt32(truncatingIfNeeded: min(strings.size, Int(SymbolCacheLayout.escapeBit) - 1))
             for end in run.ends {

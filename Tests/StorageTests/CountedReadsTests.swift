@@ -16,6 +16,7 @@ import Testing
 @Suite struct CountedReadsTests {
     typealias L = GroupLedgerTests
     static let day: Int64 = 86_400_000
+    static let hour: Int64 = 3_600_000
 
     /// Who a report came from, as the test gives it.
     enum Origin {
@@ -186,7 +187,15 @@ import Testing
         let versions = Set(perVersion.values.flatMap(\.keys))
         // now − 52 h falls between the second and third of `fill`'s reports (five hours apart, the
         // last one five hours before now), where a member's last report decides whether it counts.
-        let sinces: [Int64] = [0, now - 2 * day, (now / day - 1) * day, now - 52 * 3_600_000, now - 3_600_000, now + 1]
+        var sinces: [Int64] = [0, now - 2 * day, (now / day - 1) * day, now - 52 * 3_600_000, now - 3_600_000, now + 1]
+        // Around three reports' arrivals: just before, at and just after one, the start of its
+        // hour and half an hour before it, where the day counters, the whole hours and the part
+        // of an hour counted from the rows meet. Before the first, ann and her session s1 have a
+        // report in the part of an hour and their last ones in whole hours: counted once.
+        let arrivals = try f.sql("SELECT DISTINCT received_at AS t FROM reports ORDER BY received_at").map { Int64(try int($0["t"])) }
+        for t in Set([arrivals.first, arrivals.dropFirst(2).first, arrivals.dropLast().last].compactMap { $0 }) {
+            sinces += [t - 1, t, t + 1, t / Self.hour * Self.hour, t - Self.hour / 2]
+        }
         var filters: [(String?, Int64?)] = versions.map { ($0, nil) } + sinces.map { (nil, $0) }
         filters += versions.flatMap { v in sinces.map { (v, $0) } }
         for (version, since) in filters {
@@ -281,6 +290,76 @@ import Testing
         #expect(try Self.oracle(f) != before, "the prune removed reports")
     }
 
+    /// A list since a time walks the groups in the order of their reports ever and stops where
+    /// none left can reach its page: here the groups with most reports ever have few or none in
+    /// the window, some are tied in it, and every page size must be what counting gives.
+    @Test(arguments: Backend.allCases) func aPageSinceATimeIsTheSameWhereverTheWalkStops(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let plan: [(group: String, old: Int, recent: Int)] = [
+            ("g0", 6, 0), ("g1", 5, 1), ("g2", 4, 3), ("g3", 3, 3), ("g4", 3, 2), ("g5", 2, 2), ("g6", 1, 1), ("g7", 0, 2),
+            ("g8", 0, 1), ("g9", 0, 3),
+        ]
+        var n = 100
+        for (group, old, _) in plan {
+            for _ in 0..<old {
+                try Self.process(f, n, version: "1.0", group: group, from: .device("d\(n % 3)"))
+                n += 1
+                f.clock.advance(seconds: 1200)
+            }
+        }
+        f.clock.advance(seconds: 2 * 86400)
+        // Half an hour before the first report in the window: a part of an hour, whole hours after it.
+        let since = f.clock.now - 1_800_000
+        for (group, _, recent) in plan {
+            for _ in 0..<recent {
+                try Self.process(f, n, version: "1.1", group: group, from: .sdk(user: "u\(n % 4)", session: "s\(n)"))
+                n += 1
+                f.clock.advance(seconds: 600)
+            }
+        }
+        let truth = Self.ordered(Array(try Self.oracle(f, since: since).values), by: .reports)
+        #expect(truth.count == 9)
+        for limit in 1...truth.count + 1 {
+            let page = try f.store.groups(GroupFilter(since: since, limit: limit)).map(Self.counted)
+            #expect(page == Array(truth.prefix(limit)), "limit \(limit)")
+        }
+    }
+
+    /// The walk's chunks are the page's size, then twice the last: here, for a page of one, the
+    /// eighth group in the order of reports ever starts the fourth chunk, and it has as many
+    /// reports ever as the best so far has in the window, all of them in it and the latest. It
+    /// can tie with that best and win the tie, so it must be counted.
+    @Test(arguments: Backend.allCases) func aGroupWhoseReportsEverEqualThePagesLastIsCounted(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        // (old, recent): h0 has 4 in the window; h1…h6 more ever, fewer in it (and one at least, or
+        // their last report would keep them out of the walk); hx 4 ever, all in it.
+        let plan: [(group: String, old: Int, recent: Int)] = [
+            ("h0", 3, 4), ("h1", 6, 1), ("h2", 5, 1), ("h3", 6, 1), ("h4", 5, 1), ("h5", 5, 2), ("h6", 5, 3), ("hx", 0, 4),
+        ]
+        var n = 200
+        for (group, old, _) in plan {
+            for _ in 0..<old {
+                try Self.process(f, n, version: "1.0", group: group, from: .nobody)
+                n += 1
+            }
+        }
+        f.clock.advance(seconds: 86400)
+        let since = f.clock.now
+        for (group, _, recent) in plan {
+            for _ in 0..<recent {
+                f.clock.advance(seconds: 60)
+                try Self.process(f, n, version: "1.0", group: group, from: .nobody)
+                n += 1
+            }
+        }
+        let truth = Self.ordered(Array(try Self.oracle(f, since: since).values), by: .reports)
+        #expect(truth.first?.fingerprint == "hx")
+        let page = try f.store.groups(GroupFilter(since: since, limit: 1)).map(Self.counted)
+        #expect(page == Array(truth.prefix(1)))
+    }
+
     /// A file written before the counters existed: opening it fills them from its rows.
     // SQLite only: the file of an older SQLite release, migrated; PostgreSQL's schema began after the counters.
     @Test func theMigrationFillsTheCountersOfAnOlderDatabase() throws {
@@ -297,21 +376,49 @@ import Testing
     }
 
     /// A database written before memberships kept their last report (SQLite's v21, PostgreSQL's
-    /// v4): opening it fills `last_at` from the reports.
+    /// v4): opening it fills `last_at` from the reports, then the hourly counters from them.
     @Test(arguments: Backend.allCases) func theMigrationFillsTheMembersLastReports(_ backend: Backend) throws {
         let f = try StoreFixture(backend)
         defer { f.remove() }
         let ids = try Self.fill(f)
         try f.store.enqueueReprocessing(reportId: ids[2])
         try L.complete(f, group: L.group("cccc"))
+        // The hourly counters (v23, v6) count the members by their last reports: they go too.
         let tables = ["group_users", "group_sessions", "group_version_users", "group_version_sessions"]
-        let undo = tables.map { "DROP INDEX \($0)_by_last; ALTER TABLE \($0) DROP COLUMN last_at;" }.joined(separator: " ")
-            + (backend == .sqlite ? " DELETE FROM grdb_migrations WHERE identifier LIKE 'v22:%';"
-                : " DELETE FROM schema_migrations WHERE name LIKE 'v5:%';")
+        let undo = tables.map { "ALTER TABLE \($0) DROP COLUMN last_at;" }.joined(separator: " ")
+            + Self.hourlyTables.map { " DROP TABLE \($0);" }.joined()
+            + (backend == .sqlite ? " DELETE FROM grdb_migrations WHERE identifier LIKE 'v22:%' OR identifier LIKE 'v23:%';"
+                : " DELETE FROM schema_migrations WHERE name LIKE 'v5:%' OR name LIKE 'v6:%';")
         try f.execute(undo)
         #expect(try f.sqlInt("SELECT COUNT(*) FROM group_users") > 0, "the memberships stay; only their last reports went")
         try Self.expectCountsMatchReports(f, reopened: try f.another())
     }
+
+    /// A database written before the hourly counters (SQLite's v22, PostgreSQL's v5): opening it
+    /// fills them from the reports and the memberships.
+    @Test(arguments: Backend.allCases) func theMigrationFillsTheHourlyCounters(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.remove() }
+        let ids = try Self.fill(f)
+        try f.store.enqueueReprocessing(reportId: ids[2])
+        try L.complete(f, group: L.group("cccc"))
+        try Self.process(f, 40, version: "1.1", group: "aaaa", from: .sdk(user: "ann", session: "s40"))
+        // As v22 left it: the memberships' last reports indexed, which v23 (v6) drops.
+        try f.execute(Self.hourlyTables.map { "DROP TABLE \($0);" }.joined(separator: " ")
+            + " CREATE INDEX group_users_by_last ON group_users (fingerprint, last_at);"
+            + " CREATE INDEX group_sessions_by_last ON group_sessions (fingerprint, last_at);"
+            + " CREATE INDEX group_version_users_by_last ON group_version_users (fingerprint, version, last_at);"
+            + " CREATE INDEX group_version_sessions_by_last ON group_version_sessions (fingerprint, version, last_at);"
+            + (backend == .sqlite ? " DELETE FROM grdb_migrations WHERE identifier LIKE 'v23:%';"
+                : " DELETE FROM schema_migrations WHERE name LIKE 'v6:%';"))
+        try Self.expectCountsMatchReports(f, reopened: try f.another())
+        #expect(try f.sqlInt("SELECT COUNT(*) FROM group_member_hours") > 0)
+        let indexes = backend == .sqlite ? "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '%_by_last'"
+            : "SELECT COUNT(*) FROM pg_indexes WHERE indexname LIKE '%_by_last'"
+        #expect(try f.sqlInt(indexes) == 0)
+    }
+
+    static let hourlyTables = ["group_hours", "group_version_hours", "group_member_hours", "group_version_member_hours"]
 
     /// `db check` names a counter that disagrees with the reports.
     // SQLite only: `db check` is SQLite-only for now.
@@ -326,6 +433,8 @@ import Testing
                 UPDATE groups SET users = users + 1 WHERE fingerprint = 'aaaa';
                 DELETE FROM group_version_sessions WHERE session_id = 's3';
                 UPDATE group_days SET count = count + 1 WHERE fingerprint = 'cccc';
+                UPDATE group_member_hours SET users = users + 1 WHERE fingerprint = 'bbbb';
+                DELETE FROM group_version_hours WHERE fingerprint = 'aaaa' AND version = '1.0';
                 """)
         }
         try DatabaseQueue(path: f.location).writeWithoutTransaction { db in
@@ -336,6 +445,8 @@ import Testing
         #expect(problems.contains("group aaaa: users or sessions are not its reports'"))
         #expect(problems.contains("group_version_sessions: 1 rows differ from the reports"))
         #expect(problems.contains { $0.hasPrefix("group_days: ") })
+        #expect(problems.contains { $0.hasPrefix("group_member_hours: ") })
+        #expect(problems.contains("group_version_hours: 2 rows differ from the reports"))
     }
 
     /// Takes a file back to before "v17: counted reads" (its tables, columns and index gone, the
@@ -344,9 +455,10 @@ import Testing
         try db.execute(sql: """
             DROP TABLE group_days; DROP TABLE group_version_days; DROP TABLE group_users; DROP TABLE group_sessions;
             DROP TABLE group_version_users; DROP TABLE group_version_sessions; DROP TABLE group_facets;
+            DROP TABLE group_hours; DROP TABLE group_version_hours; DROP TABLE group_member_hours; DROP TABLE group_version_member_hours;
             ALTER TABLE groups DROP COLUMN users; ALTER TABLE groups DROP COLUMN sessions;
             ALTER TABLE group_versions DROP COLUMN users; ALTER TABLE group_versions DROP COLUMN sessions;
-            DELETE FROM grdb_migrations WHERE identifier LIKE 'v17:%' OR identifier LIKE 'v22:%';
+            DELETE FROM grdb_migrations WHERE identifier LIKE 'v17:%' OR identifier LIKE 'v22:%' OR identifier LIKE 'v23:%';
             """)
         if try db.columns(in: "results").contains(where: { $0.name == "received_at" }) {
             try db.execute(sql: """

@@ -34,7 +34,8 @@ extension ServiceDatabase {
         "worker_owners", "alert_cursors", "alert_events", "alert_deliveries", "symbol_source_answers", "session_counters",
         "session_record_ids", "report_sessions", "group_states", "group_history", "group_merges", "tokens", "group_days",
         "group_version_days", "group_facets", "group_users", "group_sessions", "group_version_users", "group_version_sessions",
-        "arrivals_during_job", "web_session_keys", "web_sign_outs", "singletons",
+        "arrivals_during_job", "web_session_keys", "web_sign_outs", "singletons", "group_hours", "group_version_hours",
+        "group_member_hours", "group_version_member_hours",
     ]
 
     /// Rows per INSERT: fewer round trips, and two statement texts per table (a full batch and

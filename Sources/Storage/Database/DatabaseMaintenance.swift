@@ -173,6 +173,26 @@ enum DatabaseChecks {
             ("group_version_sessions", "fingerprint, version, session_id, reports, last_at",
              "SELECT s.fingerprint, COALESCE(r.version, ''), rs.session_id, COUNT(*), \(last) \(members) AND rs.session_id IS NOT NULL GROUP BY 1, 2, 3"),
         ]
+        // Reports per hour, and members per hour of their last report (whole and per version).
+        let hour = "r.received_at / \(GroupCounters.hourMs)"
+        tables += [
+            ("group_hours", "fingerprint, hour, count", "SELECT s.fingerprint, \(hour), COUNT(*) \(members) GROUP BY 1, 2"),
+            ("group_version_hours", "version, hour, fingerprint, count",
+             "SELECT COALESCE(r.version, ''), \(hour), s.fingerprint, COUNT(*) \(members) GROUP BY 1, 2, 3"),
+        ]
+        for (table, keys, version) in [("group_member_hours", "f", ""), ("group_version_member_hours", "f, v", "COALESCE(r.version, '') AS v, ")] {
+            let scope = version.isEmpty ? "1" : "1, 2"
+            let lastHour = "\(last) / \(GroupCounters.hourMs) AS hour"
+            let recount = """
+                SELECT \(keys), hour, SUM(u), SUM(se) FROM (
+                    SELECT s.fingerprint AS f, \(version)\(lastHour), 1 AS u, 0 AS se \(members) AND \(user) IS NOT NULL GROUP BY \(scope), \(user)
+                    UNION ALL
+                    SELECT s.fingerprint AS f, \(version)\(lastHour), 0 AS u, 1 AS se \(members) AND rs.session_id IS NOT NULL
+                    GROUP BY \(scope), rs.session_id
+                ) AS m GROUP BY \(keys), hour
+                """
+            tables.append((table, version.isEmpty ? "fingerprint, hour, users, sessions" : "fingerprint, version, hour, users, sessions", recount))
+        }
         let facets = GroupCounters.facets.map { facet in
             "SELECT s.fingerprint, '\(facet.field.description)', CASE WHEN \(facet.value) IS NOT NULL THEN 1 ELSE 0 END, "
                 + "COALESCE(\(facet.value), ''), COUNT(*) \(members) GROUP BY 1, 2, 3, 4"

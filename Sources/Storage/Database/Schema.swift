@@ -208,6 +208,7 @@ enum Schema {
         registerSharedWebSessions(&migrator)
         registerSingletons(&migrator)
         registerMemberLastReports(&migrator)
+        registerHourlyCounters(&migrator)
         return migrator
     }
 }

@@ -3,24 +3,27 @@ import SQLInterface
 
 /// A group list filtered by `version` and/or `since`, answered from the ledger's counters
 /// (`GroupCounters`) instead of from every report under the filter (issue 33 §5): the reports
-/// per group come from `group_version_days` or `group_days` for whole UTC days and from the
-/// reports only on the day `since` falls in; users and sessions under `version` alone come
-/// from `group_versions`. What a counter cannot give is read from the few reports it is about,
-/// through the group's arrival index: the last report under the filter of the groups tied at
-/// the end of the page (the order's tie-break) and the first one of each group shown. Users
-/// and sessions since a time, of the groups shown, are the membership rows whose last report
-/// arrived in the window (`GroupCounters`). Same rows, in the same order, as counting the
-/// members under the filter.
+/// per group come from `group_version_days` or `group_days` for whole UTC days, from
+/// `group_version_hours` or `group_hours` for the whole hours of the day `since` falls in, and
+/// from the reports only in what is left of `since`'s hour; users and sessions under `version`
+/// alone come from `group_versions`. What a counter cannot give is read from the few reports it
+/// is about, through the group's arrival index: the last report under the filter of the groups
+/// tied at the end of the page (the order's tie-break) and the first one of each group shown.
+/// Users and sessions since a time, of the groups shown, are the members whose last report
+/// arrived in the window: counted per whole hour (`group_member_hours`,
+/// `group_version_member_hours`), and from the membership rows in what is left of `since`'s
+/// hour. So the rows read grow with the groups and the hours in the window, not with its
+/// reports. Same rows, in the same order, as counting the members under the filter.
 struct CountedGroupFilter {
     let version: String?
     let since: Int64?
 
     /// The filter when the counters can answer it with its sort; nil otherwise (a namespace,
-    /// a time before the epoch, or an order by users, sessions or last seen that only the
-    /// window's reports can decide).
+    /// a time before the epoch or too far after it for its day's end to be a time, or an order
+    /// by users, sessions or last seen that only the window's reports can decide).
     init?(_ filter: GroupFilter) {
-        guard filter.namespace == nil, filter.version != nil || filter.since != nil else { return nil }
-        if let since = filter.since, since < 0 { return nil }
+        guard filter.namespace == nil, filter.version != nil || filter.since != nil, filter.limit > 0 else { return nil }
+        if let since = filter.since, since < 0 || since > Int64.max / 2 { return nil }
         switch filter.sort {
         case .reports: break
         case .users, .sessions: guard filter.since == nil else { return nil }
@@ -44,49 +47,41 @@ struct CountedGroupFilter {
     func rows(_ db: SQLExecutor, conditions: [String], arguments: [SQLValue], sort: GroupSort, limit: Int) throws -> [SQLRow] {
         let groupFilter = conditions.isEmpty ? "" : "AND " + conditions.joined(separator: " AND ")
         var candidates: [String: Candidate] = [:]
-        if let since {
-            let edgeDay = GroupCounters.day(of: since)
-            let edgeStart = edgeDay * SessionCounters.dayMs
-            // Whole days from the counters; the day `since` falls in, unless it starts it, from its reports.
-            let firstWholeDay = since == edgeStart ? edgeDay : edgeDay + 1
-            let (table, versionMatch): (String, String) = version == nil ? ("group_days", "") : ("group_version_days", "d.version = ? AND")
-            let versionArgument: [SQLValue] = version.map { [.text($0)] } ?? []
-            // By day: left to itself SQLite's planner reads all of group_days in its key's order.
-            let index = version == nil && db.dialect == .sqlite ? " INDEXED BY group_days_by_day" : ""
-            for row in try db.rows(
-                """
-                SELECT d.fingerprint, SUM(d.count) FROM \(table) d\(index) JOIN groups g ON g.fingerprint = d.fingerprint
-                WHERE \(versionMatch) d.day >= ? \(groupFilter) GROUP BY d.fingerprint
-                """,
-                versionArgument + [.integer(firstWholeDay)] + arguments)
-            {
-                candidates[try row.string(0)] = Candidate(fingerprint: try row.string(0), count: try row.int(1))
+        if let since, version == nil {
+            candidates = try walk(db, since: since, groupFilter: groupFilter, arguments: arguments, limit: limit)
+        } else if let since, let version {
+            let window = Window(since)
+            func add(_ rows: [SQLRow]) throws {
+                for row in rows {
+                    let fingerprint = try row.string(0)
+                    candidates[fingerprint, default: Candidate(fingerprint: fingerprint, count: 0)].count += try row.int(1)
+                }
             }
-            if since != edgeStart {
+            // One version's groups in the window are few: every one of them is counted, from its
+            // rows keyed by version first.
+            try add(try db.rows(
+                """
+                SELECT d.fingerprint, SUM(d.count) FROM group_version_days d JOIN groups g ON g.fingerprint = d.fingerprint
+                WHERE d.version = ? AND d.day >= ? \(groupFilter) GROUP BY d.fingerprint
+                """,
+                [.text(version), .integer(window.firstWholeDay)] + arguments))
+            if window.hasWholeHours {
+                try add(try db.rows(
+                    """
+                    SELECT d.fingerprint, SUM(d.count) FROM group_version_hours d JOIN groups g ON g.fingerprint = d.fingerprint
+                    WHERE d.version = ? AND d.hour >= ? AND d.hour < ? \(groupFilter) GROUP BY d.fingerprint
+                    """,
+                    [.text(version), .integer(window.firstWholeHour), .integer(window.firstWholeDay * 24)] + arguments))
+            }
+            if window.hasPartHour {
                 let edgeGroups = try db.rows(
                     """
-                    SELECT d.fingerprint FROM \(table) d\(index) JOIN groups g ON g.fingerprint = d.fingerprint
-                    WHERE \(versionMatch) d.day = ? \(groupFilter)
+                    SELECT d.fingerprint FROM group_version_hours d JOIN groups g ON g.fingerprint = d.fingerprint
+                    WHERE d.version = ? AND d.hour = ? \(groupFilter)
                     """,
-                    versionArgument + [.integer(edgeDay)] + arguments
+                    [.text(version), .integer(window.firstWholeHour - 1)] + arguments
                 ).map { try $0.string(0) }
-                // The groups of the edge day counted a chunk per statement: one statement per group
-                // was a round trip per group on PostgreSQL, thousands of them at a million reports
-                // (scripts/bench-reads.sh, `?since=7d`).
-                for chunk in edgeGroups.sqlChunks {
-                    var sql = "SELECT s.fingerprint, COUNT(*) FROM results s"
-                    if version != nil { sql += " JOIN reports r ON r.id = s.report_id" }
-                    sql += " WHERE s.fingerprint IN (\(sqlPlaceholders(chunk.count))) AND s.received_at >= ? AND s.received_at < ?"
-                    var chunkArguments = chunk.map { SQLValue.text($0) } + [.integer(since), .integer(edgeStart + SessionCounters.dayMs)]
-                    if let version {
-                        sql += " AND COALESCE(r.version, '') = ?"
-                        chunkArguments.append(.text(version))
-                    }
-                    for row in try db.rows(sql + " GROUP BY s.fingerprint", chunkArguments) {
-                        let fingerprint = try row.string(0)
-                        candidates[fingerprint, default: Candidate(fingerprint: fingerprint, count: 0)].count += try row.int(1)
-                    }
-                }
+                for chunk in edgeGroups.sqlChunks { try add(try partHour(db, window, Array(chunk))) }
             }
         } else if let version {
             for row in try db.rows(
@@ -123,18 +118,12 @@ struct CountedGroupFilter {
             if a.last != b.last { return (a.last ?? 0) > (b.last ?? 0) }
             return a.fingerprint < b.fingerprint
         }
-        return try ordered.prefix(limit).compactMap { c in
+        let shown = Array(ordered.prefix(limit))
+        let members = try since.map { try membersSince($0, db, shown.map(\.fingerprint)) } ?? [:]
+        return try shown.compactMap { c in
             let first = try end(db, c.fingerprint, last: false)
-            var users = c.users
-            var sessions = c.sessions
-            if let since, users == nil || sessions == nil {
-                // Members whose last report in the group (under the version) arrived in the window.
-                let (scope, key): (String, [SQLValue]) = version.map { ("fingerprint = ? AND version = ?", [.text(c.fingerprint), .text($0)]) }
-                    ?? ("fingerprint = ?", [.text(c.fingerprint)])
-                let prefix = version == nil ? "group" : "group_version"
-                users = try db.int("SELECT COUNT(*) FROM \(prefix)_users WHERE \(scope) AND last_at >= ?", key + [.integer(since)])
-                sessions = try db.int("SELECT COUNT(*) FROM \(prefix)_sessions WHERE \(scope) AND last_at >= ?", key + [.integer(since)])
-            }
+            let users = c.users ?? members[c.fingerprint]?[0]
+            let sessions = c.sessions ?? members[c.fingerprint]?[1]
             return try db.row(
                 """
                 SELECT \(GroupRows.columns), CAST(? AS BIGINT) AS n, CAST(? AS BIGINT) AS first, CAST(? AS BIGINT) AS last,
@@ -143,6 +132,130 @@ struct CountedGroupFilter {
                 """,
                 c.count, first, c.last, users ?? 0, sessions ?? 0, c.fingerprint)
         }
+    }
+
+    /// Where a window from `since` is read from: whole days from the day counters, then the day
+    /// `since` falls in (unless it starts it) from its whole hours, then the part of an hour
+    /// before them from the reports or the membership rows.
+    private struct Window {
+        let since: Int64
+        let firstWholeDay: Int64
+        let firstWholeHour: Int64
+
+        init(_ since: Int64) {
+            self.since = since
+            let edgeDay = GroupCounters.day(of: since)
+            firstWholeDay = since == edgeDay * SessionCounters.dayMs ? edgeDay : edgeDay + 1
+            firstWholeHour = (since + GroupCounters.hourMs - 1) / GroupCounters.hourMs
+        }
+
+        var hasWholeHours: Bool { firstWholeHour < firstWholeDay * 24 }
+        var hasPartHour: Bool { since < partHourEnd }
+        var partHourEnd: Int64 { firstWholeHour * GroupCounters.hourMs }
+    }
+
+    /// Each group's reports since `since`, for the groups that can be on the page: walked in the
+    /// order of their reports ever (`groups.count`, which bounds their reports in the window),
+    /// a chunk at a time, until the next group's reports ever are fewer than the page's last
+    /// group's in the window. So the rows read follow the groups that can be shown, not every
+    /// group with a report in the window, which grows with the report rate (the long tail).
+    /// The first chunk is the page's size and each next one twice the last (up to `sqlChunks`'):
+    /// a statement per group was a round trip per group on PostgreSQL.
+    private func walk(_ db: SQLExecutor, since: Int64, groupFilter: String, arguments: [SQLValue], limit: Int) throws -> [String: Candidate] {
+        let window = Window(since)
+        // A group whose last report arrived before `since` has none in the window.
+        let bounds = try db.rows(
+            "SELECT g.fingerprint, g.count FROM groups g WHERE g.last_seen >= ? \(groupFilter)", [.integer(since)] + arguments
+        ).map { (fingerprint: try $0.string(0), count: try $0.int(1)) }
+            .sorted { $0.count != $1.count ? $0.count > $1.count : $0.fingerprint < $1.fingerprint }
+        var candidates: [String: Candidate] = [:]
+        var counts: [Int] = []
+        var next = 0
+        var size = limit
+        while next < bounds.count {
+            if counts.count >= limit, bounds[next].count < counts.sorted(by: >)[limit - 1] { break }
+            let chunk = bounds[next..<min(next + min(size, 500), bounds.count)].map(\.fingerprint)
+            next += chunk.count
+            size = min(size, 500) * 2
+            let groups = "fingerprint IN (\(sqlPlaceholders(chunk.count)))"
+            let chunkArguments = chunk.map { SQLValue.text($0) }
+            var inWindow: [String: Int] = [:]
+            func add(_ rows: [SQLRow]) throws {
+                for row in rows { inWindow[try row.string(0), default: 0] += try row.int(1) }
+            }
+            try add(try db.rows(
+                "SELECT fingerprint, SUM(count) FROM group_days WHERE \(groups) AND day >= ? GROUP BY fingerprint",
+                chunkArguments + [.integer(window.firstWholeDay)]))
+            if window.hasWholeHours {
+                try add(try db.rows(
+                    "SELECT fingerprint, SUM(count) FROM group_hours WHERE \(groups) AND hour >= ? AND hour < ? GROUP BY fingerprint",
+                    chunkArguments + [.integer(window.firstWholeHour), .integer(window.firstWholeDay * 24)]))
+            }
+            if window.hasPartHour { try add(try partHour(db, window, chunk)) }
+            for (fingerprint, count) in inWindow where count > 0 {
+                candidates[fingerprint] = Candidate(fingerprint: fingerprint, count: count)
+                counts.append(count)
+            }
+        }
+        return candidates
+    }
+
+    /// The reports (under the version) of each of `fingerprints` in what is left of `since`'s
+    /// hour before `window`'s whole hours, from the groups' arrival index.
+    private func partHour(_ db: SQLExecutor, _ window: Window, _ fingerprints: [String]) throws -> [SQLRow] {
+        var sql = "SELECT s.fingerprint, COUNT(*) FROM results s"
+        if version != nil { sql += " JOIN reports r ON r.id = s.report_id" }
+        sql += " WHERE s.fingerprint IN (\(sqlPlaceholders(fingerprints.count))) AND s.received_at >= ? AND s.received_at < ?"
+        var arguments = fingerprints.map { SQLValue.text($0) } + [.integer(window.since), .integer(window.partHourEnd)]
+        if let version {
+            sql += " AND COALESCE(r.version, '') = ?"
+            arguments.append(.text(version))
+        }
+        return try db.rows(sql + " GROUP BY s.fingerprint", arguments)
+    }
+
+    /// The users and sessions of each of `fingerprints` (under the version) whose last report in
+    /// the group arrived at or after `since`: from the members per hour for whole hours; in what
+    /// is left of `since`'s hour, the distinct members of its reports whose last report is
+    /// before the whole hours (found from the reports, which are few, not from every member).
+    private func membersSince(_ since: Int64, _ db: SQLExecutor, _ fingerprints: [String]) throws -> [String: [Int]] {
+        let window = Window(since)
+        let prefix = version == nil ? "group" : "group_version"
+        var members: [String: [Int]] = [:]
+        for chunk in fingerprints.sqlChunks {
+            let groups = "fingerprint IN (\(sqlPlaceholders(chunk.count)))"
+            let chunkArguments = chunk.map { SQLValue.text($0) }
+            let versionArgument: [SQLValue] = version.map { [.text($0)] } ?? []
+            for row in try db.rows(
+                """
+                SELECT fingerprint, SUM(users), SUM(sessions) FROM \(prefix)_member_hours
+                WHERE \(groups)\(version == nil ? "" : " AND version = ?") AND hour >= ? GROUP BY fingerprint
+                """,
+                chunkArguments + versionArgument + [.integer(window.firstWholeHour)])
+            {
+                members[try row.string(0), default: [0, 0]] = [try row.int(1), try row.int(2)]
+            }
+            guard window.hasPartHour else { continue }
+            let sameVersion = version == nil ? "" : " AND m.version = COALESCE(r.version, '')"
+            let users = "mu.fingerprint = s.fingerprint\(sameVersion.replacingOccurrences(of: "m.", with: "mu.")) AND mu.user_key = \(ReportIdentitySQL.userKey)"
+            let sessions = "ms.fingerprint = s.fingerprint\(sameVersion.replacingOccurrences(of: "m.", with: "ms.")) AND ms.session_id = rs.session_id"
+            for row in try db.rows(
+                """
+                SELECT s.fingerprint, COUNT(DISTINCT CASE WHEN mu.last_at < ? THEN mu.user_key END),
+                       COUNT(DISTINCT CASE WHEN ms.last_at < ? THEN ms.session_id END)
+                FROM results s JOIN reports r ON r.id = s.report_id LEFT JOIN report_sessions rs ON rs.report_id = s.report_id
+                LEFT JOIN \(prefix)_users mu ON \(users) LEFT JOIN \(prefix)_sessions ms ON \(sessions)
+                WHERE s.\(groups) AND s.received_at >= ? AND s.received_at < ?\(version == nil ? "" : " AND COALESCE(r.version, '') = ?")
+                GROUP BY s.fingerprint
+                """,
+                [.integer(window.partHourEnd), .integer(window.partHourEnd)] + chunkArguments
+                    + [.integer(since), .integer(window.partHourEnd)] + versionArgument)
+            {
+                members[try row.string(0), default: [0, 0]][0] += try row.int(1)
+                members[try row.string(0), default: [0, 0]][1] += try row.int(2)
+            }
+        }
+        return members
     }
 
     /// The arrival of a group's first or last report under the filter: a walk along its arrival

@@ -4,9 +4,10 @@ import SQLInterface
 
 /// What a group's pages and filtered lists show besides its reports per version
 /// (`group_versions.count`): its reports per UTC day, whole (`group_days`) and per app version
-/// (`group_version_days`), its reports per value of the facets its page shows
-/// (`group_facets`), and its distinct users and sessions, whole (`groups`) and per app version
-/// (`group_versions`). Kept in the transaction that files or unfiles a report, as the
+/// (`group_version_days`), the same per hour (`group_hours`, `group_version_hours`: the day a
+/// `since` falls in), its reports per value of the facets its page shows (`group_facets`), and
+/// its distinct users and sessions, whole (`groups`) and per app version (`group_versions`).
+/// Kept in the transaction that files or unfiles a report, as the
 /// ledger keeps the report counts, so a page reads a few rows however many reports the group
 /// has (issue 33 §5). `db check` holds every one of them to the reports.
 ///
@@ -15,8 +16,12 @@ import SQLInterface
 /// adds one to the count, a row whose reports reach zero is deleted and takes one away, so a
 /// move, a merge or retention leaves the count exact. Each row also keeps the arrival of its
 /// member's last report in the group (`last_at`): the distinct users or sessions since a time
-/// are the rows with `last_at` at or after it, counted from an index instead of from every
-/// report in the window (`CountedGroupFilter`, a list filtered by `since`).
+/// are the rows with `last_at` at or after it. So that a list filtered by `since`
+/// (`CountedGroupFilter`) reads a number of rows that does not grow with the reports in the
+/// window, the rows are also counted per hour of their `last_at` (`group_member_hours`,
+/// `group_version_member_hours`): a member whose last report moves to a later hour leaves one
+/// hour's count for the other's. Only the members of the part of an hour before `since`'s next
+/// whole hour are found from that part's reports.
 enum GroupCounters {
     /// One distinct count: its membership table, the table's key column, whether it is per
     /// version, and the column of `groups` or `group_versions` that holds the count.
@@ -29,6 +34,10 @@ enum GroupCounters {
         /// `change`'s query reads it.
         let value: String
         let column: Int
+
+        /// The table of its members per hour of their last report, and that table's column.
+        var hoursTable: String { perVersion ? "group_version_member_hours" : "group_member_hours" }
+        var hoursColumn: Int { counter == "users" ? 0 : 1 }
     }
 
     private static let distincts = [
@@ -51,6 +60,11 @@ enum GroupCounters {
     /// which truncates as Swift's does).
     static func day(of time: Int64) -> Int64 { time / SessionCounters.dayMs }
 
+    static let hourMs: Int64 = 3_600_000
+
+    /// The hour (since the epoch) a time falls in, as `group_hours` and the members' hours count.
+    static func hour(of time: Int64) -> Int64 { time / hourMs }
+
     /// Reports `reportIds` joined group `fingerprint`, whose row and version rows exist.
     static func add(_ db: SQLExecutor, fingerprint: String, reportIds: [Int64]) throws {
         try change(db, fingerprint: fingerprint, reportIds: reportIds, by: 1)
@@ -69,10 +83,12 @@ enum GroupCounters {
         static func < (a: Cell, b: Cell) -> Bool { (a.version, a.key) < (b.version, b.key) }
     }
 
-    /// A member's reports among those added or removed, and the last one's arrival.
+    /// A member's reports among those added or removed, the last one's arrival, and the
+    /// `last_at` of its row before the change (nil: no row).
     private struct Member {
         var reports = 0
         var last = Int64.min
+        var before: Int64?
 
         mutating func add(_ arrival: Int64) {
             reports += 1
@@ -80,31 +96,51 @@ enum GroupCounters {
         }
     }
 
+    /// A members-per-hour row: the table's version (nil: `group_member_hours`) and the hour.
+    private struct HourCell: Hashable, Comparable {
+        var version: String?
+        var hour: Int64
+        static func < (a: HourCell, b: HourCell) -> Bool { (a.version ?? "", a.hour) < (b.version ?? "", b.hour) }
+    }
+
     private static func change(_ db: SQLExecutor, fingerprint: String, reportIds: [Int64], by sign: Int) throws {
         guard !reportIds.isEmpty else { return }
         var days: [Int64: Int] = [:]
         var versionDays: [String: [Int64: Int]] = [:]
+        var hours: [Int64: Int] = [:]
+        var versionHours: [String: [Int64: Int]] = [:]
         var members: [[Cell: Member]] = Array(repeating: [:], count: distincts.count)
         /// Per facet, per value (nil: none).
         var facetValues: [[String?: Int]] = Array(repeating: [:], count: facets.count)
+        // Each member's row as it stands, read with the reports: its `last_at` is the hour it
+        // leaves when its last report changes.
+        let memberRows = distincts.enumerated().map { i, d in
+            "LEFT JOIN \(d.table) m\(i) ON m\(i).fingerprint = ?\(d.perVersion ? " AND m\(i).version = COALESCE(r.version, '')" : "")"
+                + " AND m\(i).\(d.key) = \(d.value)"
+        }.joined(separator: " ")
+        let lastColumn = 4 + facets.count
         for chunk in reportIds.sqlChunks {
             let rows = try db.rows(
                 """
                 SELECT COALESCE(r.version, ''), r.received_at, \(ReportIdentitySQL.userKey), rs.session_id,
-                    \(facets.map(\.value).joined(separator: ", "))
-                FROM reports r LEFT JOIN report_sessions rs ON rs.report_id = r.id
+                    \(facets.map(\.value).joined(separator: ", ")), \(distincts.indices.map { "m\($0).last_at" }.joined(separator: ", "))
+                FROM reports r LEFT JOIN report_sessions rs ON rs.report_id = r.id \(memberRows)
                 WHERE r.id IN (\(sqlPlaceholders(chunk.count)))
                 """,
-                chunk.map(\.sqlValue))
+                Array(repeating: SQLValue.text(fingerprint), count: distincts.count) + chunk.map(\.sqlValue))
             for row in rows {
                 let version = try row.string(0)
                 let receivedAt = try row.int64(1)
                 let arrival = day(of: receivedAt)
                 days[arrival, default: 0] += 1
                 versionDays[version, default: [:]][arrival, default: 0] += 1
+                hours[hour(of: receivedAt), default: 0] += 1
+                versionHours[version, default: [:]][hour(of: receivedAt), default: 0] += 1
                 for (i, d) in distincts.enumerated() {
                     guard let key = try row.optionalString(d.column) else { continue }
-                    members[i][Cell(version: d.perVersion ? version : "", key: key), default: Member()].add(receivedAt)
+                    let cell = Cell(version: d.perVersion ? version : "", key: key)
+                    members[i][cell, default: Member()].add(receivedAt)
+                    members[i][cell]?.before = try row.optionalInt64(lastColumn + i)
                 }
                 for (i, facet) in facets.enumerated() {
                     facetValues[i][try row.optionalString(facet.column), default: 0] += 1
@@ -121,6 +157,16 @@ enum GroupCounters {
                     by: sign * n)
             }
         }
+        for (hour, n) in hours.sorted(by: { $0.key < $1.key }) {
+            try bump(db, "group_hours", where: [("fingerprint", fingerprint), ("hour", hour)], column: "count", by: sign * n)
+        }
+        for (version, byHour) in versionHours.sorted(by: { $0.key < $1.key }) {
+            for (hour, n) in byHour.sorted(by: { $0.key < $1.key }) {
+                try bump(
+                    db, "group_version_hours", where: [("version", version), ("hour", hour), ("fingerprint", fingerprint)],
+                    column: "count", by: sign * n)
+            }
+        }
         for (i, facet) in facets.enumerated() {
             for (value, n) in facetValues[i].sorted(by: { ($0.key ?? "") < ($1.key ?? "") }) {
                 try bump(
@@ -130,13 +176,18 @@ enum GroupCounters {
             }
         }
         let removed = sign < 0 ? Set(reportIds) : []
+        /// Members per hour of their last report: what each hour gains or loses, users and sessions.
+        var memberHours: [HourCell: [Int]] = [:]
         for (i, d) in distincts.enumerated() {
             // Members that appeared (or, removing, disappeared), per version.
             var changed: [String: Int] = [:]
             for (cell, member) in members[i].sorted(by: { $0.key < $1.key }) {
-                if try bumpMember(db, d, fingerprint: fingerprint, cell, member, by: sign, removed: removed) {
-                    changed[cell.version, default: 0] += 1
-                }
+                let (appeared, lastAt) = try bumpMember(db, d, fingerprint: fingerprint, cell, member, by: sign, removed: removed)
+                if appeared { changed[cell.version, default: 0] += 1 }
+                // The member leaves the hour of its row's last report and joins the one of its new last report.
+                let version = d.perVersion ? cell.version : nil
+                if let before = member.before { memberHours[HourCell(version: version, hour: hour(of: before)), default: [0, 0]][d.hoursColumn] -= 1 }
+                if let lastAt { memberHours[HourCell(version: version, hour: hour(of: lastAt)), default: [0, 0]][d.hoursColumn] += 1 }
             }
             for (version, n) in changed.sorted(by: { $0.key < $1.key }) {
                 if d.perVersion {
@@ -148,12 +199,36 @@ enum GroupCounters {
                 }
             }
         }
+        for (cell, change) in memberHours.sorted(by: { $0.key < $1.key }) where change != [0, 0] {
+            try bumpMemberHour(db, fingerprint: fingerprint, cell, users: change[0], sessions: change[1])
+        }
+    }
+
+    /// Adds `users` and `sessions` (either may be negative) to a members-per-hour row, creating
+    /// it, and deleting it when both counts reach zero.
+    private static func bumpMemberHour(_ db: SQLExecutor, fingerprint: String, _ cell: HourCell, users: Int, sessions: Int) throws {
+        let table = cell.version == nil ? "group_member_hours" : "group_version_member_hours"
+        let key: [(String, SQLBindable)] = [("fingerprint", fingerprint)] + (cell.version.map { [("version", $0)] } ?? []) + [("hour", cell.hour)]
+        let names = key.map(\.0).joined(separator: ", ")
+        guard let row = try db.rows(
+            """
+            INSERT INTO \(table) (\(names), users, sessions) VALUES (\(sqlPlaceholders(key.count + 2)))
+            ON CONFLICT (\(names)) DO UPDATE SET users = \(table).users + excluded.users, sessions = \(table).sessions + excluded.sessions
+            RETURNING users, sessions
+            """,
+            key.map { $0.1.sqlValue } + [users.sqlValue, sessions.sqlValue]
+        ).first else { return }
+        if try row.int(0) == 0, try row.int(1) == 0 {
+            let (match, values) = rowCondition(key)
+            try db.execute("DELETE FROM \(table) WHERE \(match)", values)
+        }
     }
 
     /// Adds `n` to `column` of the row of `table` that `key` names, creating it when `n` is
     /// positive and deleting it when its count reaches zero. `last`, for a membership table: the
     /// latest arrival among the reports added or removed; adding keeps the greater `last_at`.
-    /// Returns whether the row appeared or disappeared, and the `last_at` of a row a removal left.
+    /// Returns whether the row appeared or disappeared, and the `last_at` of the row it left
+    /// (nil when there is none).
     @discardableResult
     private static func bump(
         _ db: SQLExecutor, _ table: String, where key: [(String, SQLBindable)], column: String, by n: Int, last: Int64? = nil
@@ -168,11 +243,11 @@ enum GroupCounters {
                 INSERT INTO \(table) (\(names.joined(separator: ", ")), \(column)\(lastColumn))
                 VALUES (\(sqlPlaceholders(names.count + (last == nil ? 1 : 2))))
                 ON CONFLICT (\(names.joined(separator: ", "))) DO UPDATE SET \(column) = \(table).\(column) + excluded.\(column)\(keepLast)
-                RETURNING \(column)
+                RETURNING \(column)\(lastColumn)
                 """,
                 values + [n.sqlValue] + (last.map { [$0.sqlValue] } ?? [])
-            ).first?.optionalInt(0)
-            return (now == n, nil)
+            ).first
+            return (try now?.optionalInt(0) == n, last == nil ? nil : try now?.optionalInt64(1))
         }
         guard let row = try db.rows(
             "UPDATE \(table) SET \(column) = \(column) + ? WHERE \(match) RETURNING \(column)\(lastColumn)", [n.sqlValue] + values
@@ -191,15 +266,16 @@ enum GroupCounters {
     /// (`bump`). When a removal takes the row's last report while others stay, its `last_at`
     /// becomes the arrival of the latest report still filed that is not among `removed` (which
     /// may still be filed: a report whose identity changes leaves its old member before its row
-    /// changes). Returns whether the row appeared or disappeared.
+    /// changes). Returns whether the row appeared or disappeared, and the `last_at` of the row
+    /// it left (nil: none).
     private static func bumpMember(
         _ db: SQLExecutor, _ d: Distinct, fingerprint: String, _ cell: Cell, _ member: Member, by sign: Int, removed: Set<Int64>
-    ) throws -> Bool {
+    ) throws -> (changed: Bool, lastAt: Int64?) {
         let key: [(String, SQLBindable)] = d.perVersion
             ? [("fingerprint", fingerprint), ("version", cell.version), (d.key, cell.key)]
             : [("fingerprint", fingerprint), (d.key, cell.key)]
         let (changed, lastAt) = try bump(db, d.table, where: key, column: "reports", by: sign * member.reports, last: member.last)
-        guard let lastAt, member.last >= lastAt else { return changed }
+        guard sign < 0, let lastAt, member.last >= lastAt else { return (changed, lastAt) }
         // The member's newest reports in the group, walked along the arrival index: among the
         // first `member.reports + 1` at least one is not a removed one.
         var sql = """
@@ -216,9 +292,11 @@ enum GroupCounters {
         arguments.append(.integer(Int64(member.reports) + 1))
         if let latest = try db.rows(sql, arguments).first(where: { !removed.contains(try $0.int64("id")) }) {
             let (match, values) = rowCondition(key)
-            try db.execute("UPDATE \(d.table) SET last_at = ? WHERE \(match)", [.integer(try latest.int64("at"))] + values)
+            let at = try latest.int64("at")
+            try db.execute("UPDATE \(d.table) SET last_at = ? WHERE \(match)", [.integer(at)] + values)
+            return (changed, at)
         }
-        return changed
+        return (changed, lastAt)
     }
 
     /// Recounts everything here for group `fingerprint` (every group when nil) from the results
@@ -227,6 +305,7 @@ enum GroupCounters {
     static func rebuild(_ db: SQLExecutor, fingerprint: String?) throws {
         try rebuildCounts(db, fingerprint: fingerprint)
         try rebuildMembers(db, fingerprint: fingerprint)
+        try rebuildHours(db, fingerprint: fingerprint)
     }
 
     /// The results filed under group `fingerprint` (every group's when nil), as a recount reads
@@ -272,7 +351,7 @@ enum GroupCounters {
     }
 
     /// Refills the membership tables and the distinct users and sessions they count, with each
-    /// member's last arrival: `rebuild`'s second half, and the v22 migration that added `last_at`.
+    /// member's last arrival: `rebuild`'s second part, and the v22 migration that added `last_at`.
     static func rebuildMembers(_ db: SQLExecutor, fingerprint: String?) throws {
         let (members, only, arguments) = scope(fingerprint)
         for d in distincts {
@@ -297,6 +376,40 @@ enum GroupCounters {
                     "UPDATE groups SET \(d.counter) = (SELECT COUNT(*) FROM \(d.table) m WHERE m.fingerprint = groups.fingerprint)\(only)",
                     arguments)
             }
+        }
+    }
+
+    /// Recounts the reports per hour (whole and per version) and the members per hour of their
+    /// last report from the membership tables (which must be exact): `rebuild`'s last part, and
+    /// the v23 migration that added them.
+    static func rebuildHours(_ db: SQLExecutor, fingerprint: String?) throws {
+        let (members, only, arguments) = scope(fingerprint)
+        let hour = "r.received_at / \(hourMs)"
+        try db.execute("DELETE FROM group_hours" + only, arguments)
+        try db.execute(
+            "INSERT INTO group_hours (fingerprint, hour, count) SELECT s.fingerprint, \(hour), COUNT(*) \(members) GROUP BY 1, 2",
+            arguments)
+        try db.execute("DELETE FROM group_version_hours" + only, arguments)
+        try db.execute(
+            """
+            INSERT INTO group_version_hours (version, hour, fingerprint, count)
+            SELECT COALESCE(r.version, ''), \(hour), s.fingerprint, COUNT(*) \(members) GROUP BY 1, 2, 3
+            """,
+            arguments)
+        for perVersion in [false, true] {
+            let scoped = distincts.filter { $0.perVersion == perVersion }
+            guard let table = scoped.first?.hoursTable else { continue }
+            let keys = perVersion ? "fingerprint, version" : "fingerprint"
+            let rows = scoped.map { d in
+                "SELECT \(keys), last_at / \(hourMs) AS hour, \(d.hoursColumn == 0 ? "1 AS u, 0 AS se" : "0 AS u, 1 AS se") FROM \(d.table)\(only)"
+            }.joined(separator: " UNION ALL ")
+            try db.execute("DELETE FROM \(table)" + only, arguments)
+            try db.execute(
+                """
+                INSERT INTO \(table) (\(keys), hour, users, sessions)
+                SELECT \(keys), hour, SUM(u), SUM(se) FROM (\(rows)) AS m GROUP BY \(keys), hour
+                """,
+                Array(repeating: arguments, count: scoped.count).flatMap { $0 })
         }
     }
 }

@@ -27,6 +27,9 @@ enum PostgresSchema {
         Migration(name: "v5: members' last reports", sql: Schema.memberLastReportsSQL) {
             try GroupCounters.rebuildMembers($0, fingerprint: nil)
         },
+        Migration(name: "v6: hourly counters", sql: Schema.hourlyCountersSQL(text: "text COLLATE \"C\"", table: ")")) {
+            try GroupCounters.rebuildHours($0, fingerprint: nil)
+        },
     ]
 
     /// The advisory lock key migrations hold (any 64-bit constant nothing else uses), so two

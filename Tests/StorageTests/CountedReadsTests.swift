@@ -358,6 +358,13 @@ import Testing
         #expect(truth.first?.fingerprint == "hx")
         let page = try f.store.groups(GroupFilter(since: since, limit: 1)).map(Self.counted)
         #expect(page == Array(truth.prefix(1)))
+        // Under their version, whose groups are read a chunk at a time in the order of their
+        // reports under it (ties among them included), every page size.
+        let versioned = Self.ordered(Array(try Self.oracle(f, version: "1.0", since: since).values), by: .reports)
+        for limit in 1...versioned.count + 1 {
+            let page = try f.store.groups(GroupFilter(version: "1.0", since: since, limit: limit)).map(Self.counted)
+            #expect(page == Array(versioned.prefix(limit)), "version 1.0, limit \(limit)")
+        }
     }
 
     /// A file written before the counters existed: opening it fills them from its rows.
@@ -386,7 +393,7 @@ import Testing
         // The hourly counters (v23, v6) count the members by their last reports: they go too.
         let tables = ["group_users", "group_sessions", "group_version_users", "group_version_sessions"]
         let undo = tables.map { "ALTER TABLE \($0) DROP COLUMN last_at;" }.joined(separator: " ")
-            + Self.hourlyTables.map { " DROP TABLE \($0);" }.joined()
+            + Self.hourlyTables.map { " DROP TABLE \($0);" }.joined() + " DROP INDEX group_versions_by_count;"
             + (backend == .sqlite ? " DELETE FROM grdb_migrations WHERE identifier LIKE 'v22:%' OR identifier LIKE 'v23:%';"
                 : " DELETE FROM schema_migrations WHERE name LIKE 'v5:%' OR name LIKE 'v6:%';")
         try f.execute(undo)
@@ -404,7 +411,7 @@ import Testing
         try L.complete(f, group: L.group("cccc"))
         try Self.process(f, 40, version: "1.1", group: "aaaa", from: .sdk(user: "ann", session: "s40"))
         // As v22 left it: the memberships' last reports indexed, which v23 (v6) drops.
-        try f.execute(Self.hourlyTables.map { "DROP TABLE \($0);" }.joined(separator: " ")
+        try f.execute(Self.hourlyTables.map { "DROP TABLE \($0);" }.joined(separator: " ") + " DROP INDEX group_versions_by_count;"
             + " CREATE INDEX group_users_by_last ON group_users (fingerprint, last_at);"
             + " CREATE INDEX group_sessions_by_last ON group_sessions (fingerprint, last_at);"
             + " CREATE INDEX group_version_users_by_last ON group_version_users (fingerprint, version, last_at);"
@@ -456,6 +463,7 @@ import Testing
             DROP TABLE group_days; DROP TABLE group_version_days; DROP TABLE group_users; DROP TABLE group_sessions;
             DROP TABLE group_version_users; DROP TABLE group_version_sessions; DROP TABLE group_facets;
             DROP TABLE group_hours; DROP TABLE group_version_hours; DROP TABLE group_member_hours; DROP TABLE group_version_member_hours;
+            DROP INDEX group_versions_by_count;
             ALTER TABLE groups DROP COLUMN users; ALTER TABLE groups DROP COLUMN sessions;
             ALTER TABLE group_versions DROP COLUMN users; ALTER TABLE group_versions DROP COLUMN sessions;
             DELETE FROM grdb_migrations WHERE identifier LIKE 'v17:%' OR identifier LIKE 'v22:%' OR identifier LIKE 'v23:%';

@@ -23,6 +23,7 @@ def undo(db):
         for column in ["users", "sessions"]:
             db.execute("ALTER TABLE %s DROP COLUMN %s" % (table, column))
     db.execute("DROP INDEX IF EXISTS results_group_arrival")
+    db.execute("DROP INDEX IF EXISTS group_versions_by_count")
     db.execute("ALTER TABLE results DROP COLUMN received_at")
     db.execute("CREATE INDEX IF NOT EXISTS results_fingerprint ON results (fingerprint)")
     db.execute("DELETE FROM grdb_migrations WHERE identifier LIKE 'v17:%' OR identifier LIKE 'v22:%' OR identifier LIKE 'v23:%'")

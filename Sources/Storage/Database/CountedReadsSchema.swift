@@ -105,7 +105,9 @@ extension Schema {
     /// `since` falls in, and counts from the reports and the members only what is left of its
     /// hour; it no longer reads a number of rows that grows with the reports in the window
     /// (issue 33 §5). The members of that part of an hour are found from its reports, so the
-    /// memberships' `last_at` indexes v22 added go: they were a fifth of the database.
+    /// memberships' `last_at` indexes v22 added go: they were a fifth of the database. A
+    /// version's groups are indexed by their reports under it (`group_versions_by_count`), the
+    /// order a version's list since a time walks them in.
     /// Filled from the rows already stored, as v17 and v22 were.
     static func registerHourlyCounters(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v23: hourly counters") { db in
@@ -140,6 +142,7 @@ extension Schema {
             fingerprint \(text) NOT NULL, version \(text) NOT NULL, hour BIGINT NOT NULL, users BIGINT NOT NULL, sessions BIGINT NOT NULL,
             PRIMARY KEY (fingerprint, version, hour)
         \(table);
+        CREATE INDEX group_versions_by_count ON group_versions (version, count, fingerprint);
         DROP INDEX group_users_by_last;
         DROP INDEX group_sessions_by_last;
         DROP INDEX group_version_users_by_last;

@@ -47,42 +47,8 @@ struct CountedGroupFilter {
     func rows(_ db: SQLExecutor, conditions: [String], arguments: [SQLValue], sort: GroupSort, limit: Int) throws -> [SQLRow] {
         let groupFilter = conditions.isEmpty ? "" : "AND " + conditions.joined(separator: " AND ")
         var candidates: [String: Candidate] = [:]
-        if let since, version == nil {
+        if let since {
             candidates = try walk(db, since: since, groupFilter: groupFilter, arguments: arguments, limit: limit)
-        } else if let since, let version {
-            let window = Window(since)
-            func add(_ rows: [SQLRow]) throws {
-                for row in rows {
-                    let fingerprint = try row.string(0)
-                    candidates[fingerprint, default: Candidate(fingerprint: fingerprint, count: 0)].count += try row.int(1)
-                }
-            }
-            // One version's groups in the window are few: every one of them is counted, from its
-            // rows keyed by version first.
-            try add(try db.rows(
-                """
-                SELECT d.fingerprint, SUM(d.count) FROM group_version_days d JOIN groups g ON g.fingerprint = d.fingerprint
-                WHERE d.version = ? AND d.day >= ? \(groupFilter) GROUP BY d.fingerprint
-                """,
-                [.text(version), .integer(window.firstWholeDay)] + arguments))
-            if window.hasWholeHours {
-                try add(try db.rows(
-                    """
-                    SELECT d.fingerprint, SUM(d.count) FROM group_version_hours d JOIN groups g ON g.fingerprint = d.fingerprint
-                    WHERE d.version = ? AND d.hour >= ? AND d.hour < ? \(groupFilter) GROUP BY d.fingerprint
-                    """,
-                    [.text(version), .integer(window.firstWholeHour), .integer(window.firstWholeDay * 24)] + arguments))
-            }
-            if window.hasPartHour {
-                let edgeGroups = try db.rows(
-                    """
-                    SELECT d.fingerprint FROM group_version_hours d JOIN groups g ON g.fingerprint = d.fingerprint
-                    WHERE d.version = ? AND d.hour = ? \(groupFilter)
-                    """,
-                    [.text(version), .integer(window.firstWholeHour - 1)] + arguments
-                ).map { try $0.string(0) }
-                for chunk in edgeGroups.sqlChunks { try add(try partHour(db, window, Array(chunk))) }
-            }
         } else if let version {
             for row in try db.rows(
                 """
@@ -95,26 +61,27 @@ struct CountedGroupFilter {
                     fingerprint: try row.string(0), count: try row.int(1), users: try row.int(2), sessions: try row.int(3))
             }
         }
-        // The order before its tie-break on the last report, most first.
-        func rank(_ c: Candidate) -> [Int] {
+        // The order before its tie-break on the last report, most first (a pair, not an array:
+        // an array allocated per comparison was most of sorting a thousand candidates).
+        func rank(_ c: Candidate) -> (Int, Int) {
             switch sort {
-            case .users: [c.users ?? 0, c.count]
-            case .sessions: [c.sessions ?? 0, c.count]
-            case .reports, .lastSeen: [c.count]
+            case .users: (c.users ?? 0, c.count)
+            case .sessions: (c.sessions ?? 0, c.count)
+            case .reports, .lastSeen: (c.count, 0)
             }
         }
-        var ordered = candidates.values.sorted { rank($1).lexicographicallyPrecedes(rank($0)) }
+        var ordered = candidates.values.sorted { rank($0) > rank($1) }
         guard !ordered.isEmpty else { return [] }
         // Every group that ranks at least as the page's last one may be on it: their last
         // reports decide between them.
         let cutoff = rank(ordered[min(limit, ordered.count) - 1])
-        ordered = ordered.filter { !rank($0).lexicographicallyPrecedes(cutoff) }
+        ordered = ordered.filter { rank($0) >= cutoff }
         for i in ordered.indices {
             ordered[i].last = try end(db, ordered[i].fingerprint, last: true)
         }
         ordered.sort { a, b in
             let (ra, rb) = (rank(a), rank(b))
-            if ra != rb { return rb.lexicographicallyPrecedes(ra) }
+            if ra != rb { return ra > rb }
             if a.last != b.last { return (a.last ?? 0) > (b.last ?? 0) }
             return a.fingerprint < b.fingerprint
         }
@@ -154,42 +121,56 @@ struct CountedGroupFilter {
         var partHourEnd: Int64 { firstWholeHour * GroupCounters.hourMs }
     }
 
-    /// Each group's reports since `since`, for the groups that can be on the page: walked in the
-    /// order of their reports ever (`groups.count`, which bounds their reports in the window),
-    /// a chunk at a time, until the next group's reports ever are fewer than the page's last
-    /// group's in the window. So the rows read follow the groups that can be shown, not every
-    /// group with a report in the window, which grows with the report rate (the long tail).
-    /// The first chunk is the page's size and each next one twice the last (up to `sqlChunks`'):
-    /// a statement per group was a round trip per group on PostgreSQL.
+    /// Each group's reports (under the version) since `since`, for the groups that can be on the
+    /// page: walked in the order of their reports ever (`groups.count`, or under the version
+    /// `group_versions.count`, which bound their reports in the window), a chunk at a time,
+    /// until the next group's reports ever are fewer than the page's last group's in the window.
+    /// So the rows read follow the groups that can be shown, not every group with a report in
+    /// the window, which grows with the report rate (the long tail). The first chunk is the
+    /// page's size and each next one twice the last (up to `sqlChunks`'): a statement per group
+    /// was a round trip per group on PostgreSQL.
     private func walk(_ db: SQLExecutor, since: Int64, groupFilter: String, arguments: [SQLValue], limit: Int) throws -> [String: Candidate] {
         let window = Window(since)
-        // A group whose last report arrived before `since` has none in the window.
-        let bounds = try db.rows(
-            "SELECT g.fingerprint, g.count FROM groups g WHERE g.last_seen >= ? \(groupFilter)", [.integer(since)] + arguments
-        ).map { (fingerprint: try $0.string(0), count: try $0.int(1)) }
-            .sorted { $0.count != $1.count ? $0.count > $1.count : $0.fingerprint < $1.fingerprint }
+        var bounds = try Bounds(db, version: version, since: since, groupFilter: groupFilter, arguments: arguments)
         var candidates: [String: Candidate] = [:]
         var counts: [Int] = []
-        var next = 0
         var size = limit
-        while next < bounds.count {
-            if counts.count >= limit, bounds[next].count < counts.sorted(by: >)[limit - 1] { break }
-            let chunk = bounds[next..<min(next + min(size, 500), bounds.count)].map(\.fingerprint)
-            next += chunk.count
+        while let nextBound = try bounds.peek(reading: min(size, 500)) {
+            if counts.count >= limit, nextBound < counts.sorted(by: >)[limit - 1] { break }
+            let chunk = try bounds.take(min(size, 500))
             size = min(size, 500) * 2
-            let groups = "fingerprint IN (\(sqlPlaceholders(chunk.count)))"
+            let groups = "d.fingerprint IN (\(sqlPlaceholders(chunk.count)))"
             let chunkArguments = chunk.map { SQLValue.text($0) }
             var inWindow: [String: Int] = [:]
             func add(_ rows: [SQLRow]) throws {
                 for row in rows { inWindow[try row.string(0), default: 0] += try row.int(1) }
             }
-            try add(try db.rows(
-                "SELECT fingerprint, SUM(count) FROM group_days WHERE \(groups) AND day >= ? GROUP BY fingerprint",
-                chunkArguments + [.integer(window.firstWholeDay)]))
-            if window.hasWholeHours {
+            if let version {
+                // Each group's rows of the version, from the index keyed by group.
+                let index = db.dialect == .sqlite ? " INDEXED BY group_version_days_by_group" : ""
                 try add(try db.rows(
-                    "SELECT fingerprint, SUM(count) FROM group_hours WHERE \(groups) AND hour >= ? AND hour < ? GROUP BY fingerprint",
-                    chunkArguments + [.integer(window.firstWholeHour), .integer(window.firstWholeDay * 24)]))
+                    """
+                    SELECT d.fingerprint, SUM(d.count) FROM group_version_days d\(index)
+                    WHERE \(groups) AND d.version = ? AND d.day >= ? GROUP BY d.fingerprint
+                    """,
+                    chunkArguments + [.text(version), .integer(window.firstWholeDay)]))
+                if window.hasWholeHours {
+                    try add(try db.rows(
+                        """
+                        SELECT d.fingerprint, SUM(d.count) FROM group_version_hours d
+                        WHERE d.version = ? AND d.hour >= ? AND d.hour < ? AND \(groups) GROUP BY d.fingerprint
+                        """,
+                        [.text(version), .integer(window.firstWholeHour), .integer(window.firstWholeDay * 24)] + chunkArguments))
+                }
+            } else {
+                try add(try db.rows(
+                    "SELECT d.fingerprint, SUM(d.count) FROM group_days d WHERE \(groups) AND d.day >= ? GROUP BY d.fingerprint",
+                    chunkArguments + [.integer(window.firstWholeDay)]))
+                if window.hasWholeHours {
+                    try add(try db.rows(
+                        "SELECT d.fingerprint, SUM(d.count) FROM group_hours d WHERE \(groups) AND d.hour >= ? AND d.hour < ? GROUP BY d.fingerprint",
+                        chunkArguments + [.integer(window.firstWholeHour), .integer(window.firstWholeDay * 24)]))
+                }
             }
             if window.hasPartHour { try add(try partHour(db, window, chunk)) }
             for (fingerprint, count) in inWindow where count > 0 {
@@ -198,6 +179,72 @@ struct CountedGroupFilter {
             }
         }
         return candidates
+    }
+
+    /// The groups a walk visits, most reports ever (under the version) first, with those reports:
+    /// only groups whose last report arrived at or after `since` (the others have none in the
+    /// window). The whole list is read at once, a group's row each; under a version they are read
+    /// a chunk at a time along `group_versions_by_count`, since a version's groups ever are many
+    /// more than those the page needs.
+    private struct Bounds {
+        private let db: SQLExecutor
+        private let version: String?
+        private let since: Int64
+        private let groupFilter: String
+        private let arguments: [SQLValue]
+        private var pending: [(fingerprint: String, count: Int)] = []
+        private var next = 0
+        /// Under a version: the last bound read, where the next read starts; nil before the first.
+        private var after: (count: Int, fingerprint: String)?
+        private var exhausted = false
+
+        init(_ db: SQLExecutor, version: String?, since: Int64, groupFilter: String, arguments: [SQLValue]) throws {
+            self.db = db
+            self.version = version
+            self.since = since
+            self.groupFilter = groupFilter
+            self.arguments = arguments
+            if version == nil {
+                pending = try db.rows(
+                    "SELECT g.fingerprint, g.count FROM groups g WHERE g.last_seen >= ? \(groupFilter)", [.integer(since)] + arguments
+                ).map { (fingerprint: try $0.string(0), count: try $0.int(1)) }
+                    .sorted { $0.count != $1.count ? $0.count > $1.count : $0.fingerprint > $1.fingerprint }
+                exhausted = true
+            }
+        }
+
+        /// The next group's reports ever, nil when none is left; when none is read yet, reads `n`.
+        mutating func peek(reading n: Int) throws -> Int? {
+            if next == pending.count, !exhausted { try read(n) }
+            return next < pending.count ? pending[next].count : nil
+        }
+
+        /// The next `n` groups (fewer when fewer are left).
+        mutating func take(_ n: Int) throws -> [String] {
+            if pending.count - next < n, !exhausted { try read(n - (pending.count - next)) }
+            let end = min(next + n, pending.count)
+            defer { next = end }
+            return pending[next..<end].map(\.fingerprint)
+        }
+
+        /// Reads the version's next `n` groups, in the order of `group_versions_by_count`, after the
+        /// last one read: the filters apply before the limit, so a read gives `n` or the end.
+        private mutating func read(_ n: Int) throws {
+            guard let version else { return }
+            var sql = """
+                SELECT v.fingerprint, v.count FROM group_versions v JOIN groups g ON g.fingerprint = v.fingerprint
+                WHERE v.version = ? AND v.count > 0 AND g.last_seen >= ? \(groupFilter)
+                """
+            var values: [SQLValue] = [.text(version), .integer(since)] + arguments
+            if let after {
+                sql += " AND (v.count < ? OR (v.count = ? AND v.fingerprint < ?))"
+                values += [.integer(Int64(after.count)), .integer(Int64(after.count)), .text(after.fingerprint)]
+            }
+            let rows = try db.rows(sql + " ORDER BY v.count DESC, v.fingerprint DESC LIMIT ?", values + [.integer(Int64(n))])
+            pending += try rows.map { (fingerprint: try $0.string(0), count: try $0.int(1)) }
+            if rows.count < n { exhausted = true }
+            if let last = pending.last { after = (last.count, last.fingerprint) }
+        }
     }
 
     /// The reports (under the version) of each of `fingerprints` in what is left of `since`'s

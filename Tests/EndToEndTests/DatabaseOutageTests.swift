@@ -24,8 +24,11 @@ import Testing
             try h.sqlInt("SELECT COUNT(*) FROM jobs WHERE report_id = \(id) AND state = 'done'") == 1
         }
 
-        let before = try ready()
-        #expect(before.status == 200 && databaseCheck(before) == "ok", "\(before)")
+        // Ready once its local worker has connected (until then readyz names the workers).
+        try h.waitUntil("readyz before the outage", timeout: 60) {
+            let answer = try ready()
+            return answer.status == 200 && databaseCheck(answer) == "ok"
+        }
         let first = try post(1)
         #expect(first.status == 202, "\(first)")
         let firstId = try #require(first.json?["id"] as? Int)

@@ -210,9 +210,13 @@ import Testing
             let page = try db.groups(GroupFilter(version: version, since: since, limit: 2)).map(counted)
             #expect(page == Array(ordered(Array(truth.values), by: .reports).prefix(2)), sourceLocation: sourceLocation)
         }
-        // `db check` is SQLite-only for now.
+        // `db check` recounts every counter from the reports, on either backend.
         if let sqlite = db as? ServiceDatabase {
             #expect(try sqlite.check().problems == [], sourceLocation: sourceLocation)
+        } else if let postgres = db as? PostgresDatabase {
+            #expect(try postgres.check().problems == [], sourceLocation: sourceLocation)
+        } else {
+            Issue.record("no db check for \(type(of: db))", sourceLocation: sourceLocation)
         }
     }
 
@@ -427,27 +431,28 @@ import Testing
 
     static let hourlyTables = ["group_hours", "group_version_hours", "group_member_hours", "group_version_member_hours"]
 
-    /// `db check` names a counter that disagrees with the reports.
-    // SQLite only: `db check` is SQLite-only for now.
-    @Test func dbCheckNamesACounterThatDisagrees() throws {
-        let f = try StoreFixture(.sqlite)
+    /// `db check` names a counter that disagrees with the reports, on either backend.
+    @Test(arguments: Backend.allCases) func dbCheckNamesACounterThatDisagrees(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
         defer { f.remove() }
-        let db = try #require(f.store as? ServiceDatabase)
+        func check() throws -> [String] {
+            switch f.store {
+            case let sqlite as ServiceDatabase: try sqlite.check().problems
+            case let postgres as PostgresDatabase: try postgres.check().problems
+            default: throw TestSupportError("no db check for \(type(of: f.store))")
+            }
+        }
         _ = try Self.fill(f)
-        #expect(try db.check().problems == [])
-        try DatabaseQueue(path: f.location).writeWithoutTransaction { db in
-            try db.execute(sql: """
-                UPDATE groups SET users = users + 1 WHERE fingerprint = 'aaaa';
-                DELETE FROM group_version_sessions WHERE session_id = 's3';
-                UPDATE group_days SET count = count + 1 WHERE fingerprint = 'cccc';
-                UPDATE group_member_hours SET users = users + 1 WHERE fingerprint = 'bbbb';
-                DELETE FROM group_version_hours WHERE fingerprint = 'aaaa' AND version = '1.0';
-                """)
-        }
-        try DatabaseQueue(path: f.location).writeWithoutTransaction { db in
-            try db.execute(sql: "UPDATE group_facets SET count = count + 1 WHERE facet = 'device_model' AND fingerprint = 'bbbb'")
-        }
-        let problems = try db.check().problems
+        #expect(try check() == [])
+        try f.execute("""
+            UPDATE groups SET users = users + 1 WHERE fingerprint = 'aaaa';
+            DELETE FROM group_version_sessions WHERE session_id = 's3';
+            UPDATE group_days SET count = count + 1 WHERE fingerprint = 'cccc';
+            UPDATE group_member_hours SET users = users + 1 WHERE fingerprint = 'bbbb';
+            DELETE FROM group_version_hours WHERE fingerprint = 'aaaa' AND version = '1.0';
+            UPDATE group_facets SET count = count + 1 WHERE facet = 'device_model' AND fingerprint = 'bbbb';
+            """)
+        let problems = try check()
         #expect(problems.contains { $0.hasPrefix("group_facets: ") })
         #expect(problems.contains("group aaaa: users or sessions are not its reports'"))
         #expect(problems.contains("group_version_sessions: 1 rows differ from the reports"))

@@ -159,11 +159,16 @@ enum DatabaseChecks {
         // A member's last report in the group: the arrival list filters by `since` count from.
         let last = "MAX(r.received_at)"
         // Each table equals its recount, row for row, both ways.
-        var tables: [(table: String, columns: String, recount: String)] = [
-            ("group_days", "fingerprint, day, count",
-             "SELECT s.fingerprint, r.received_at / \(SessionCounters.dayMs), COUNT(*) \(members) GROUP BY 1, 2"),
-            ("group_version_days", "version, day, fingerprint, count",
-             "SELECT COALESCE(r.version, ''), r.received_at / \(SessionCounters.dayMs), s.fingerprint, COUNT(*) \(members) GROUP BY 1, 2, 3"),
+        // Reports per day and per hour, whole and per version.
+        var tables: [(table: String, columns: String, recount: String)] = GroupCounters.Period.all.flatMap { period in
+            let at = period.index(ofSQL: "r.received_at")
+            return [
+                (period.table, "fingerprint, \(period.name), count", "SELECT s.fingerprint, \(at), COUNT(*) \(members) GROUP BY 1, 2"),
+                (period.versionTable, "version, \(period.name), fingerprint, count",
+                 "SELECT COALESCE(r.version, ''), \(at), s.fingerprint, COUNT(*) \(members) GROUP BY 1, 2, 3"),
+            ]
+        }
+        tables += [
             ("group_users", "fingerprint, user_key, reports, last_at",
              "SELECT s.fingerprint, \(user), COUNT(*), \(last) \(members) AND \(user) IS NOT NULL GROUP BY 1, 2"),
             ("group_sessions", "fingerprint, session_id, reports, last_at",
@@ -173,16 +178,10 @@ enum DatabaseChecks {
             ("group_version_sessions", "fingerprint, version, session_id, reports, last_at",
              "SELECT s.fingerprint, COALESCE(r.version, ''), rs.session_id, COUNT(*), \(last) \(members) AND rs.session_id IS NOT NULL GROUP BY 1, 2, 3"),
         ]
-        // Reports per hour, and members per hour of their last report (whole and per version).
-        let hour = "r.received_at / \(GroupCounters.hourMs)"
-        tables += [
-            ("group_hours", "fingerprint, hour, count", "SELECT s.fingerprint, \(hour), COUNT(*) \(members) GROUP BY 1, 2"),
-            ("group_version_hours", "version, hour, fingerprint, count",
-             "SELECT COALESCE(r.version, ''), \(hour), s.fingerprint, COUNT(*) \(members) GROUP BY 1, 2, 3"),
-        ]
+        // Members per hour of their last report (whole and per version).
         for (table, keys, version) in [("group_member_hours", "f", ""), ("group_version_member_hours", "f, v", "COALESCE(r.version, '') AS v, ")] {
             let scope = version.isEmpty ? "1" : "1, 2"
-            let lastHour = "\(last) / \(GroupCounters.hourMs) AS hour"
+            let lastHour = "\(GroupCounters.Period.hour.index(ofSQL: last)) AS hour"
             let recount = """
                 SELECT \(keys), hour, SUM(u), SUM(se) FROM (
                     SELECT s.fingerprint AS f, \(version)\(lastHour), 1 AS u, 0 AS se \(members) AND \(user) IS NOT NULL GROUP BY \(scope), \(user)

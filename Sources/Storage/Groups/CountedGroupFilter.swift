@@ -111,14 +111,17 @@ struct CountedGroupFilter {
 
         init(_ since: Int64) {
             self.since = since
-            let edgeDay = GroupCounters.day(of: since)
-            firstWholeDay = since == edgeDay * SessionCounters.dayMs ? edgeDay : edgeDay + 1
-            firstWholeHour = (since + GroupCounters.hourMs - 1) / GroupCounters.hourMs
+            let (day, hour) = (GroupCounters.Period.day, GroupCounters.Period.hour)
+            let edgeDay = day.index(of: since)
+            firstWholeDay = since == edgeDay * day.ms ? edgeDay : edgeDay + 1
+            firstWholeHour = (since + hour.ms - 1) / hour.ms
         }
 
-        var hasWholeHours: Bool { firstWholeHour < firstWholeDay * 24 }
+        /// The first hour of the whole days.
+        var wholeDaysHour: Int64 { firstWholeDay * (GroupCounters.Period.day.ms / GroupCounters.Period.hour.ms) }
+        var hasWholeHours: Bool { firstWholeHour < wholeDaysHour }
         var hasPartHour: Bool { since < partHourEnd }
-        var partHourEnd: Int64 { firstWholeHour * GroupCounters.hourMs }
+        var partHourEnd: Int64 { firstWholeHour * GroupCounters.Period.hour.ms }
     }
 
     /// Each group's reports (under the version) since `since`, for the groups that can be on the
@@ -139,40 +142,22 @@ struct CountedGroupFilter {
             if counts.count >= limit, nextBound < counts.sorted(by: >)[limit - 1] { break }
             let chunk = try bounds.take(min(size, 500))
             size = min(size, 500) * 2
-            let groups = "d.fingerprint IN (\(sqlPlaceholders(chunk.count)))"
-            let chunkArguments = chunk.map { SQLValue.text($0) }
             var inWindow: [String: Int] = [:]
-            func add(_ rows: [SQLRow]) throws {
-                for row in rows { inWindow[try row.string(0), default: 0] += try row.int(1) }
+            /// The chunk's reports in periods `from..<to` (no end: to now).
+            func add(_ period: GroupCounters.Period, from: Int64, to: Int64? = nil) throws {
+                // A version's day rows are keyed by version first: read each group's from the index keyed by group.
+                let index = version != nil && period.name == "day" && db.dialect == .sqlite ? " INDEXED BY group_version_days_by_group" : ""
+                var sql = "SELECT d.fingerprint, SUM(d.count) FROM \(version == nil ? period.table : period.versionTable) d\(index)"
+                sql += " WHERE d.fingerprint IN (\(sqlPlaceholders(chunk.count)))\(version == nil ? "" : " AND d.version = ?")"
+                sql += " AND d.\(period.name) >= ?\(to == nil ? "" : " AND d.\(period.name) < ?") GROUP BY d.fingerprint"
+                let values = chunk.map { SQLValue.text($0) } + (version.map { [.text($0)] } ?? []) + [.integer(from)] + (to.map { [.integer($0)] } ?? [])
+                for row in try db.rows(sql, values) { inWindow[try row.string(0), default: 0] += try row.int(1) }
             }
-            if let version {
-                // Each group's rows of the version, from the index keyed by group.
-                let index = db.dialect == .sqlite ? " INDEXED BY group_version_days_by_group" : ""
-                try add(try db.rows(
-                    """
-                    SELECT d.fingerprint, SUM(d.count) FROM group_version_days d\(index)
-                    WHERE \(groups) AND d.version = ? AND d.day >= ? GROUP BY d.fingerprint
-                    """,
-                    chunkArguments + [.text(version), .integer(window.firstWholeDay)]))
-                if window.hasWholeHours {
-                    try add(try db.rows(
-                        """
-                        SELECT d.fingerprint, SUM(d.count) FROM group_version_hours d
-                        WHERE d.version = ? AND d.hour >= ? AND d.hour < ? AND \(groups) GROUP BY d.fingerprint
-                        """,
-                        [.text(version), .integer(window.firstWholeHour), .integer(window.firstWholeDay * 24)] + chunkArguments))
-                }
-            } else {
-                try add(try db.rows(
-                    "SELECT d.fingerprint, SUM(d.count) FROM group_days d WHERE \(groups) AND d.day >= ? GROUP BY d.fingerprint",
-                    chunkArguments + [.integer(window.firstWholeDay)]))
-                if window.hasWholeHours {
-                    try add(try db.rows(
-                        "SELECT d.fingerprint, SUM(d.count) FROM group_hours d WHERE \(groups) AND d.hour >= ? AND d.hour < ? GROUP BY d.fingerprint",
-                        chunkArguments + [.integer(window.firstWholeHour), .integer(window.firstWholeDay * 24)]))
-                }
+            try add(.day, from: window.firstWholeDay)
+            if window.hasWholeHours { try add(.hour, from: window.firstWholeHour, to: window.wholeDaysHour) }
+            if window.hasPartHour {
+                for row in try partHour(db, window, chunk) { inWindow[try row.string(0), default: 0] += try row.int(1) }
             }
-            if window.hasPartHour { try add(try partHour(db, window, chunk)) }
             for (fingerprint, count) in inWindow where count > 0 {
                 candidates[fingerprint] = Candidate(fingerprint: fingerprint, count: count)
                 counts.append(count)
@@ -194,8 +179,6 @@ struct CountedGroupFilter {
         private let arguments: [SQLValue]
         private var pending: [(fingerprint: String, count: Int)] = []
         private var next = 0
-        /// Under a version: the last bound read, where the next read starts; nil before the first.
-        private var after: (count: Int, fingerprint: String)?
         private var exhausted = false
 
         init(_ db: SQLExecutor, version: String?, since: Int64, groupFilter: String, arguments: [SQLValue]) throws {
@@ -236,14 +219,14 @@ struct CountedGroupFilter {
                 WHERE v.version = ? AND v.count > 0 AND g.last_seen >= ? \(groupFilter)
                 """
             var values: [SQLValue] = [.text(version), .integer(since)] + arguments
-            if let after {
+            // After the last one read.
+            if let after = pending.last {
                 sql += " AND (v.count < ? OR (v.count = ? AND v.fingerprint < ?))"
                 values += [.integer(Int64(after.count)), .integer(Int64(after.count)), .text(after.fingerprint)]
             }
             let rows = try db.rows(sql + " ORDER BY v.count DESC, v.fingerprint DESC LIMIT ?", values + [.integer(Int64(n))])
             pending += try rows.map { (fingerprint: try $0.string(0), count: try $0.int(1)) }
             if rows.count < n { exhausted = true }
-            if let last = pending.last { after = (last.count, last.fingerprint) }
         }
     }
 
@@ -283,9 +266,12 @@ struct CountedGroupFilter {
                 members[try row.string(0), default: [0, 0]] = [try row.int(1), try row.int(2)]
             }
             guard window.hasPartHour else { continue }
-            let sameVersion = version == nil ? "" : " AND m.version = COALESCE(r.version, '')"
-            let users = "mu.fingerprint = s.fingerprint\(sameVersion.replacingOccurrences(of: "m.", with: "mu.")) AND mu.user_key = \(ReportIdentitySQL.userKey)"
-            let sessions = "ms.fingerprint = s.fingerprint\(sameVersion.replacingOccurrences(of: "m.", with: "ms.")) AND ms.session_id = rs.session_id"
+            // The member row `m` of a report `s`: its group's, under its version.
+            func member(_ m: String) -> String {
+                "\(m).fingerprint = s.fingerprint" + (version == nil ? "" : " AND \(m).version = COALESCE(r.version, '')")
+            }
+            let users = "\(member("mu")) AND mu.user_key = \(ReportIdentitySQL.userKey)"
+            let sessions = "\(member("ms")) AND ms.session_id = rs.session_id"
             for row in try db.rows(
                 """
                 SELECT s.fingerprint, COUNT(DISTINCT CASE WHEN mu.last_at < ? THEN mu.user_key END),
@@ -298,8 +284,9 @@ struct CountedGroupFilter {
                 [.integer(window.partHourEnd), .integer(window.partHourEnd)] + chunkArguments
                     + [.integer(since), .integer(window.partHourEnd)] + versionArgument)
             {
-                members[try row.string(0), default: [0, 0]][0] += try row.int(1)
-                members[try row.string(0), default: [0, 0]][1] += try row.int(2)
+                let fingerprint = try row.string(0)
+                members[fingerprint, default: [0, 0]][0] += try row.int(1)
+                members[fingerprint, default: [0, 0]][1] += try row.int(2)
             }
         }
         return members

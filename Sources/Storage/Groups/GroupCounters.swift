@@ -56,14 +56,26 @@ enum GroupCounters {
         return ($0.element, value, 4 + $0.offset)
     }
 
-    /// The UTC day a time falls in, as `group_days` counts reports (SQL's integer division,
-    /// which truncates as Swift's does).
-    static func day(of time: Int64) -> Int64 { time / SessionCounters.dayMs }
+    /// A length of time a group's reports are counted per, whole (`group_days`, `group_hours`)
+    /// and per app version (`group_version_days`, `group_version_hours`), each keyed by the
+    /// period's number since the epoch in a column of its name.
+    struct Period {
+        /// The key column, and the tables' names: `group_\(name)s`, `group_version_\(name)s`.
+        let name: String
+        let ms: Int64
 
-    static let hourMs: Int64 = 3_600_000
+        static let day = Period(name: "day", ms: SessionCounters.dayMs)
+        static let hour = Period(name: "hour", ms: 3_600_000)
+        static let all = [day, hour]
 
-    /// The hour (since the epoch) a time falls in, as `group_hours` and the members' hours count.
-    static func hour(of time: Int64) -> Int64 { time / hourMs }
+        var table: String { "group_\(name)s" }
+        var versionTable: String { "group_version_\(name)s" }
+
+        /// The period a time falls in (SQL's integer division, which truncates as Swift's does).
+        func index(of time: Int64) -> Int64 { time / ms }
+        /// The same in SQL, of a time in milliseconds.
+        func index(ofSQL time: String) -> String { "\(time) / \(ms)" }
+    }
 
     /// Reports `reportIds` joined group `fingerprint`, whose row and version rows exist.
     static func add(_ db: SQLExecutor, fingerprint: String, reportIds: [Int64]) throws {
@@ -105,10 +117,9 @@ enum GroupCounters {
 
     private static func change(_ db: SQLExecutor, fingerprint: String, reportIds: [Int64], by sign: Int) throws {
         guard !reportIds.isEmpty else { return }
-        var days: [Int64: Int] = [:]
-        var versionDays: [String: [Int64: Int]] = [:]
-        var hours: [Int64: Int] = [:]
-        var versionHours: [String: [Int64: Int]] = [:]
+        /// Per period (`Period.all`), reports per period number, whole and per version.
+        var periods: [[Int64: Int]] = Array(repeating: [:], count: Period.all.count)
+        var versionPeriods: [[String: [Int64: Int]]] = Array(repeating: [:], count: Period.all.count)
         var members: [[Cell: Member]] = Array(repeating: [:], count: distincts.count)
         /// Per facet, per value (nil: none).
         var facetValues: [[String?: Int]] = Array(repeating: [:], count: facets.count)
@@ -131,11 +142,11 @@ enum GroupCounters {
             for row in rows {
                 let version = try row.string(0)
                 let receivedAt = try row.int64(1)
-                let arrival = day(of: receivedAt)
-                days[arrival, default: 0] += 1
-                versionDays[version, default: [:]][arrival, default: 0] += 1
-                hours[hour(of: receivedAt), default: 0] += 1
-                versionHours[version, default: [:]][hour(of: receivedAt), default: 0] += 1
+                for (i, period) in Period.all.enumerated() {
+                    let arrival = period.index(of: receivedAt)
+                    periods[i][arrival, default: 0] += 1
+                    versionPeriods[i][version, default: [:]][arrival, default: 0] += 1
+                }
                 for (i, d) in distincts.enumerated() {
                     guard let key = try row.optionalString(d.column) else { continue }
                     let cell = Cell(version: d.perVersion ? version : "", key: key)
@@ -147,24 +158,16 @@ enum GroupCounters {
                 }
             }
         }
-        for (day, n) in days.sorted(by: { $0.key < $1.key }) {
-            try bump(db, "group_days", where: [("fingerprint", fingerprint), ("day", day)], column: "count", by: sign * n)
-        }
-        for (version, byDay) in versionDays.sorted(by: { $0.key < $1.key }) {
-            for (day, n) in byDay.sorted(by: { $0.key < $1.key }) {
-                try bump(
-                    db, "group_version_days", where: [("version", version), ("day", day), ("fingerprint", fingerprint)], column: "count",
-                    by: sign * n)
+        for (i, period) in Period.all.enumerated() {
+            for (at, n) in periods[i].sorted(by: { $0.key < $1.key }) {
+                try bump(db, period.table, where: [("fingerprint", fingerprint), (period.name, at)], column: "count", by: sign * n)
             }
-        }
-        for (hour, n) in hours.sorted(by: { $0.key < $1.key }) {
-            try bump(db, "group_hours", where: [("fingerprint", fingerprint), ("hour", hour)], column: "count", by: sign * n)
-        }
-        for (version, byHour) in versionHours.sorted(by: { $0.key < $1.key }) {
-            for (hour, n) in byHour.sorted(by: { $0.key < $1.key }) {
-                try bump(
-                    db, "group_version_hours", where: [("version", version), ("hour", hour), ("fingerprint", fingerprint)],
-                    column: "count", by: sign * n)
+            for (version, byPeriod) in versionPeriods[i].sorted(by: { $0.key < $1.key }) {
+                for (at, n) in byPeriod.sorted(by: { $0.key < $1.key }) {
+                    try bump(
+                        db, period.versionTable, where: [("version", version), (period.name, at), ("fingerprint", fingerprint)],
+                        column: "count", by: sign * n)
+                }
             }
         }
         for (i, facet) in facets.enumerated() {
@@ -186,8 +189,10 @@ enum GroupCounters {
                 if appeared { changed[cell.version, default: 0] += 1 }
                 // The member leaves the hour of its row's last report and joins the one of its new last report.
                 let version = d.perVersion ? cell.version : nil
-                if let before = member.before { memberHours[HourCell(version: version, hour: hour(of: before)), default: [0, 0]][d.hoursColumn] -= 1 }
-                if let lastAt { memberHours[HourCell(version: version, hour: hour(of: lastAt)), default: [0, 0]][d.hoursColumn] += 1 }
+                if let before = member.before {
+                    memberHours[HourCell(version: version, hour: Period.hour.index(of: before)), default: [0, 0]][d.hoursColumn] -= 1
+                }
+                if let lastAt { memberHours[HourCell(version: version, hour: Period.hour.index(of: lastAt)), default: [0, 0]][d.hoursColumn] += 1 }
             }
             for (version, n) in changed.sorted(by: { $0.key < $1.key }) {
                 if d.perVersion {
@@ -319,23 +324,32 @@ enum GroupCounters {
         return (members, fingerprint == nil ? "" : " WHERE fingerprint = ?", fingerprint.map { [.text($0)] } ?? [])
     }
 
+    /// Recounts the reports of group `fingerprint` (every group's when nil) per `period`, whole
+    /// and per version, from the results filed under it.
+    private static func recount(_ db: SQLExecutor, _ period: Period, fingerprint: String?) throws {
+        let (members, only, arguments) = scope(fingerprint)
+        let at = period.index(ofSQL: "r.received_at")
+        try db.execute("DELETE FROM \(period.table)" + only, arguments)
+        try db.execute(
+            """
+            INSERT INTO \(period.table) (fingerprint, \(period.name), count) SELECT s.fingerprint, \(at), COUNT(*) \(members) GROUP BY 1, 2
+            """,
+            arguments)
+        try db.execute("DELETE FROM \(period.versionTable)" + only, arguments)
+        try db.execute(
+            """
+            INSERT INTO \(period.versionTable) (version, \(period.name), fingerprint, count)
+            SELECT COALESCE(r.version, ''), \(at), s.fingerprint, COUNT(*) \(members) GROUP BY 1, 2, 3
+            """,
+            arguments)
+    }
+
     /// Recounts the reports per day, per version and day, and per facet value (`rebuild` without
     /// the memberships): the v17 migration, whose membership tables v22 fills once they have
     /// `last_at`.
     static func rebuildCounts(_ db: SQLExecutor, fingerprint: String?) throws {
         let (members, only, arguments) = scope(fingerprint)
-        let day = "r.received_at / \(SessionCounters.dayMs)"
-        try db.execute("DELETE FROM group_days" + only, arguments)
-        try db.execute(
-            "INSERT INTO group_days (fingerprint, day, count) SELECT s.fingerprint, \(day), COUNT(*) \(members) GROUP BY 1, 2",
-            arguments)
-        try db.execute("DELETE FROM group_version_days" + only, arguments)
-        try db.execute(
-            """
-            INSERT INTO group_version_days (version, day, fingerprint, count)
-            SELECT COALESCE(r.version, ''), \(day), s.fingerprint, COUNT(*) \(members) GROUP BY 1, 2, 3
-            """,
-            arguments)
+        try recount(db, .day, fingerprint: fingerprint)
         try db.execute("DELETE FROM group_facets" + only, arguments)
         for facet in facets {
             // `named` is an integer on both backends, so the test is spelled as one.
@@ -383,25 +397,14 @@ enum GroupCounters {
     /// last report from the membership tables (which must be exact): `rebuild`'s last part, and
     /// the v23 migration that added them.
     static func rebuildHours(_ db: SQLExecutor, fingerprint: String?) throws {
-        let (members, only, arguments) = scope(fingerprint)
-        let hour = "r.received_at / \(hourMs)"
-        try db.execute("DELETE FROM group_hours" + only, arguments)
-        try db.execute(
-            "INSERT INTO group_hours (fingerprint, hour, count) SELECT s.fingerprint, \(hour), COUNT(*) \(members) GROUP BY 1, 2",
-            arguments)
-        try db.execute("DELETE FROM group_version_hours" + only, arguments)
-        try db.execute(
-            """
-            INSERT INTO group_version_hours (version, hour, fingerprint, count)
-            SELECT COALESCE(r.version, ''), \(hour), s.fingerprint, COUNT(*) \(members) GROUP BY 1, 2, 3
-            """,
-            arguments)
+        let (_, only, arguments) = scope(fingerprint)
+        try recount(db, .hour, fingerprint: fingerprint)
         for perVersion in [false, true] {
             let scoped = distincts.filter { $0.perVersion == perVersion }
             guard let table = scoped.first?.hoursTable else { continue }
             let keys = perVersion ? "fingerprint, version" : "fingerprint"
             let rows = scoped.map { d in
-                "SELECT \(keys), last_at / \(hourMs) AS hour, \(d.hoursColumn == 0 ? "1 AS u, 0 AS se" : "0 AS u, 1 AS se") FROM \(d.table)\(only)"
+                "SELECT \(keys), \(Period.hour.index(ofSQL: "last_at")) AS hour, \(d.hoursColumn == 0 ? "1 AS u, 0 AS se" : "0 AS u, 1 AS se") FROM \(d.table)\(only)"
             }.joined(separator: " UNION ALL ")
             try db.execute("DELETE FROM \(table)" + only, arguments)
             try db.execute(
